@@ -1,0 +1,17 @@
+"""Errors the engine raises for things a user can cause (bad checkpoint, bad options)."""
+
+
+class EngineError(Exception):
+    """Base class: reaches the user as one line, never a traceback."""
+
+
+class CheckpointError(EngineError):
+    """A checkpoint directory is missing files or holds something the engine cannot load."""
+
+
+class EngineOptionError(EngineError):
+    """An engine option or fault switch has a value the engine cannot use."""
+
+
+class RequestError(EngineError):
+    """A request the engine cannot serve (too long, bad token ids); the server answers 400."""
