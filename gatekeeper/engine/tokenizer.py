@@ -40,7 +40,7 @@ class Tokenizer:
         self.bos_token: str | None = _token_text(config.get("bos_token"))
         self.eos_token_ids = eos_token_ids
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
-        self.special_ids = {t.id if hasattr(t, "id") else i for i, t in tok.get_added_tokens_decoder().items() if t.special}
+        self.special_ids = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
 
     @classmethod
     def from_dir(cls, model_dir: str | Path) -> "Tokenizer":

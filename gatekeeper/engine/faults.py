@@ -1,0 +1,117 @@
+"""Named fault switches: real code paths in the optimized engine that re-create the seeds' bugs.
+
+Each is off by default and harmful only under its trigger. `--fault NAME[=VALUE]` turns one on;
+`gatekeeper faults` lists them with the bug class each models.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gatekeeper.engine.errors import EngineOptionError
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault switch: its name, the bug class it models, its trigger and value."""
+
+    name: str
+    models: str
+    trigger: str
+    takes_value: bool = False
+    default_value: float | None = None
+
+
+FAULTS: dict[str, Fault] = {
+    f.name: f
+    for f in (
+        Fault(
+            "kv-stale-reuse",
+            "seed 000: a prefix-cache entry maps to a KV block another sequence has since overwritten",
+            "prefix caching on, cache pressure (many concurrent sessions), prompts re-sent with shared prefixes",
+        ),
+        Fault(
+            "nan-residue",
+            "seed 001: freed blocks keep non-finite scratch values and masking multiplies by zero",
+            "a request that reuses a previously freed KV block",
+        ),
+        Fault(
+            "fused-norm-dtype",
+            "seed 002: the fused residual+RMSNorm path skips its dtype guard",
+            "fused_norm with bf16/fp16 activations, fp32 norm weights and tp > 1",
+        ),
+        Fault(
+            "eos-ignored",
+            "the batched decode path ignores EOS and stop tokens",
+            "any decode step that samples an end-of-sequence or stop token",
+        ),
+        Fault(
+            "tool-parser-partial",
+            "seed 003: the streaming tool-call parser leaks partial delimiters / broken argument deltas",
+            "streamed chat completions that contain tool calls",
+        ),
+        Fault(
+            "decode-slowdown",
+            "seed 003: a dependency bump makes each decode step slower by about PCT percent",
+            "every decode step",
+            takes_value=True,
+            default_value=25.0,
+        ),
+        Fault(
+            "optional-import",
+            "seed 002: startup imports an absent optional dependency and dies",
+            "always, at startup",
+        ),
+        Fault(
+            "silent-fallback",
+            "attention quietly takes a slower path and logs a warning",
+            "always, at startup and on every step",
+        ),
+        Fault(
+            "rope-drift",
+            "seed 000 §5.2: the engine uses a rope theta other than the checkpoint's (VALUE = factor)",
+            "long contexts (positions far from 0)",
+            takes_value=True,
+            default_value=0.5,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class FaultSet:
+    """The faults active in one engine, with their values."""
+
+    values: tuple[tuple[str, float | None], ...] = ()
+
+    @classmethod
+    def parse(cls, specs: list[str] | tuple[str, ...]) -> "FaultSet":
+        """Parse `NAME` / `NAME=VALUE` specs; unknown names and bad values raise EngineOptionError."""
+        out: dict[str, float | None] = {}
+        for spec in specs:
+            name, _, raw = spec.partition("=")
+            name = name.strip()
+            fault = FAULTS.get(name)
+            if fault is None:
+                raise EngineOptionError(f"unknown fault {name!r} (known: {', '.join(FAULTS)})")
+            if raw and not fault.takes_value:
+                raise EngineOptionError(f"fault {name!r} takes no value")
+            try:
+                value = float(raw) if raw else fault.default_value
+            except ValueError:
+                raise EngineOptionError(f"fault {name!r}: value {raw!r} is not a number") from None
+            out[name] = value
+        return cls(tuple(sorted(out.items())))
+
+    def __contains__(self, name: str) -> bool:
+        assert name in FAULTS, name
+        return any(n == name for n, _ in self.values)
+
+    def value(self, name: str) -> float | None:
+        """The value of an active fault (None if off or valueless)."""
+        return dict(self.values).get(name)
+
+    @property
+    def names(self) -> list[str]:
+        """Names of the active faults."""
+        return [n for n, _ in self.values]
