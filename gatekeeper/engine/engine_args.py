@@ -17,7 +17,9 @@ class EngineArgs:
 
     `profile` "reference" is fp32/fp64, one sequence at a time, a contiguous cache and nothing
     shared; "optimized" uses the paged cache, the block manager and continuous batching, and is
-    the only path where the remaining options and the faults act.
+    the only path where the remaining options and the faults act. `threads` is torch's
+    intra-op thread count: 1 by default, because a tiny model's ops are far too small to
+    split, and a reference and a candidate usually share the machine.
     """
 
     model: str
@@ -35,6 +37,7 @@ class EngineArgs:
     prefix_caching: bool = True
     disable_logprobs: bool = False
     seed: int = 0
+    threads: int = 1
     faults: FaultSet = field(default_factory=FaultSet)
 
     def __post_init__(self) -> None:
@@ -50,7 +53,7 @@ class EngineArgs:
             raise EngineOptionError(f"--profile {self.profile!r}: choose reference or optimized")
         if self.profile == "reference" and self.dtype not in ("float32", "float64"):
             raise EngineOptionError("the reference profile runs in float32 or float64 only")
-        positive = ("block_size", "num_kv_blocks", "max_num_seqs", "max_num_batched_tokens", "tp")
+        positive = ("block_size", "num_kv_blocks", "max_num_seqs", "max_num_batched_tokens", "tp", "threads")
         for name in positive:
             if getattr(self, name) < 1:
                 raise EngineOptionError(f"--{name.replace('_', '-')} must be at least 1")

@@ -1,0 +1,100 @@
+"""The optimized path: block manager + continuous-batching scheduler + paged runner, where the
+fault switches live.
+
+Each fault is a real branch of this path, active only under its trigger: the block manager's
+reuse check (`kv-stale-reuse`), poisoned freed blocks with multiplicative masking
+(`nan-residue`), the fused-norm dtype guard (`fused-norm-dtype`), EOS handling in decode steps
+(`eos-ignored`), extra work per decode step (`decode-slowdown`) and the attention fallback
+(`silent-fallback`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+
+from gatekeeper.engine.block_manager import BlockManager
+from gatekeeper.engine.engine_core import EngineCore
+from gatekeeper.engine.model import ForwardOptions
+from gatekeeper.engine.paged_runner import PagedRunner
+from gatekeeper.engine.scheduler import Scheduler
+from gatekeeper.engine.sequence import Sequence, StepOutput
+
+log = logging.getLogger("gatekeeper.engine")
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
+
+
+class OptimizedCore(EngineCore):
+    """Continuous batching over a paged, prefix-cached KV cache."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        args, faults = self.args, self.args.faults
+        self.block_manager = BlockManager(
+            args.num_kv_blocks, args.block_size, args.prefix_caching, verify_reuse="kv-stale-reuse" not in faults
+        )
+        self.scheduler = Scheduler(self.block_manager, args.max_num_seqs, max(args.max_num_batched_tokens, self.max_model_len))
+        opts = ForwardOptions(tp=args.tp, fused_norm=args.fused_norm, fused_norm_guard="fused-norm-dtype" not in faults)
+        self.runner = PagedRunner(
+            self.model,
+            args.num_kv_blocks,
+            args.block_size,
+            TORCH_DTYPES[args.cache_dtype],
+            opts,
+            naive_attention="silent-fallback" in faults,
+            multiplicative_mask="nan-residue" in faults,
+        )
+        self.honour_eos = "eos-ignored" not in faults
+        self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
+        self.num_fallback_steps = 0
+
+    def _enqueue(self, seq: Sequence) -> None:
+        self.scheduler.add(seq)
+
+    def _release(self, seq: Sequence) -> None:
+        freed = self.scheduler.finish(seq)
+        if "nan-residue" in self.args.faults:
+            self.runner.poison(freed)
+
+    def _after_token(self, seq: Sequence) -> None:
+        if seq.block_table:
+            self.block_manager.commit_computed(seq)
+
+    def step(self) -> list[StepOutput]:
+        """Schedule and run one prefill or decode step."""
+        seqs, is_prefill = self.scheduler.schedule()
+        if not seqs:
+            return []
+        t0 = time.perf_counter()
+        logits, prompt_rows = self.runner.run(seqs)
+        if self.runner.naive_attention:
+            self.num_fallback_steps += 1
+            if self.num_fallback_steps % 1000 == 1:
+                log.warning("attention: fused kernel unavailable for this batch shape, using the naive fallback path")
+        outputs = self._postprocess(seqs, logits, prompt_rows, decode_step=not is_prefill)
+        if self.slowdown and not is_prefill:
+            time.sleep((time.perf_counter() - t0) * self.slowdown)
+        return outputs
+
+    def stats(self) -> dict[str, float]:
+        """Scheduler gauges and block-manager counters, under vLLM-like names."""
+        bm = self.block_manager
+        return {
+            "num_requests_running": float(len(self.scheduler.running)),
+            "num_requests_waiting": float(len(self.scheduler.waiting)),
+            "kv_cache_usage_perc": bm.usage(),
+            "prefix_cache_queries": float(bm.prefix_queries_total),
+            "prefix_cache_hits": float(bm.prefix_hits_total),
+            "num_blocks_total": float(bm.num_blocks),
+            "num_blocks_free": float(bm.num_free_blocks),
+            "blocks_allocated_total": float(bm.num_allocated_total),
+            "blocks_reused_total": float(bm.num_reused_total),
+            "blocks_evicted_total": float(bm.num_evicted_total),
+            "blocks_stale_rejected_total": float(bm.num_stale_rejected_total),
+            "num_preemptions_total": float(self.scheduler.num_preemptions_total),
+            "prompt_tokens_total": float(self.prompt_tokens_total),
+            "generation_tokens_total": float(self.generation_tokens_total),
+        }

@@ -1,0 +1,91 @@
+"""Shared fixtures: small random Hugging Face checkpoints built locally (no hub, no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+
+from gatekeeper.engine.chat_template import CHAT_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
+
+CORPUS = [
+    "Reply with exactly: OK",
+    "The quick brown fox jumps over the lazy dog. 0123456789",
+    '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</tool_call>',
+    "def add(a, b):\n    return a + b\n",
+    "你好，世界。こんにちは。Привет, мир! 🙂",
+    '{"name": "Ada", "age": 36, "tags": ["x", "y"]}',
+    "system user assistant tool You are a helpful assistant.",
+] * 20
+
+
+def build_tokenizer(out: Path, vocab_size: int = 400) -> None:
+    """A byte-level BPE over CORPUS with the ChatML specials, plus tokenizer_config.json."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    tok.save(str(out / "tokenizer.json"))
+    (out / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "chat_template": CHAT_TEMPLATE,
+                "eos_token": "<|im_end|>",
+                "pad_token": "<|endoftext|>",
+                "bos_token": None,
+            }
+        )
+    )
+
+
+def build_checkpoint(out: Path, *, seed: int = 0, model_type: str = "qwen2", tie: bool = False, max_len: int = 512) -> Path:
+    """A random-weight decoder saved in HF layout with the tokenizer above."""
+    from gatekeeper.engine.checkpoint import save_checkpoint
+    from gatekeeper.engine.config import ModelConfig
+    from gatekeeper.engine.model import CausalLM
+
+    out.mkdir(parents=True, exist_ok=True)
+    build_tokenizer(out)
+    vocab = Tokenizer.from_file(str(out / "tokenizer.json")).get_vocab_size()
+    eos = Tokenizer.from_file(str(out / "tokenizer.json")).token_to_id("<|im_end|>")
+    cfg = ModelConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        model_type=model_type,
+        max_position_embeddings=max_len,
+        tie_word_embeddings=tie,
+        attention_bias=model_type == "qwen2",
+        eos_token_id=eos,
+    )
+    torch.manual_seed(seed)
+    model = CausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.3)  # sharper than default init, so greedy choices are well separated
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.fill_(1.0)
+    save_checkpoint(model, cfg, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory) -> Path:
+    """Path to a session-wide random Qwen2 checkpoint with our tokenizer and chat template."""
+    return build_checkpoint(tmp_path_factory.mktemp("tiny-qwen2"))
