@@ -1,0 +1,1 @@
+"""The bundled engine's OpenAI-compatible HTTP server (FastAPI), following vLLM's surface."""
