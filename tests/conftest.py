@@ -25,17 +25,21 @@ CORPUS = [
 
 
 def build_tokenizer(out: Path, vocab_size: int = 400) -> None:
-    """A byte-level BPE over CORPUS with the ChatML specials, plus tokenizer_config.json."""
+    """A byte-level BPE over CORPUS, plus tokenizer_config.json.
+
+    As in Qwen's vocabulary, the ChatML specials take the last ids, so id 0 is the byte `!` —
+    what NaN logits decode to under argmax (seed 002's `!!!!`).
+    """
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(CORPUS, trainer)
+    tok.add_special_tokens(list(SPECIAL_TOKENS))
     tok.save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(
         json.dumps(

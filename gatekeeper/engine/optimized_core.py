@@ -50,6 +50,7 @@ class OptimizedCore(EngineCore):
         self.honour_eos = "eos-ignored" not in faults
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
         self.num_fallback_steps = 0
+        self.slowdown_seconds_total = 0.0
 
     def _enqueue(self, seq: Sequence) -> None:
         self.scheduler.add(seq)
@@ -76,7 +77,9 @@ class OptimizedCore(EngineCore):
                 log.warning("attention: fused kernel unavailable for this batch shape, using the naive fallback path")
         outputs = self._postprocess(seqs, logits, prompt_rows, decode_step=not is_prefill)
         if self.slowdown and not is_prefill:
-            time.sleep((time.perf_counter() - t0) * self.slowdown)
+            extra = (time.perf_counter() - t0) * self.slowdown
+            time.sleep(extra)
+            self.slowdown_seconds_total += extra
         return outputs
 
     def stats(self) -> dict[str, float]:
