@@ -54,7 +54,10 @@ def build_tokenizer(out: Path, vocab_size: int = 400) -> None:
     )
 
 
-def build_checkpoint(out: Path, *, seed: int = 0, model_type: str = "qwen2", tie: bool = False, max_len: int = 512) -> Path:
+def build_checkpoint(
+    out: Path, *, seed: int = 0, model_type: str = "qwen2", tie: bool = False, max_len: int = 512,
+    hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2,
+) -> Path:
     """A random-weight decoder saved in HF layout with the tokenizer above."""
     from gatekeeper.engine.checkpoint import save_checkpoint
     from gatekeeper.engine.config import ModelConfig
@@ -66,11 +69,11 @@ def build_checkpoint(out: Path, *, seed: int = 0, model_type: str = "qwen2", tie
     eos = Tokenizer.from_file(str(out / "tokenizer.json")).token_to_id("<|im_end|>")
     cfg = ModelConfig(
         vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
         model_type=model_type,
         max_position_embeddings=max_len,
         tie_word_embeddings=tie,

@@ -24,11 +24,11 @@ def attend(
     multiplicative_mask: bool = False,
 ) -> torch.Tensor:
     """q [S, Hq, Q, D], k/v [S, Hkv, L, D], mask [S, 1, Q, L] -> [S, Hq, Q, D]."""
+    if not (naive or multiplicative_mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
     groups = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(groups, dim=1)  # [S, Hq, L, D]
     v = v.repeat_interleave(groups, dim=1)
-    if not (naive or multiplicative_mask):
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     scores = (q @ k.transpose(-1, -2)).float() / math.sqrt(q.shape[-1])  # [S, Hq, Q, L]
     if multiplicative_mask:
         p = torch.softmax(scores, dim=-1) * mask

@@ -84,15 +84,21 @@ class PagedRunner:
         _, heads, dim = q.shape
         cache_k = self.kv[layer, 0].view(-1, *k.shape[1:])  # [blocks*bs, Hkv, D]
         cache_v = self.kv[layer, 1].view(-1, *v.shape[1:])
-        cache_k[b["slots"]] = k.to(cache_k.dtype)
-        cache_v[b["slots"]] = v.to(cache_v.dtype)
-        keys = cache_k[b["gather"]].transpose(1, 2).to(q.dtype)  # [S, Hkv, L, D]
-        values = cache_v[b["gather"]].transpose(1, 2).to(q.dtype)
-        qp = q.new_zeros(s * q_max, heads, dim)
-        qp[b["q_index"]] = q
-        qp = qp.view(s, q_max, heads, dim).transpose(1, 2)  # [S, Hq, Q, D]
+        cache_k.index_copy_(0, b["slots"], k.to(cache_k.dtype))
+        cache_v.index_copy_(0, b["slots"], v.to(cache_v.dtype))
+        gather = b["gather"]  # [S, L] slot of each visible position
+        keys = cache_k.index_select(0, gather.view(-1)).view(s, -1, *k.shape[1:])  # [S, L, Hkv, D]
+        values = cache_v.index_select(0, gather.view(-1)).view(s, -1, *v.shape[1:])
+        keys = keys.transpose(1, 2).to(q.dtype)  # [S, Hkv, L, D]
+        values = values.transpose(1, 2).to(q.dtype)
+        if q_max == 1:  # decode: one query per sequence, no padding to undo
+            qp = q.view(s, 1, heads, dim).transpose(1, 2)  # [S, Hq, 1, D]
+        else:
+            qp = q.new_zeros(s * q_max, heads, dim).index_copy_(0, b["q_index"], q)
+            qp = qp.view(s, q_max, heads, dim).transpose(1, 2)  # [S, Hq, Q, D]
         out = attend(qp, keys, values, b["mask"], naive=self.naive_attention, multiplicative_mask=self.multiplicative_mask)
-        return out.transpose(1, 2).reshape(s * q_max, heads, dim)[b["q_index"]]
+        out = out.transpose(1, 2).reshape(s * q_max, heads, dim)
+        return out if q_max == 1 else out.index_select(0, b["q_index"])
 
     @torch.inference_mode()
     def run(self, seqs: list[Sequence]) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
