@@ -1,0 +1,357 @@
+"""Train gk-tiny from scratch on the synthetic task families, on CPU.
+
+    python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--minutes M] [--resume]
+
+What makes a model this small copy at all (see notes/training.md):
+- Dense copy data from the first step: random-token (or filler-text) haystacks with segments
+  planted at any distance up to the full context, repeated at the end; the loss is on every
+  repeated token after a two-token key. This grows induction heads, which echo, needle, JSON,
+  tool arguments and multi-turn recall all rely on; haystacks reach 2,048 tokens so retrieval is
+  trained at the lengths it is tested at.
+- The loss covers every assistant turn of a chat (earlier turns are correct by construction
+  too), not just the last, to make supervision less sparse.
+- A staged mix: copy-heavy and short chats first, the full family mix with long needles later.
+
+Determinism: the batch of step k is a function of (seed, k) only, the model's initial weights of
+the seed; checkpoints hold the optimizer state, so a resumed run continues the same trajectory.
+The schedule is fixed by --steps; --minutes only stops early (and says so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from gatekeeper.engine import tasks
+from gatekeeper.engine.checkpoint import save_checkpoint
+from gatekeeper.engine.config import ModelConfig
+from gatekeeper.engine.model import CausalLM
+from gatekeeper.engine.tasks import vocab
+from gatekeeper.engine.tokenizer import Tokenizer
+from gatekeeper.engine.tokenizer_train import EOS_TOKEN, PAD_TOKEN, build as build_tokenizer, chat_renderer
+from gatekeeper.engine.tokenizer_train import save as save_tokenizer
+
+MAX_LEN = 2048
+TOKENS_PER_STEP = 6144
+MICRO_BATCH_TOKENS = 4096  # padded tokens per forward pass
+CHECKPOINT_SECONDS = 180
+
+
+@dataclass(frozen=True)
+class Hyper:
+    """Architecture and optimisation settings of gk-tiny."""
+
+    hidden_size: int = 192
+    intermediate_size: int = 512
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 6
+    num_key_value_heads: int = 6
+    vocab_size: int = 2048
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training sequence: token ids and the positions whose next token is supervised."""
+
+    ids: list[int]
+    targets: list[bool]  # targets[i]: predict ids[i + 1] from position i
+    kind: str
+
+
+# --- data -----------------------------------------------------------------------------------
+
+
+class DataSource:
+    """Builds the examples of one step from (seed, step)."""
+
+    def __init__(self, tok: Tokenizer, seed: int, total_steps: int) -> None:
+        self.tok = tok
+        self.seed = seed
+        self.total_steps = total_steps
+        self.renderer = chat_renderer()
+        self.im_start = tok.encode("<|im_start|>")[0]
+        self.im_end = tok.encode(EOS_TOKEN)[0]
+        self.assistant_head = tok.encode("<|im_start|>assistant\n")
+        self.num_plain = tok.vocab_size - 3  # ids below this are ordinary (non-special) tokens
+        self._sentence_cache: dict[str, list[int]] = {}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tok.encode(text))
+
+    # chat samples
+    def chat_example(self, sample: tasks.Sample) -> Example:
+        prompt = self.renderer.apply_chat_template(list(sample.messages), tools=list(sample.tools or []) or None)
+        ids = self.tok.encode(prompt + sample.answer + EOS_TOKEN)[:MAX_LEN]
+        targets = [False] * len(ids)
+        head = self.assistant_head
+        i = 0
+        while i < len(ids):  # supervise every assistant turn, its end-of-turn token included
+            if ids[i : i + len(head)] == head:
+                j = i + len(head)
+                while j < len(ids) and ids[j] != self.im_end:
+                    targets[j - 1] = True
+                    j += 1
+                if j < len(ids):
+                    targets[j - 1] = True
+                i = j
+            else:
+                i += 1
+        return Example(ids, targets, sample.family)
+
+    # dense copy
+    def _filler_tokens(self, rng: random.Random, n: int) -> list[int]:
+        out: list[int] = []
+        while len(out) < n:
+            s = vocab.filler_sentence(rng) + " "
+            if s not in self._sentence_cache:
+                self._sentence_cache[s] = self.tok.encode(s)
+            out += self._sentence_cache[s]
+        return out[:n]
+
+    def copy_example(self, rng: random.Random, length: int) -> Example:
+        """Segments planted in a haystack, then all repeated (shuffled) at the end.
+
+        Each repeat starts with the segment's first two tokens (the key, unsupervised); the rest
+        is supervised. Haystack is random tokens or filler text.
+        """
+        m = max(1, length // 48)
+        segs = [[rng.randrange(self.num_plain) for _ in range(rng.randint(4, 24))] for _ in range(m)]
+        tail = sum(len(s) for s in segs)
+        hay_len = max(8, length - 2 * tail)
+        hay = (self._filler_tokens(rng, hay_len) if rng.random() < 0.5
+               else [rng.randrange(self.num_plain) for _ in range(hay_len)])
+        cuts = sorted(rng.randrange(hay_len) for _ in range(m))
+        ids: list[int] = []
+        prev = 0
+        for c, s in zip(cuts, segs):
+            ids += hay[prev:c] + s
+            prev = c
+        ids += hay[prev:]
+        targets = [False] * len(ids)
+        order = list(range(m))
+        rng.shuffle(order)
+        for k in order:
+            start = len(ids)
+            ids += segs[k]
+            targets += [False] * len(segs[k])
+            for p in range(start + 1, len(ids) - 1):
+                targets[p] = True  # position p predicts ids[p + 1]: tokens 3.. of the repeat
+        return Example(ids[:MAX_LEN], targets[:MAX_LEN], "copy")
+
+    # schedule
+    def mix(self, frac: float) -> tuple[float, dict[str, float], int]:
+        """(share of step tokens spent on copy, family weights, longest needle) at `frac`."""
+        if frac < 0.15:
+            fam = {"echo": 4, "eos": 1, "arithmetic": 1, "multi_turn": 1, "multilingual": 1, "refusal": 0.3}
+            return 0.6, fam, 0
+        fam = {"echo": 3, "arithmetic": 3, "json": 2.5, "tool_call": 2.5, "needle": 0.8, "multi_turn": 1.2,
+               "long_output": 1, "code": 1.5, "multilingual": 2, "refusal": 0.5, "eos": 1}
+        if frac < 0.4:
+            return 0.35, fam, 1024
+        return 0.2, fam, MAX_LEN
+
+    def step_examples(self, step: int) -> list[Example]:
+        rng = random.Random(f"{self.seed}:{step}")
+        copy_share, fam, longest = self.mix(step / self.total_steps)
+        out: list[Example] = []
+        used = 0
+        copy_budget = int(TOKENS_PER_STEP * copy_share)
+        copy_max = MAX_LEN if longest else 512  # short gaps while induction heads form
+        while used < copy_budget:
+            length = min(copy_budget - used, int(math.exp(rng.uniform(math.log(96), math.log(copy_max)))))
+            if length < 64:
+                break
+            ex = self.copy_example(rng, length)
+            out.append(ex)
+            used += len(ex.ids)
+        names, weights = list(fam), list(fam.values())
+        while used < TOKENS_PER_STEP:
+            family = rng.choices(names, weights)[0]
+            kw: dict = {}
+            if family == "needle":
+                kw = {"context_tokens": int(math.exp(rng.uniform(math.log(64), math.log(longest)))),
+                      "count_tokens": self.count_tokens}
+            ex = self.chat_example(tasks.generate(family, rng, **kw))
+            out.append(ex)
+            used += len(ex.ids)
+        return out
+
+
+def micro_batches(examples: list[Example]) -> list[list[Example]]:
+    """Group by length so that padded size stays under MICRO_BATCH_TOKENS."""
+    out: list[list[Example]] = []
+    cur: list[Example] = []
+    for ex in sorted(examples, key=lambda e: len(e.ids)):
+        if cur and len(ex.ids) * (len(cur) + 1) > MICRO_BATCH_TOKENS:
+            out.append(cur)
+            cur = []
+        cur.append(ex)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def collate(batch: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """-> ids [B, T], mask [B, T] (position predicts a supervised token), targets [B, T]."""
+    t = max(len(e.ids) for e in batch)
+    ids = torch.full((len(batch), t), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(batch), t), dtype=torch.bool)
+    for b, e in enumerate(batch):
+        ids[b, : len(e.ids)] = torch.tensor(e.ids)
+        mask[b, : len(e.ids)] = torch.tensor(e.targets)
+    mask[:, -1] = False
+    targets = torch.roll(ids, -1, dims=1)
+    return ids, mask, targets
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+def lr_at(step: int, total: int, h: Hyper) -> float:
+    if step < h.warmup_steps:
+        return h.lr * (step + 1) / h.warmup_steps
+    p = (step - h.warmup_steps) / max(1, total - h.warmup_steps)
+    return h.lr * (h.min_lr_ratio + (1 - h.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, p))))
+
+
+def make_config(tok: Tokenizer, h: Hyper) -> ModelConfig:
+    return ModelConfig(
+        vocab_size=tok.vocab_size, hidden_size=h.hidden_size, intermediate_size=h.intermediate_size,
+        num_hidden_layers=h.num_hidden_layers, num_attention_heads=h.num_attention_heads,
+        num_key_value_heads=h.num_key_value_heads, max_position_embeddings=MAX_LEN, rope_theta=10000.0,
+        tie_word_embeddings=True, bos_token_id=tok.encode(PAD_TOKEN)[0], eos_token_id=tok.eos_token_id,
+    )
+
+
+def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Example], pad_id: int) -> dict[str, float]:
+    """One optimizer step over all examples; returns mean losses by kind (copy / chat)."""
+    n_sup = sum(sum(e.targets[: len(e.ids) - 1]) for e in examples)
+    opt.zero_grad(set_to_none=True)
+    sums = {"copy": [0.0, 0], "chat": [0.0, 0]}
+    for batch in micro_batches(examples):
+        ids, mask, targets = collate(batch, pad_id)
+        hidden = model.hidden_states(ids)  # [B, T, H]
+        logits = model.compute_logits(hidden[mask])  # [N, V], only supervised positions
+        losses = F.cross_entropy(logits, targets[mask], reduction="none")  # [N]
+        (losses.sum() / max(1, n_sup)).backward()
+        kinds = torch.tensor([e.kind == "copy" for e in batch])[:, None].expand_as(mask)[mask]
+        for name, sel in (("copy", kinds), ("chat", ~kinds)):
+            sums[name][0] += losses[sel].sum().item()
+            sums[name][1] += int(sel.sum())
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return {k: (s / n if n else float("nan")) for k, (s, n) in sums.items()}
+
+
+def save_all(model: CausalLM, cfg: ModelConfig, opt, step: int, out: Path, args: argparse.Namespace) -> None:
+    """Checkpoint for resuming (state.pt, written atomically) plus the HF export."""
+    tmp = out / "state.pt.tmp"
+    torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "args": {"seed": args.seed, "steps": args.steps}}, tmp)
+    tmp.replace(out / "state.pt")
+    save_checkpoint(model, cfg, out)
+    gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, "pad_token_id": cfg.bos_token_id,
+           "do_sample": False, "max_new_tokens": 256}
+    (out / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
+
+
+def export(out: Path, ship: Path) -> None:
+    """Copy the shippable files (no optimizer state) to `ship`."""
+    ship.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "model.safetensors", "generation_config.json", "tokenizer.json", "tokenizer_config.json"):
+        (ship / name).write_bytes((out / name).read_bytes())
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, help="run directory (checkpoint, tokenizer, state)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=4000, help="optimizer steps; fixes the schedule")
+    p.add_argument("--minutes", type=float, default=None, help="stop early after this wall time")
+    p.add_argument("--resume", action="store_true", help="continue from DIR/state.pt")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--layers", type=int, default=Hyper.num_hidden_layers)
+    p.add_argument("--hidden", type=int, default=Hyper.hidden_size)
+    p.add_argument("--ship", default=None, help="also copy the final checkpoint files here")
+    args = p.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    h = Hyper(num_hidden_layers=args.layers, hidden_size=args.hidden,
+              intermediate_size=args.hidden * 8 // 3 // 32 * 32 if args.hidden != 192 else 512,
+              num_attention_heads=args.hidden // 32, num_key_value_heads=args.hidden // 32)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not (args.resume and (out / "tokenizer.json").is_file()):
+        save_tokenizer(build_tokenizer(h.vocab_size, args.seed), out)
+    tok = Tokenizer.from_dir(out)
+    pad_id = tok.encode(PAD_TOKEN)[0]
+    cfg = make_config(tok, h)
+    torch.manual_seed(args.seed)
+    model = CausalLM(cfg)
+    with torch.no_grad():  # small init, as HF's initializer_range=0.02
+        for name, prm in model.named_parameters():
+            if prm.dim() == 2:
+                prm.normal_(0.0, 0.02)
+            elif name.endswith("bias"):
+                prm.zero_()
+    decay = [p_ for n, p_ in model.named_parameters() if p_.dim() == 2]
+    no_decay = [p_ for n, p_ in model.named_parameters() if p_.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": h.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=h.lr, betas=(0.9, 0.95))
+    start = 0
+    if args.resume and (out / "state.pt").is_file():
+        state = torch.load(out / "state.pt", weights_only=False)
+        if state["args"] != {"seed": args.seed, "steps": args.steps}:
+            raise SystemExit(f"--resume: {out}/state.pt was made with {state['args']}, not these arguments")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["opt"])
+        start = state["step"]
+        print(f"resumed at step {start}", flush=True)
+    n_params = sum(p_.numel() for p_ in model.parameters())
+    print(f"gk-tiny: {n_params / 1e6:.2f}M params, {cfg.num_hidden_layers} layers, d{cfg.hidden_size}, "
+          f"vocab {cfg.vocab_size}, {args.steps} steps of {TOKENS_PER_STEP} tokens", flush=True)
+
+    data = DataSource(tok, args.seed, args.steps)
+    model.train()
+    t0 = last_save = time.time()
+    tokens = 0
+    step = start
+    while step < args.steps:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, args.steps, h)
+        examples = data.step_examples(step)
+        losses = train_step(model, opt, examples, pad_id)
+        tokens += sum(len(e.ids) for e in examples)
+        step += 1
+        elapsed = time.time() - t0
+        if step % 10 == 0 or step == args.steps:
+            print(f"step {step}/{args.steps} copy {losses['copy']:.3f} chat {losses['chat']:.3f} "
+                  f"lr {lr_at(step - 1, args.steps, h):.2e} {tokens / elapsed:.0f} tok/s {elapsed / 60:.1f} min",
+                  flush=True)
+        if time.time() - last_save > CHECKPOINT_SECONDS:
+            save_all(model, cfg, opt, step, out, args)
+            last_save = time.time()
+        if args.minutes is not None and elapsed > args.minutes * 60 and step < args.steps:
+            print(f"stopping early at step {step}/{args.steps} (--minutes {args.minutes}); "
+                  "the schedule is incomplete, resume with --resume", flush=True)
+            break
+    save_all(model, cfg, opt, step, out, args)
+    if args.ship and step == args.steps:
+        export(out, Path(args.ship))
+    print(f"done: step {step}, {(time.time() - t0) / 60:.1f} min, checkpoint in {out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
