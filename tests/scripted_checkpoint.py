@@ -29,14 +29,15 @@ TOOL_SCRIPT = (
     '{"name": "get_weather", ',
     '"arguments": {"city": ',
     '"Paris", "unit": "celsius"}}',
-    "</tool_call>",
-    "\n<tool_",
+    "</tool_call>\n",
+    "<tool_",
     'call>{"name": "set_alarm", "arguments": ',
     '{"time": "07:30", "days": ["monday"]}}',
     "</tool",
     "_call>",
 )
-"""Content, then two parallel Hermes calls whose tags are split across tokens."""
+"""Content, then two parallel Hermes calls whose tags are split across tokens. No piece may be a
+proper substring of a tag the server appends to prompts (added tokens match inside prompt text)."""
 
 
 def build_scripted_checkpoint(out: Path, script: tuple[str, ...], trigger: str = TRIGGER, seed: int = 0) -> Path:
