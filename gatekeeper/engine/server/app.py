@@ -41,11 +41,18 @@ class NanJSONResponse(JSONResponse):
         return json.dumps(content, ensure_ascii=False, allow_nan=True, separators=(",", ":")).encode("utf-8")
 
 
+_FIELDS = {name for model in (ChatCompletionRequest, CompletionRequest, TokenizeRequest, DetokenizeRequest)
+           for name in model.model_fields}
+
+
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     parts, param = [], None
     for err in exc.errors():
         loc = [str(x) for x in err.get("loc", ()) if x != "body"]
         msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+        first_word = msg.split(" ", 1)[0]
+        if not loc and first_word in _FIELDS:  # a cross-field check names its field first
+            param = param or first_word
         if err.get("type") == "json_invalid":
             msg = f"the request body is not valid JSON: {err.get('ctx', {}).get('error', msg)}"
             loc = []

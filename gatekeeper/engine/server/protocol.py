@@ -220,6 +220,7 @@ class CompletionRequest(_SamplingRequest):
     echo: bool = False
     logprobs: int | None = None
     suffix: str | None = None
+    add_special_tokens: bool = True
 
     @model_validator(mode="after")
     def _check_completion(self):

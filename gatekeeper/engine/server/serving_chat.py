@@ -85,6 +85,7 @@ class ChatServing:
         got = await self.s.collect(request_id, plan.prompt_ids, plan.params)
         if plan.parses_tools:
             content, calls = parse_tool_calls(plan.forced_prefix + got.text)
+            content = "" if content is None and not calls else content  # no calls: the text, even if empty
         else:
             content, calls = got.text, []
         message = {

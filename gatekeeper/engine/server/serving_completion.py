@@ -8,6 +8,7 @@ its token is dropped.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ class CompletionServing:
             prompt_logprobs = max(prompt_logprobs or 0, logprobs)
         for prompt in prompts:
             if isinstance(prompt, str):
-                ids, text = s.tokenizer.encode(prompt, add_special_tokens=True), prompt
+                ids, text = s.tokenizer.encode(prompt, add_special_tokens=req.add_special_tokens), prompt
             else:
                 s.check_token_ids(prompt)
                 ids, text = list(prompt), s.tokenizer.decode(prompt, skip_special_tokens=False)
@@ -97,10 +98,13 @@ class CompletionServing:
         plans = self.plan(req)
         request_id = random_id("cmpl")
         if req.stream:
-            streams = [await self.s.stream(f"{request_id}-{i}", p.ids, p.params) for i, p in enumerate(plans)]
-            return self._stream(req, plans, request_id, streams)
-        import asyncio
-
+            started = await asyncio.gather(*(self.s.stream(f"{request_id}-{i}", p.ids, p.params)
+                                             for i, p in enumerate(plans)), return_exceptions=True)
+            failed = [s for s in started if isinstance(s, BaseException)]
+            if failed:  # close the prompts that did start, then report the first failure
+                await asyncio.gather(*(s.aclose() for s in started if not isinstance(s, BaseException)))
+                raise failed[0]
+            return self._stream(req, plans, request_id, started)
         results = await asyncio.gather(*(self.s.collect(f"{request_id}-{i}", p.ids, p.params)
                                          for i, p in enumerate(plans)))
         choices = [self._choice(req, i, p, got) for i, (p, got) in enumerate(zip(plans, results))]
