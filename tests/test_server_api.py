@@ -207,3 +207,19 @@ def test_prefix_cache_hits_show_in_usage(client, model):
     client.completions.create(model=model, prompt=prompt, max_tokens=4, temperature=0)
     again = client.completions.create(model=model, prompt=prompt, max_tokens=4, temperature=0)
     assert again.usage.prompt_tokens_details.cached_tokens >= 16
+
+
+def test_reference_profile_serves_the_same_greedy_output(tiny_model_dir, client, model):
+    prompts = ["The quick brown fox", "def add(a, b):", "你好"]
+    with running_server(tiny_model_dir, "--profile", "reference") as ref_server:
+        assert "profile=reference" in ref_server.log()
+        ref = openai.OpenAI(base_url=ref_server.v1, api_key="unused", max_retries=0)
+        for prompt in prompts:
+            a = client.completions.create(model=model, prompt=prompt, max_tokens=12, temperature=0, logprobs=0)
+            b = ref.completions.create(model=model, prompt=prompt, max_tokens=12, temperature=0, logprobs=0)
+            assert a.choices[0].text == b.choices[0].text
+            for x, y in zip(a.choices[0].logprobs.token_logprobs, b.choices[0].logprobs.token_logprobs):
+                assert abs(x - y) < 1e-4
+        a = client.chat.completions.create(model=model, messages=MESSAGES, max_tokens=12, temperature=0)
+        b = ref.chat.completions.create(model=model, messages=MESSAGES, max_tokens=12, temperature=0)
+        assert a.choices[0].message.content == b.choices[0].message.content

@@ -90,6 +90,13 @@ def test_parallel_calls_streaming_match_non_streaming(client):
     assert got["logprob_tokens"] == [lp.token for lp in full.logprobs.content]
 
 
+def test_parallel_tool_calls_false_keeps_the_first(client):
+    r = ask(client, parallel_tool_calls=False).choices[0]
+    assert [c.function.name for c in r.message.tool_calls] == ["get_weather"] and r.finish_reason == "tool_calls"
+    streamed = collect_stream(client, parallel_tool_calls=False)
+    assert [c["name"] for c in streamed["calls"]] == ["get_weather"] and streamed["finishes"] == ["tool_calls"]
+
+
 def test_tool_choice_none_returns_raw_text(client):
     r = ask(client, tool_choice="none").choices[0]
     assert r.finish_reason == "stop" and not r.message.tool_calls

@@ -35,6 +35,7 @@ class ChatPlan:
     tool_choice: str | NamedToolChoice
     forced_prefix: str
     top_n: int | None  # logprobs per token reported to the client (None: logprobs off)
+    max_calls: int | None  # 1 when parallel_tool_calls is false (vLLM keeps the first call)
 
     @property
     def parses_tools(self) -> bool:
@@ -73,7 +74,7 @@ class ChatServing:
         max_tokens = s.max_tokens(len(prompt_ids), req.requested_max_tokens)
         top_n = s.logprob_count((req.top_logprobs or 0) if req.logprobs else None)
         params = req.sampling_params(max_tokens, top_n, s.logprob_count(req.prompt_logprobs))
-        return ChatPlan(prompt_ids, params, choice, forced, top_n)
+        return ChatPlan(prompt_ids, params, choice, forced, top_n, None if req.parallel_tool_calls else 1)
 
     async def create(self, req: ChatCompletionRequest) -> dict[str, Any] | AsyncIterator[str]:
         """The response body, or an SSE stream when `stream` is set."""
@@ -86,6 +87,7 @@ class ChatServing:
         if plan.parses_tools:
             content, calls = parse_tool_calls(plan.forced_prefix + got.text)
             content = "" if content is None and not calls else content  # no calls: the text, even if empty
+            calls = calls[: plan.max_calls]
         else:
             content, calls = got.text, []
         message = {
@@ -152,10 +154,12 @@ class ChatServing:
                 else:
                     deltas += parser.feed(out.new_text) + (parser.finish() if out.finished else [])
                 for d in deltas:
+                    if isinstance(d, ToolCallDelta) and plan.max_calls is not None and d.index >= plan.max_calls:
+                        continue
                     yield chunk(_delta_json(d))
                 deltas = []
                 if out.finished:
-                    calls = parser.calls if parser else []
+                    calls = (parser.calls if parser else [])[: plan.max_calls]
                     yield chunk({}, finish_reason(plan.tool_choice, calls, out.finish_reason), out.stop_reason)
         if include_usage:
             yield sse.event({
