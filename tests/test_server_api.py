@@ -194,6 +194,7 @@ def test_metrics_use_vllm_names(server, client, model):
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
                  "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
                  "vllm:time_to_first_token_seconds_bucket", "vllm:e2e_request_latency_seconds_count",
+                 "vllm:inter_token_latency_seconds_count", "vllm:request_success_total",
                  "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
                  "gatekeeper:blocks_allocated_total", "gatekeeper:blocks_reused_total"):
         assert f"\n{name}{{" in text, name

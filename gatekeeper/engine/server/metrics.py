@@ -76,6 +76,8 @@ class ServerMetrics:
         names = list(labels)
         self.ttft = Histogram("vllm:time_to_first_token_seconds", "Time to first token in seconds.", names,
                               buckets=_LATENCY_BUCKETS, registry=self.registry)
+        self.itl = Histogram("vllm:inter_token_latency_seconds", "Inter-token latency in seconds.", names,
+                             buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.e2e = Histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency in seconds.", names,
                              buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.success = Counter("vllm:request_success", "Count of successfully processed requests.",
@@ -84,6 +86,11 @@ class ServerMetrics:
     def observe_first_token(self, seconds: float) -> None:
         """Record one request's time to first token."""
         self.ttft.labels(**self._labels).observe(seconds)
+
+    def observe_next_tokens(self, seconds: float, num_tokens: int) -> None:
+        """Record the gap before `num_tokens` tokens that arrived together, spread evenly over them."""
+        for _ in range(num_tokens):
+            self.itl.labels(**self._labels).observe(seconds / num_tokens)
 
     def observe_finished(self, seconds: float, finish_reason: str | None) -> None:
         """Record one finished request's latency and finish reason."""

@@ -113,7 +113,7 @@ class Serving:
         return _prepend(first, gen)
 
     async def _run(self, request_id: str, prompt_ids: list[int], params: Any) -> AsyncIterator[RequestOutput]:
-        start = time.monotonic()
+        start = last = time.monotonic()
         first_token = True
         started = False
         finish_reason: str | None = None
@@ -121,9 +121,13 @@ class Serving:
             async with aclosing(self.engine.generate(request_id, prompt_ids, params)) as outputs:
                 async for out in outputs:
                     started = True
+                    now = time.monotonic()
                     if first_token and out.new_token_ids:
-                        self.metrics.observe_first_token(time.monotonic() - start)
+                        self.metrics.observe_first_token(now - start)
                         first_token = False
+                    elif out.new_token_ids:
+                        self.metrics.observe_next_tokens(now - last, len(out.new_token_ids))
+                    last = now
                     if out.finished:
                         finish_reason = out.finish_reason
                     yield out
