@@ -20,6 +20,7 @@ from gatekeeper import __version__
 
 EXIT_OK = 0
 EXIT_STARTUP_FAILURE = 1
+EXIT_HOLD = 2
 EXIT_USAGE = 3
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "gk-tiny"
@@ -129,6 +130,76 @@ def list_faults() -> None:
         default = f" (default {f.default_value:g})" if f.takes_value and f.default_value is not None else ""
         click.echo(f"{name:<{width}}  {f.models}{default}")
         click.echo(f"{'':<{width}}  trigger: {f.trigger}")
+
+
+@main.command()
+@click.option("-c", "--config", "config_path", type=click.Path(), default=None, help="Run-config YAML (layer 2 of 4).")
+@click.option("--reference", default=None, help="Reference target: bundled[:reference|optimized] or a URL. [bundled:reference]")
+@click.option("--candidate", default=None, help="Candidate target (same forms). [bundled:optimized]")
+@click.option("--model", default=None, help="Checkpoint for bundled targets. [the shipped gk-tiny]")
+@click.option("--policy", default=None, help="Gate policy YAML. [gates/default.yaml]")
+@click.option("--golden", multiple=True, help="Golden set YAML (repeatable). [golden_sets/core.yaml]")
+@click.option("--gates", default=None, help="Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]")
+@click.option("--out", default=None, help="Reports go to OUT/<run-id>/. [reports]")
+@click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]", help="Fault for a bundled candidate.")
+@click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE", help="Engine option for a bundled candidate.")
+@click.option("--seed", type=int, default=None, help="Seed. [0]")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+def run(config_path: str | None, as_json: bool, **flags) -> None:
+    """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.
+
+    Options come from built-in defaults, then the run config (-c), then GATEKEEPER_<OPTION>
+    environment variables, then these flags. Exit codes: 0 PROMOTE, 1 ROLLBACK, 2 HOLD,
+    3 usage or configuration error.
+    """
+    import os
+
+    from gatekeeper.config.run_config import resolve
+    from gatekeeper.errors import ConfigError, GatekeeperError
+    from gatekeeper.plan import build_plan
+    from gatekeeper.progress import Progress
+    from gatekeeper.runner import Runner
+
+    try:
+        values, sources = resolve(config_path, os.environ, flags)
+        plan = build_plan(values, sources)
+    except ConfigError as e:
+        _fail(str(e), EXIT_USAGE)
+    progress = Progress()
+    try:
+        result = Runner(plan, progress).run()
+    except GatekeeperError as e:
+        _fail(str(e), EXIT_HOLD, "no verdict: the run could not finish")
+    except Exception as e:  # fail closed, one line
+        _fail(f"run failed: {type(e).__name__}: {e}", EXIT_HOLD, "no verdict: the run could not finish")
+    progress.summary(result, plan.out_dir / plan.run_id)
+    if as_json:
+        click.echo((plan.out_dir / plan.run_id / "summary.json").read_text())
+    sys.exit(result.exit_code)
+
+
+@main.group()
+def golden() -> None:
+    """Golden-set tools."""
+
+
+@golden.command("record")
+@click.option("--target", required=True, help="Target whose answers become the baseline (bundled[:...] or a URL).")
+@click.option("--golden", "golden_path", default="golden_sets/core.yaml", show_default=True, help="Golden set YAML.")
+@click.option("--out", "out_path", required=True, help="Baseline JSONL to write, e.g. golden_sets/baselines/NAME.jsonl.")
+@click.option("--model", default=None, help="Checkpoint for a bundled target.")
+def golden_record(target: str, golden_path: str, out_path: str, model: str | None) -> None:
+    """Snapshot a target's answers to the golden set, so later runs compare without it running."""
+    from gatekeeper.errors import ConfigError, GatekeeperError
+    from gatekeeper.golden_record import record_target
+
+    try:
+        n = record_target(target, golden_path, out_path, model)
+    except ConfigError as e:
+        _fail(str(e), EXIT_USAGE)
+    except GatekeeperError as e:
+        _fail(str(e), EXIT_STARTUP_FAILURE)
+    click.echo(f"recorded {n} answers to {out_path}", err=True)
 
 
 if __name__ == "__main__":

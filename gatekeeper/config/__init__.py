@@ -1,0 +1,1 @@
+"""Configuration: YAML loading with line numbers, policies, run configuration layers."""

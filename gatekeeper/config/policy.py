@@ -1,0 +1,117 @@
+"""Gate policies (`gates/*.yaml`): which gates run, their settings, which checks block.
+
+A policy is validated against the registered gates when it is loaded: unknown gates, unknown
+settings, settings of the wrong type and malformed blocking rules are ConfigErrors naming the
+file, the line and the key. Each gate's settings are its built-in defaults overlaid with the
+policy's section.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gatekeeper.config.yaml_lines import LineDict, load_yaml, line_of
+from gatekeeper.errors import ConfigError
+
+TOP_KEYS = {"version", "name", "description", "gates", "checks"}
+_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+
+
+@dataclass(frozen=True)
+class BlockingRule:
+    """Checks whose id matches the glob `match` are blocking (or advisory)."""
+
+    match: str
+    blocking: bool
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A loaded policy: settings per gate and the blocking rules."""
+
+    path: str
+    name: str
+    gates: dict[str, dict[str, Any]]
+    enabled: tuple[str, ...]
+    rules: tuple[BlockingRule, ...] = ()
+    description: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def is_blocking(self, check_id: str) -> bool:
+        """First matching rule wins; checks no rule names are blocking (fail closed)."""
+        for rule in self.rules:
+            if fnmatch.fnmatchcase(check_id, rule.match):
+                return rule.blocking
+        return True
+
+    def settings(self, gate_id: str) -> dict[str, Any]:
+        """The merged settings of one gate."""
+        return self.gates[gate_id]
+
+
+def _type_ok(value: Any, default: Any) -> bool:
+    if default is None:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, int):
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, type(default))
+
+
+def _merge(path: str, gate_id: str, defaults: dict[str, Any], section: Any) -> dict[str, Any]:
+    if section is None:
+        section = {}
+    if not isinstance(section, dict):
+        raise ConfigError("a gate's section must be a mapping", path, line_of(section), f"gates.{gate_id}")
+    merged = dict(defaults)
+    for key, value in section.items():
+        where = f"gates.{gate_id}.{key}"
+        if key not in defaults:
+            known = ", ".join(sorted(defaults)) or "none"
+            raise ConfigError(f"unknown setting (known: {known})", path, line_of(section, key), where)
+        if not _type_ok(value, defaults[key]):
+            raise ConfigError(f"must be {_TYPE_NAMES.get(type(defaults[key]), type(defaults[key]).__name__)}", path,
+                              line_of(section, key), where)
+        merged[key] = float(value) if isinstance(defaults[key], float) else value
+    return merged
+
+
+def load_policy(path: str | Path, gate_defaults: dict[str, dict[str, Any]]) -> Policy:
+    """Load and validate a policy file. `gate_defaults` maps gate id -> default settings (from
+    the gate registry); the `enabled` setting every gate has turns it on or off."""
+    p = str(path)
+    data = load_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError("a policy must be a YAML mapping", p, line_of(data))
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"unknown key (known: {', '.join(sorted(TOP_KEYS))})", p, line_of(data, key), str(key))
+    if data.get("version", 1) != 1:
+        raise ConfigError("unsupported policy version (this gatekeeper reads version 1)", p, line_of(data, "version"), "version")
+    gates_section = data.get("gates") or LineDict()
+    if not isinstance(gates_section, dict):
+        raise ConfigError("must be a mapping of gate id -> settings", p, line_of(data, "gates"), "gates")
+    for gate_id in gates_section:
+        if gate_id not in gate_defaults:
+            raise ConfigError(f"unknown gate (known: {', '.join(gate_defaults)})", p, line_of(gates_section, gate_id),
+                              f"gates.{gate_id}")
+    gates = {gid: _merge(p, gid, {"enabled": True, **d}, gates_section.get(gid)) for gid, d in gate_defaults.items()}
+    rules = []
+    raw_rules = data.get("checks") or []
+    if not isinstance(raw_rules, list):
+        raise ConfigError("must be a list of {match, blocking}", p, line_of(data, "checks"), "checks")
+    for i, rule in enumerate(raw_rules):
+        line = raw_rules.item_lines[i] if hasattr(raw_rules, "item_lines") else None
+        if not isinstance(rule, dict) or set(rule) != {"match", "blocking"}:
+            raise ConfigError("each rule is {match: <glob>, blocking: true|false}", p, line, f"checks[{i}]")
+        if not isinstance(rule["match"], str) or not isinstance(rule["blocking"], bool):
+            raise ConfigError("match must be a string and blocking a boolean", p, line, f"checks[{i}]")
+        rules.append(BlockingRule(rule["match"], rule["blocking"]))
+    enabled = tuple(gid for gid, s in gates.items() if s["enabled"])
+    return Policy(p, str(data.get("name", Path(p).stem)), gates, enabled, tuple(rules), str(data.get("description", "")), data)

@@ -1,0 +1,116 @@
+"""The run's configuration in layers: built-in defaults → run-config YAML → GATEKEEPER_*
+environment → command-line flags, read through one table so that `--help` and the docs can
+list every option with where it may come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from gatekeeper.config.yaml_lines import load_yaml, line_of
+from gatekeeper.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    raise ValueError("must be a list or a comma-separated string")
+
+
+def _as_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("must be an integer")
+    return int(value)
+
+
+def _as_opts(value: Any) -> dict[str, str]:
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    out = {}
+    for item in _as_list(value):
+        key, sep, val = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{item!r} is not KEY=VALUE")
+        out[key.strip().replace("-", "_")] = val.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class Option:
+    """One run option: its name (YAML key), default, environment variable, parser, help."""
+
+    name: str
+    default: Any
+    parse: Callable[[Any], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        """The GATEKEEPER_* variable that sets it."""
+        return "GATEKEEPER_" + self.name.upper()
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("reference", "bundled:reference", lambda v: v, "reference target: bundled[:reference|optimized], a URL, or a mapping"),
+    Option("candidate", "bundled:optimized", lambda v: v, "candidate target (same forms)"),
+    Option("model", None, str, "checkpoint for bundled targets (default: the shipped gk-tiny)"),
+    Option("policy", "gates/default.yaml", str, "gate policy file"),
+    Option("golden", ["golden_sets/core.yaml"], _as_list, "golden set files"),
+    Option("gates", None, _as_list, "gates to run, in stage order (default: all the policy enables)"),
+    Option("out", "reports", str, "directory under which reports/<run-id>/ is written"),
+    Option("seed", 0, _as_int, "seed for generated prompts and sampling"),
+    Option("candidate_faults", [], _as_list, "faults for a bundled candidate (NAME or NAME=VALUE)"),
+    Option("candidate_opts", {}, _as_opts, "engine options for a bundled candidate (KEY=VALUE)"),
+)
+BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The effective options and, for each, the layer it came from ("default", the file, "env", "flag")."""
+    values = {o.name: o.default for o in OPTIONS}
+    source = {o.name: "default" for o in OPTIONS}
+    if config_path:
+        data = load_yaml(config_path)
+        if not isinstance(data, dict):
+            raise ConfigError("a run config must be a YAML mapping", config_path, line_of(data))
+        for key, value in data.items():
+            opt = BY_NAME.get(str(key).replace("-", "_"))
+            if opt is None:
+                raise ConfigError(f"unknown option (known: {', '.join(BY_NAME)})", config_path, line_of(data, key), str(key))
+            try:
+                values[opt.name] = value if opt.name in ("reference", "candidate") else opt.parse(value)
+            except (ValueError, TypeError) as e:
+                raise ConfigError(str(e), config_path, line_of(data, key), str(key)) from None
+            source[opt.name] = config_path
+    for opt in OPTIONS:
+        if opt.env in env:
+            try:
+                values[opt.name] = opt.parse(env[opt.env])
+            except (ValueError, TypeError) as e:
+                raise ConfigError(f"{opt.env}: {e}") from None
+            source[opt.name] = "env"
+    for name, value in flags.items():
+        if value is None or value == () or value == []:
+            continue
+        opt = BY_NAME[name]
+        try:
+            values[name] = opt.parse(list(value) if isinstance(value, tuple) else value)
+        except (ValueError, TypeError) as e:
+            raise ConfigError(f"--{name.replace('_', '-')}: {e}") from None
+        source[name] = "flag"
+    return values, source
+
+
+def find_file(path: str) -> Path:
+    """A relative path from the working directory, else from the project root (the defaults
+    `gates/default.yaml` and `golden_sets/core.yaml` live there)."""
+    p = Path(path)
+    if p.is_absolute() or p.exists():
+        return p
+    alt = REPO_ROOT / p
+    return alt if alt.exists() else p

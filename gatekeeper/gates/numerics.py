@@ -1,0 +1,155 @@
+"""Gate 2 — numerical consistency, teacher-forced.
+
+The reference greedy-decodes a continuation of each fixed prompt; then both targets score the
+same text (prompt + that continuation) through echo with logprobs, so every position is
+compared at an identical context. Reported per prompt and overall: max / mean / p99 absolute
+logprob delta of the actual token, top-1 agreement, top-k overlap, KL over the shared top-k
+(remaining mass as one bucket), relative drift of the mean NLL (perplexity), and NaN/Inf count.
+
+The noise floor: the reference scores the same texts a second time at another concurrency, and
+every threshold is loosened to at least `noise_multiplier` × what the reference disagrees with
+itself — never tighter than the noise. Tolerances are per candidate dtype.
+
+A failure looks like: NaN logprobs (stale cache residue, a fused kernel reading the wrong
+dtype), or a candidate whose distribution has drifted well beyond its dtype's rounding.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gatekeeper.errors import EndpointError
+from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.results import Evidence, Status
+from gatekeeper.stats import Comparison, Scored, compare
+
+DEFAULT_PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):",
+    "Reply with exactly: OK",
+    "1, 2, 3, 4, 5,",
+    '{"name": "Ada", "age":',
+    "Translate to French: good morning ->",
+    "Once upon a time, in a small village,",
+    "The quick brown fox jumps over",
+]
+
+CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
+          "topk_overlap")
+
+_F32 = {"max_abs_delta": 0.01, "p99_abs_delta": 0.005, "mean_abs_delta": 0.001, "top1_min": 0.99, "topk_overlap_min": 0.95,
+        "kl_max": 0.001, "nll_rel_drift_max": 0.002}
+_HALF = {"max_abs_delta": 1.5, "p99_abs_delta": 0.8, "mean_abs_delta": 0.15, "top1_min": 0.85, "topk_overlap_min": 0.75,
+         "kl_max": 0.1, "nll_rel_drift_max": 0.05}
+
+
+class NumericsGate(Gate):
+    """See the module docstring."""
+
+    id = "numerics"
+    stage = 2
+    title = "Numerical consistency"
+    defaults = {
+        "prompts": DEFAULT_PROMPTS,
+        "max_new_tokens": 32,
+        "top_k": 5,
+        "concurrency": 4,
+        "noise_concurrency": 1,
+        "noise_multiplier": 2.0,
+        "tolerances": {"float32": _F32, "float64": _F32, "bfloat16": _HALF, "float16": _HALF},
+    }
+
+    def run(self, ctx: GateContext) -> None:
+        """Decode on the reference, score everywhere, compare against dtype tolerances."""
+        s = ctx.settings
+        missing = [f"{role}: {caps['notes'].get('echo', 'no echo with logprobs')}" for role, caps in ctx.capabilities.items()
+                   if not caps.get("echo")]
+        if missing:
+            ctx.skip("scoring", "needs echo with logprobs (teacher forcing) — " + "; ".join(missing))
+            for name in CHECKS:
+                ctx.skip(name, "not run: no teacher-forced scoring")
+            return
+        t0 = time.perf_counter()
+        prompts = list(s["prompts"])
+        k = min(int(s["top_k"]), *(int(c.get("top_logprobs_max") or 5) for c in ctx.capabilities.values()))
+        try:
+            texts = self._continuations(ctx, prompts)
+            ref = self._score(ctx, ctx.reference, texts, k, s["concurrency"])
+            cand = self._score(ctx, ctx.candidate, texts, k, s["concurrency"])
+            noise = self._score(ctx, ctx.reference, texts, k, s["noise_concurrency"])
+        except EndpointError as e:
+            ctx.error_check("scoring", e)
+            return
+        mismatched = [p for p, a, b in zip(prompts, ref, cand) if a.tokens != b.tokens]
+        if mismatched:
+            ctx.check("scoring", Status.ERROR, f"the targets tokenize {len(mismatched)} prompt(s) differently; "
+                      "token-level comparison needs the same tokenizer", started=t0)
+            return
+        ctx.check("scoring", Status.PASS, f"{len(prompts)} prompts scored teacher-forced on both targets", started=t0,
+                  metrics={"prompts": len(prompts), "top_k": k})
+        self._judge(ctx, prompts, [compare(a, b) for a, b in zip(ref, cand)], [compare(a, b) for a, b in zip(ref, noise)])
+
+    def _continuations(self, ctx: GateContext, prompts: list[str]) -> list[str]:
+        n = int(ctx.settings["max_new_tokens"])
+        outs = ctx.parallel(lambda p: ctx.reference.completion(p, max_tokens=n), prompts, int(ctx.settings["concurrency"]))
+        for o in outs:
+            if isinstance(o, EndpointError):
+                raise o
+        return [p + o.text for p, o in zip(prompts, outs)]  # type: ignore[union-attr]
+
+    def _score(self, ctx: GateContext, ep, texts: list[str], k: int, concurrency: int) -> list[Scored]:
+        outs = ctx.parallel(lambda t: ep.completion(t, max_tokens=1, echo=True, logprobs=k), texts, int(concurrency))
+        scored = []
+        for o in outs:
+            if isinstance(o, EndpointError):
+                raise o
+            n = len(o.tokens) - (o.completion_tokens or 1)  # drop the generated token: score the text only
+            scored.append(Scored(tuple(o.tokens[:n]), tuple(o.token_logprobs[:n]),
+                                 tuple((o.top_logprobs + (None,) * n)[:n])))
+        return scored
+
+    def _judge(self, ctx: GateContext, prompts: list[str], cands: list[Comparison], noises: list[Comparison]) -> None:
+        dtype = ctx.runtimes["candidate"].dtype
+        tol = dict(ctx.settings["tolerances"].get(dtype) or ctx.settings["tolerances"]["float32"])
+        m = float(ctx.settings["noise_multiplier"])
+        all_c = [d for c in cands for d in c.deltas]
+        all_n = [d for c in noises for d in c.deltas]
+
+        def pct(xs: list[float], q: float) -> float:
+            return float(np.percentile(xs, q)) if xs else 0.0
+
+        rows = [[p[:40], c.positions, round(c.max_delta, 5), round(c.mean_delta, 5), round(c.top1_agreement, 3),
+                 round(c.topk_overlap, 3), round(c.kl_mean, 6), round(c.nll_rel_drift, 5), c.bad_b]
+                for p, c in zip(prompts, cands)]
+        table = Evidence("table", "per prompt (candidate vs reference)", {
+            "columns": ["prompt", "positions", "max |Δ|", "mean |Δ|", "top-1", "top-k overlap", "KL", "NLL drift", "NaN/Inf"],
+            "rows": rows})
+        bad = sum(c.bad_b for c in cands)
+        ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
+                  f"{bad} NaN/Inf logprob(s) from the candidate" if bad else "no NaN/Inf", {"nan_inf": bad}, [table] if bad else [])
+
+        def upper(check: str, key: str, value: float, noise_value: float, evidence=()) -> None:
+            limit = max(tol[key], m * noise_value)
+            status = Status.PASS if value <= limit and not bad else Status.FAIL
+            ctx.check(check, status, f"{key} {value:.6g} vs limit {limit:.6g} (policy {tol[key]:g}, noise floor {noise_value:.3g})",
+                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence)
+
+        hist = Evidence("histogram", "|Δ logprob| of the reference token", {"values": all_c[:5000], "label": "|Δ logprob|",
+                                                                             "threshold": tol["max_abs_delta"]})
+        upper("max_logprob_delta", "max_abs_delta", max(all_c, default=0.0), max(all_n, default=0.0), [hist, table])
+        upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99))
+        upper("mean_logprob_delta", "mean_abs_delta", float(np.mean(all_c)) if all_c else 0.0, float(np.mean(all_n)) if all_n else 0.0)
+        upper("kl", "kl_max", float(np.mean([c.kl_mean for c in cands])), float(np.mean([c.kl_mean for c in noises])))
+        drift = abs(np.mean([c.nll_b for c in cands]) - np.mean([c.nll_a for c in cands])) / max(np.mean([c.nll_a for c in cands]), 1e-9)
+        noise_drift = abs(np.mean([c.nll_b for c in noises]) - np.mean([c.nll_a for c in noises])) / max(
+            np.mean([c.nll_a for c in noises]), 1e-9)
+        upper("nll_drift", "nll_rel_drift_max", float(drift), float(noise_drift))
+        for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
+            value = float(np.mean([getattr(c, name) for c in cands]))
+            noise_value = float(np.mean([getattr(c, name) for c in noises]))
+            limit = min(tol[key], 1.0 - m * (1.0 - noise_value))
+            status = Status.PASS if value >= limit and not bad else Status.FAIL
+            ctx.check(name, status, f"{name} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor {noise_value:.4f})",
+                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})

@@ -1,0 +1,40 @@
+"""Progress on stderr: rich styling on a terminal, plain timestamped lines in CI."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from gatekeeper.results import RunResult, Verdict
+
+_STYLE = {Verdict.PROMOTE: "bold green", Verdict.HOLD: "bold yellow", Verdict.ROLLBACK: "bold red"}
+
+
+class Progress:
+    """Callable that prints one progress line; `summary` prints the verdict block."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True, no_color=not self.tty)
+        self.t0 = time.perf_counter()
+
+    def __call__(self, message: str) -> None:
+        elapsed = time.perf_counter() - self.t0
+        if self.tty:
+            self.console.print(f"[dim]{elapsed:6.1f}s[/dim] {message}", markup=True)
+        else:
+            print(f"[gatekeeper {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def summary(self, result: RunResult, run_dir: Path) -> None:
+        """The verdict, its reasons and where the reports are."""
+        style = _STYLE[result.verdict]
+        self.console.print(f"verdict: [{style}]{result.verdict.value}[/{style}] (exit {result.exit_code})", markup=True)
+        for reason in result.reasons[:10]:
+            self.console.print(f"  - {reason}", markup=False)
+        if len(result.reasons) > 10:
+            self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
+        self.console.print(f"reports: {run_dir}/ (correctness.html, performance.html, summary.json, junit.xml, summary.md)",
+                           markup=False)

@@ -1,0 +1,152 @@
+"""The values gates produce and reports consume: statuses, checks, gates, the whole run.
+
+Data flows one way: gates build these (frozen) values, the verdict is computed from them, and
+renderers only read them. Everything here serialises to JSON through `to_dict()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Status(str, Enum):
+    """How a check ended. ERROR: it could not run (never counts as a pass)."""
+
+    PASS = "PASS"
+    WARN = "WARN"
+    FAIL = "FAIL"
+    SKIP = "SKIP"
+    ERROR = "ERROR"
+
+
+class Verdict(str, Enum):
+    """What the pipeline should do with the candidate."""
+
+    PROMOTE = "PROMOTE"
+    HOLD = "HOLD"
+    ROLLBACK = "ROLLBACK"
+
+
+EXIT_CODES = {Verdict.PROMOTE: 0, Verdict.ROLLBACK: 1, Verdict.HOLD: 2}
+EXIT_USAGE = 3
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One piece of evidence a renderer can show.
+
+    `kind` selects the rendering:
+    - "text_pair": data = {"reference": str, "candidate": str, "divergence": int | None,
+      "prompt": str | None} — side-by-side text, first differing character index marked;
+    - "table": data = {"columns": [str], "rows": [[cell]]};
+    - "histogram": data = {"values": [float], "label": str, "threshold": float | None};
+    - "series": data = {"x": [num], "series": {name: [num]}, "x_label": str, "y_label": str};
+    - "log": data = {"lines": [str]};
+    - "json": data = any JSON value.
+    """
+
+    kind: str
+    title: str
+    data: Any
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check: status, whether the policy makes it blocking, why, numbers."""
+
+    id: str
+    gate: str
+    status: Status
+    blocking: bool
+    reason: str
+    metrics: dict[str, Any] = field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
+    family: str | None = None
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (status as its string)."""
+        d = asdict(self)
+        d["status"] = self.status.value
+        return d
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's checks. `status` is the worst check status; `stopped_run` marks a hard
+    failure that stops the later gates."""
+
+    id: str
+    stage: int
+    title: str
+    description: str
+    status: Status
+    checks: tuple[CheckResult, ...]
+    duration_s: float = 0.0
+    stopped_run: bool = False
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "id": self.id,
+            "stage": self.stage,
+            "title": self.title,
+            "description": self.description,
+            "status": self.status.value,
+            "duration_s": self.duration_s,
+            "stopped_run": self.stopped_run,
+            "notes": list(self.notes),
+            "checks": [c.to_dict() for c in self.checks],
+        }
+
+
+@dataclass(frozen=True)
+class RequestTiming:
+    """Latency of one request as the client saw it (streaming requests give TTFT)."""
+
+    target: str  # "reference" | "candidate"
+    gate: str
+    e2e_s: float
+    ttft_s: float | None
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class TargetInfo:
+    """What a target was and how it started."""
+
+    role: str  # "reference" | "candidate"
+    kind: str  # "bundled" | "url" | "launch"
+    description: str
+    base_url: str
+    model: str
+    startup_s: float | None = None
+    version: str | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Everything a run produced; the single input of every report renderer."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    verdict: Verdict
+    reasons: tuple[str, ...]
+    targets: tuple[TargetInfo, ...]
+    gates: tuple[GateResult, ...]
+    timings: tuple[RequestTiming, ...] = ()
+    policy: str = ""
+    golden_sets: tuple[str, ...] = ()
+    seed: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """The documented process exit code for this verdict."""
+        return EXIT_CODES[self.verdict]

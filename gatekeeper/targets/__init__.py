@@ -1,0 +1,1 @@
+"""Targets: the engines under comparison — bundled, a URL, or a launched command."""

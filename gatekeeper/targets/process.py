@@ -1,0 +1,116 @@
+"""Targets gatekeeper starts itself: a launch command, or the bundled engine (which is the
+launch command `python -m gatekeeper.cli serve ...`). The log is captured to a file."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from gatekeeper.targets.interface import Started, Target, TargetSpec
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def bundled_command(spec: TargetSpec, port: int) -> list[str]:
+    """argv that serves the bundled engine for a bundled spec."""
+    argv = [sys.executable, "-m", "gatekeeper.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--profile", spec.profile]
+    if spec.model:
+        argv += ["--model", spec.model]
+    for key, value in spec.engine_options:
+        flag = "--" + key.replace("_", "-")
+        if value in ("true", "True", True):
+            argv.append(flag)
+        elif value in ("false", "False", False):
+            argv.append("--no-" + key.replace("_", "-"))
+        else:
+            argv += [flag, str(value)]
+    for fault in spec.faults:
+        argv += ["--fault", fault]
+    return argv
+
+
+class ProcessTarget(Target):
+    """A server process started on a free loopback port and stopped afterwards."""
+
+    def __init__(self, role: str, spec: TargetSpec) -> None:
+        self.role = role
+        self.spec = spec
+        self.proc: subprocess.Popen | None = None
+        self.log_path: Path | None = None
+
+    def _argv(self, port: int) -> list[str]:
+        if self.spec.kind == "bundled":
+            return bundled_command(self.spec, port)
+        assert self.spec.command is not None
+        return shlex.split(self.spec.command.format(port=port, model=self.spec.model or ""))
+
+    def start(self, log_dir: str) -> Started:
+        """Launch, then poll the health path until ready, the process exits, or time runs out."""
+        port = free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        self.log_path = Path(log_dir) / f"{self.role}.log"
+        env = {**os.environ, **dict(self.spec.env)}
+        argv = self._argv(port)
+        t0 = time.perf_counter()
+        log = open(self.log_path, "wb")
+        try:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd,
+                                         start_new_session=True)
+        except OSError as e:
+            log.close()
+            return Started(base_url, self.spec.model, False, error=f"cannot launch {argv[0]}: {e}", log_path=str(self.log_path))
+        log.close()
+        deadline = t0 + self.spec.ready_timeout_s
+        with httpx.Client(timeout=2.0) as http:
+            while time.perf_counter() < deadline:
+                code = self.proc.poll()
+                if code is not None:
+                    tail = "\n".join(self.log_lines()[-15:])
+                    return Started(base_url, None, False, error=f"exited with code {code} before ready; log tail:\n{tail}",
+                                   log_path=str(self.log_path))
+                try:
+                    if http.get(base_url + self.spec.health_path).status_code == 200:
+                        return Started(base_url, None, True, time.perf_counter() - t0, log_path=str(self.log_path))
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.1)
+        self.stop()
+        return Started(base_url, None, False, error=f"not ready after {self.spec.ready_timeout_s:g} s", log_path=str(self.log_path))
+
+    def stop(self) -> None:
+        """SIGTERM the process group, then SIGKILL if it lingers."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+
+    def log_lines(self) -> list[str]:
+        """The captured log so far."""
+        if self.log_path is None or not self.log_path.exists():
+            return []
+        return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self.proc is not None and self.proc.poll() is None

@@ -1,0 +1,28 @@
+"""From check statuses to PROMOTE / HOLD / ROLLBACK, with the reasons that decided it.
+
+Any blocking FAIL → ROLLBACK. Otherwise any ERROR, any blocking SKIP or any advisory FAIL →
+HOLD. Otherwise PROMOTE. An ERROR never yields PROMOTE: a check that could not run is not a pass.
+"""
+
+from __future__ import annotations
+
+from gatekeeper.results import CheckResult, GateResult, Status, Verdict
+
+
+def _line(c: CheckResult) -> str:
+    return f"{c.id}: {c.status.value}{'' if c.blocking else ' (advisory)'} — {c.reason}"
+
+
+def decide(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
+    """The verdict and the reasons (the checks that decided it, most severe first)."""
+    checks = [c for g in gates for c in g.checks]
+    blocking_fail = [c for c in checks if c.status == Status.FAIL and c.blocking]
+    if blocking_fail:
+        return Verdict.ROLLBACK, [_line(c) for c in blocking_fail]
+    hold = [c for c in checks if c.status == Status.ERROR or (c.status == Status.SKIP and c.blocking)
+            or (c.status == Status.FAIL and not c.blocking)]
+    if hold:
+        return Verdict.HOLD, [_line(c) for c in hold]
+    if not checks:
+        return Verdict.HOLD, ["no checks ran"]
+    return Verdict.PROMOTE, [f"all {len(checks)} checks passed or were advisory"]
