@@ -1,0 +1,51 @@
+"""Atomic file writes: a reader sees the old file or the whole new one, never half of it.
+
+The content goes to a temporary file in the destination's own directory (so the final rename
+stays on one filesystem), is flushed and fsynced, and then `os.replace`d over the target. If
+anything fails before the rename, the temporary file is removed and the target is untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: Path | str, data: str | bytes, encoding: str = "utf-8") -> Path:
+    """Write `data` to `path` atomically and return the path.
+
+    Text is encoded with `encoding`; bytes are written as they are. The parent directory must
+    exist. On any exception the destination keeps its previous content (or stays absent).
+    """
+    path = Path(path)
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make the rename itself durable where the platform allows it (POSIX only)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,98 @@
+"""summary.md: the verdict for a PR comment or a CI step summary ($GITHUB_STEP_SUMMARY).
+
+A verdict line, the reasons, a table of gates, then the checks that explain the verdict (FAIL,
+ERROR, and SKIPs the policy treats as blocking) with their reasons. Model output and reasons
+can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`, backticks and newlines
+neutralised, and long text is cut: PR comments are limited to 65,536 characters.
+"""
+
+from __future__ import annotations
+
+from gatekeeper.report.performance import TargetPerformance, summarize_performance
+from gatekeeper.results import CheckResult, RunResult, Status, Verdict
+
+MAX_LISTED_CHECKS = 40
+MAX_CELL_CHARS = 300
+
+_VERDICT_MARK = {Verdict.PROMOTE: "✅", Verdict.HOLD: "⚠️", Verdict.ROLLBACK: "❌"}
+_STATUS_MARK = {
+    Status.PASS: "✅ PASS",
+    Status.WARN: "⚠️ WARN",
+    Status.FAIL: "❌ FAIL",
+    Status.SKIP: "⏭️ SKIP",
+    Status.ERROR: "💥 ERROR",
+}
+
+
+def md_cell(text: object, limit: int = MAX_CELL_CHARS) -> str:
+    """Text made safe for one markdown table cell (or list item): one line, no markup."""
+    s = " ".join(str(text).split())
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
+        s = s.replace(raw, safe)
+    return s
+
+
+def md_code(text: object) -> str:
+    """Text for inside a `code span` in a table: one line, no backticks, pipes escaped
+    (entities are not decoded inside code spans, so `<` stays as it is)."""
+    return " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")[:MAX_CELL_CHARS]
+
+
+def _explains_verdict(check: CheckResult) -> bool:
+    if check.status in (Status.FAIL, Status.ERROR):
+        return True
+    return check.status == Status.SKIP and check.blocking
+
+
+def _fmt(value: float | None, unit: str = "s") -> str:
+    return "–" if value is None else f"{value:.3f} {unit}".strip()
+
+
+def _perf_row(p: TargetPerformance) -> str:
+    flag = "yes" if p.meaningful else f"no: {md_cell(p.not_meaningful_reason)}"
+    tps = "–" if p.output_tokens_per_s is None else f"{p.output_tokens_per_s:.1f}"
+    return (
+        f"| {md_cell(p.role)} | {_fmt(p.startup_s)} | {_fmt(p.ttft_s.p50)} | {_fmt(p.e2e_s.p50)} "
+        f"| {_fmt(p.e2e_s.p95)} | {tps} | {p.num_requests} | {flag} |"
+    )
+
+
+def render_markdown(run: RunResult) -> str:
+    """summary.md's text."""
+    v = run.verdict
+    lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {v.value} (exit code {run.exit_code})", ""]
+    for t in run.targets:
+        lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)} (model `{md_code(t.model)}`)")
+    lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
+    lines += ["", "### Reasons", ""]
+    lines += [f"- {md_cell(r, 1000)}" for r in run.reasons] or ["- none"]
+
+    lines += ["", "### Gates", "", "| Stage | Gate | Status | Pass | Warn | Fail | Skip | Error |"]
+    lines.append("|---:|---|---|---:|---:|---:|---:|---:|")
+    for g in run.gates:
+        n = {s: sum(c.status == s for c in g.checks) for s in Status}
+        lines.append(
+            f"| {g.stage} | {md_cell(g.title)} (`{md_code(g.id)}`) | {_STATUS_MARK[g.status]} "
+            f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
+        )
+
+    listed = [c for g in run.gates for c in g.checks if _explains_verdict(c)]
+    if listed:
+        lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]
+        lines.append("|---|---|---|---|")
+        for c in listed[:MAX_LISTED_CHECKS]:
+            blocking = "blocking" if c.blocking else "advisory"
+            lines.append(f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
+        if len(listed) > MAX_LISTED_CHECKS:
+            lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
+
+    perf = summarize_performance(run)
+    if perf.targets:
+        lines += ["", "### Performance (as observed during the gates)", ""]
+        lines.append("| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
+        lines += [_perf_row(p) for p in perf.targets]
+    lines += ["", "Full reports: `correctness.html`, `performance.html`, `summary.json`, `junit.xml`.", ""]
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""Side-by-side text with the first divergence: where two answers stop agreeing.
+
+The report shows the common prefix plainly and the rest of each text inside a <mark>, so the
+reader's eye lands on the first differing character. Very long texts are shortened around that
+point (the identical prefix keeps only its end, each tail its beginning) and say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_PREFIX_CHARS = 2000
+MAX_TAIL_CHARS = 4000
+
+
+def first_divergence(a: str, b: str) -> int | None:
+    """Index of the first character where `a` and `b` differ; None if they are equal."""
+    if a == b:
+        return None
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a pair, cut at the divergence: `prefix` (agreed) then `tail` (marked)."""
+
+    prefix: str
+    tail: str
+    omitted_before: int  # characters of the agreed prefix not shown
+    omitted_after: int  # characters of the tail not shown
+    ended: bool  # the text ends at the divergence (the other one goes on)
+
+
+@dataclass(frozen=True)
+class TextPair:
+    """A reference/candidate pair ready to render."""
+
+    title: str
+    prompt: str | None
+    reference: Side
+    candidate: Side
+    divergence: int | None
+    identical: bool
+
+
+def _side(text: str, cut: int | None) -> Side:
+    if cut is None:  # identical texts: show the beginning
+        shown = text[:MAX_TAIL_CHARS]
+        return Side(prefix=shown, tail="", omitted_before=0, omitted_after=len(text) - len(shown), ended=False)
+    prefix, tail = text[:cut], text[cut:]
+    before = max(0, len(prefix) - MAX_PREFIX_CHARS)
+    after = max(0, len(tail) - MAX_TAIL_CHARS)
+    return Side(
+        prefix=prefix[before:],
+        tail=tail[:MAX_TAIL_CHARS],
+        omitted_before=before,
+        omitted_after=after,
+        ended=not tail,
+    )
+
+
+def text_pair(title: str, data: dict[str, object]) -> TextPair:
+    """Build a `TextPair` from a "text_pair" evidence payload.
+
+    The payload's `divergence` is trusted when it is a valid index; otherwise it is computed.
+    """
+    ref = str(data.get("reference") or "")
+    cand = str(data.get("candidate") or "")
+    prompt = data.get("prompt")
+    given = data.get("divergence")
+    if ref == cand:
+        div = None
+    elif isinstance(given, int) and not isinstance(given, bool) and 0 <= given <= min(len(ref), len(cand)):
+        div = given
+    else:
+        div = first_divergence(ref, cand)
+    return TextPair(
+        title=title,
+        prompt=None if prompt is None else str(prompt),
+        reference=_side(ref, div),
+        candidate=_side(cand, div),
+        divergence=div,
+        identical=div is None,
+    )

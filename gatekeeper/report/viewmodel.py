@@ -1,0 +1,240 @@
+"""The data the HTML templates render, built in Python so the templates only loop and branch.
+
+`correctness_view(run)` and `performance_view(run)` turn a `RunResult` into plain frozen values:
+formatted strings, CSS class names, pre-cut text pairs and ready SVG charts. Nothing here
+writes HTML except the charts (charts.py), which escape their own text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from gatekeeper.report import charts
+from gatekeeper.report.jsonable import to_jsonable
+from gatekeeper.report.textdiff import TextPair, text_pair
+from gatekeeper.results import CheckResult, Evidence, GateResult, RunResult, Status
+
+_PASSED = (Status.PASS, Status.WARN)
+MAX_LOG_LINES = 400
+MAX_TABLE_ROWS = 500
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    """One evidence item; `kind` is one of text_pair, table, chart, log, json."""
+
+    kind: str
+    title: str
+    pair: TextPair | None = None
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    chart: Markup | None = None
+    text: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class CheckView:
+    """One check as shown: badge, blocking flag, reason, metrics, evidence."""
+
+    id: str
+    status: str
+    blocking: str
+    reason: str
+    family: str
+    duration: str
+    metrics: tuple[tuple[str, str], ...]
+    evidence: tuple[EvidenceView, ...]
+    open: bool
+
+
+@dataclass(frozen=True)
+class GateView:
+    """One gate's section."""
+
+    id: str
+    stage: int
+    title: str
+    description: str
+    status: str
+    stopped_run: bool
+    duration: str
+    counts: tuple[tuple[str, int], ...]
+    notes: tuple[str, ...]
+    family_chart: Markup | None
+    checks: tuple[CheckView, ...]
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """One row of the targets table."""
+
+    role: str
+    kind: str
+    description: str
+    model: str
+    base_url: str
+    version: str
+    startup: str
+
+
+@dataclass(frozen=True)
+class RunView:
+    """The page header shared by both reports."""
+
+    run_id: str
+    started_at: str
+    finished_at: str
+    verdict: str
+    exit_code: int
+    reasons: tuple[str, ...]
+    policy: str
+    golden_sets: str
+    seed: int
+    targets: tuple[TargetView, ...]
+    counts: tuple[tuple[str, int], ...] = field(default=())
+
+
+def fmt_value(value: Any) -> str:
+    """A metric value as a short string."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return charts.fmt_num(value)
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(to_jsonable(value), ensure_ascii=False)
+        return text if len(text) <= 300 else text[:299] + "…"
+    return str(value)
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Seconds with a unit, or a dash."""
+    return "–" if value is None else f"{value:.3f} s"
+
+
+def _flatten(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            rows += _flatten(value, name + ".")
+        else:
+            rows.append((name, fmt_value(value)))
+    return rows
+
+
+def _counts(checks: tuple[CheckResult, ...]) -> tuple[tuple[str, int], ...]:
+    return tuple((s.value, n) for s in Status if (n := sum(c.status == s for c in checks)))
+
+
+def evidence_view(ev: Evidence) -> EvidenceView:
+    """Turn one Evidence into its view; unknown kinds and malformed payloads show as JSON."""
+    data = ev.data if isinstance(ev.data, dict) else {}
+    try:
+        if ev.kind == "text_pair":
+            return EvidenceView("text_pair", ev.title, pair=text_pair(ev.title, data))
+        if ev.kind == "table":
+            rows = [tuple(fmt_value(c) for c in row) for row in data["rows"]]
+            note = f"{len(rows) - MAX_TABLE_ROWS} more rows not shown" if len(rows) > MAX_TABLE_ROWS else ""
+            cols = tuple(str(c) for c in data["columns"])
+            return EvidenceView("table", ev.title, columns=cols, rows=tuple(rows[:MAX_TABLE_ROWS]), note=note)
+        if ev.kind == "histogram":
+            chart = charts.histogram_svg(list(data["values"]), str(data.get("label") or ev.title), data.get("threshold"))
+            return EvidenceView("chart", ev.title, chart=chart)
+        if ev.kind == "series":
+            chart = charts.line_chart_svg(
+                list(data["x"]), dict(data["series"]), str(data.get("x_label", "x")), str(data.get("y_label", "y"))
+            )
+            return EvidenceView("chart", ev.title, chart=chart)
+        if ev.kind == "log":
+            lines = [str(line) for line in data["lines"]]
+            note = f"first {len(lines) - MAX_LOG_LINES} lines not shown" if len(lines) > MAX_LOG_LINES else ""
+            return EvidenceView("log", ev.title, text="\n".join(lines[-MAX_LOG_LINES:]), note=note)
+    except (KeyError, TypeError, ValueError) as e:
+        note = f"evidence of kind {ev.kind!r} could not be drawn ({type(e).__name__}: {e}); raw data below"
+        return EvidenceView("json", ev.title, text=json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False), note=note)
+    return EvidenceView("json", ev.title, text=json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False))
+
+
+def check_view(c: CheckResult) -> CheckView:
+    """One check's view; evidence starts open when the check did not pass."""
+    return CheckView(
+        id=c.id,
+        status=c.status.value,
+        blocking="blocking" if c.blocking else "advisory",
+        reason=c.reason,
+        family=c.family or "",
+        duration=fmt_seconds(c.duration_s) if c.duration_s else "",
+        metrics=tuple(_flatten(c.metrics)),
+        evidence=tuple(evidence_view(e) for e in c.evidence),
+        open=c.status not in _PASSED and c.status != Status.SKIP,
+    )
+
+
+def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
+    """Pass rate by family (PASS and WARN count as passed; SKIP is left out)."""
+    families: dict[str, list[CheckResult]] = {}
+    for c in checks:
+        if c.family and c.status != Status.SKIP:
+            families.setdefault(c.family, []).append(c)
+    if not families:
+        return None
+    items = []
+    for name in sorted(families):
+        group = families[name]
+        passed = sum(c.status in _PASSED for c in group)
+        items.append((name, passed / len(group), f"({passed}/{len(group)})"))
+    return charts.bar_chart_svg(items, "pass rate by family")
+
+
+def gate_view(g: GateResult) -> GateView:
+    """One gate's section."""
+    return GateView(
+        id=g.id,
+        stage=g.stage,
+        title=g.title,
+        description=g.description,
+        status=g.status.value,
+        stopped_run=g.stopped_run,
+        duration=fmt_seconds(g.duration_s),
+        counts=_counts(g.checks),
+        notes=g.notes,
+        family_chart=family_chart(g.checks),
+        checks=tuple(check_view(c) for c in g.checks),
+    )
+
+
+def run_view(run: RunResult) -> RunView:
+    """The header: verdict, reasons, targets."""
+    return RunView(
+        run_id=run.run_id,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        verdict=run.verdict.value,
+        exit_code=run.exit_code,
+        reasons=run.reasons,
+        policy=run.policy,
+        golden_sets=", ".join(run.golden_sets),
+        seed=run.seed,
+        targets=tuple(
+            TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s))
+            for t in run.targets
+        ),
+        counts=_counts(tuple(c for g in run.gates for c in g.checks)),
+    )
+
+
+def correctness_view(run: RunResult) -> dict[str, Any]:
+    """Everything correctness.html.j2 needs."""
+    return {"run": run_view(run), "gates": tuple(gate_view(g) for g in run.gates)}
