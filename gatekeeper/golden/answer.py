@@ -1,0 +1,74 @@
+"""An assistant answer in comparable form: text plus tool calls, as one readable string.
+
+Reference comparison, stream-versus-non-stream agreement and the report's side-by-side text all
+need one canonical rendering of a chat response: the text, stripped, followed by each tool call
+as `name(arguments)` with the arguments re-serialised from their decoded JSON (sorted keys), so
+two answers that differ only in argument whitespace or key order compare equal, and arguments
+that are not JSON show up verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from gatekeeper.responses import ChatResponse
+
+_FENCE = re.compile(r"^```[\w+-]*\n(.*?)\n?```\s*$", re.S)
+
+
+def strip_fences(text: str) -> str:
+    """The body of a Markdown code fence if the whole text is one, else the text stripped."""
+    text = text.strip()
+    m = _FENCE.match(text)
+    return m.group(1).strip() if m else text
+
+
+def render_calls(response: ChatResponse) -> list[str]:
+    """Each tool call as `name(args)`, args canonical JSON when they parse, raw otherwise."""
+    out = []
+    for call in response.tool_calls:
+        parsed = call.parsed
+        args = call.arguments if parsed is None else json.dumps(parsed, sort_keys=True, ensure_ascii=False)
+        out.append(f"{call.name}({args})")
+    return out
+
+
+def render_answer(response: ChatResponse) -> str:
+    """Text then tool calls, one per line: what the report shows and similarity is computed on."""
+    return "\n".join([response.text.strip(), *render_calls(response)]).strip()
+
+
+def answer_key(response: ChatResponse, as_json: bool = False) -> Any:
+    """A value equal for two answers that mean the same: tool names with decoded arguments, and
+    the text (decoded JSON when `as_json` and it parses, so formatting does not matter)."""
+    calls = tuple((c.name, _freeze(c.parsed) if c.parsed is not None else ("<not json>", c.arguments))
+                  for c in response.tool_calls)
+    text: Any = response.text.strip()
+    if as_json:
+        try:
+            text = ("<json>", _freeze(json.loads(strip_fences(response.text))))
+        except ValueError:
+            pass
+    return (text, calls)
+
+
+def _freeze(value: Any) -> Any:
+    """Hashable, order-insensitive for objects, type-preserving (True is not 1)."""
+    if isinstance(value, dict):
+        return ("{}", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
+    if isinstance(value, list):
+        return ("[]", tuple(_freeze(v) for v in value))
+    return (type(value).__name__, value)
+
+
+def first_divergence(a: str, b: str) -> int | None:
+    """Index of the first differing character, or None when the strings are equal."""
+    if a == b:
+        return None
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n

@@ -1,0 +1,150 @@
+"""Judging one golden case: the candidate's answer against its assertions and the reference.
+
+Pure logic, no endpoints, so every rule is unit-testable:
+
+- an assertion the candidate passes counts for nothing more;
+- a hard failure (empty, degenerate, invalid JSON, non-JSON tool arguments) is FAIL on its own;
+- any other absolute failure is FAIL (a regression) when the reference passes the same assertion
+  in every run, WARN ("the case does not suit this model") when the reference fails it in every
+  run, and WARN (noise) when the reference passes it in some runs only;
+- a relative failure (equals_reference, similar_to_reference against every reference run) is
+  FAIL when the reference agrees with itself, WARN when its own runs disagree (the noise floor);
+- client-tolerated protocol deviations (`protocol_warnings`) make the case at least WARN.
+The case's status is the worst of these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatekeeper.golden.answer import answer_key, render_answer
+from gatekeeper.golden.assertion_base import Assertion
+from gatekeeper.golden.assertions import similarity
+from gatekeeper.golden.golden_set import GoldenCase
+from gatekeeper.responses import ChatResponse
+from gatekeeper.results import Status
+
+_RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
+
+
+@dataclass
+class Judgement:
+    """A case's status, the reasons behind it (worst first) and numbers for the report."""
+
+    status: Status = Status.PASS
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, status: Status, reason: str) -> None:
+        """Record a finding; the status only ever gets worse."""
+        if _RANK[status] > _RANK[self.status]:
+            self.status = status
+        self.reasons.append(f"{status.value}: {reason}")
+
+    @property
+    def reason(self) -> str:
+        """One line: the worst findings first."""
+        ordered = sorted(self.reasons, key=lambda r: -_RANK[Status(r.split(":", 1)[0])])
+        return "; ".join(ordered + self.notes) if ordered else "; ".join(["all assertions pass", *self.notes])
+
+
+def passes_absolute(case: GoldenCase, response: ChatResponse) -> bool:
+    """Whether an answer passes every absolute assertion of the case (for pass rates)."""
+    tools = list(case.tools) if case.tools else None
+    return all(a.check(response, tools).ok for a in case.assertions if not a.relative)
+
+
+def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatResponse],
+               similar_threshold: float) -> Judgement:
+    """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1)."""
+    j = Judgement()
+    tools = list(case.tools) if case.tools else None
+    failed = []
+    for a in case.assertions:
+        if a.relative:
+            _judge_relative(j, a, candidate, references, similar_threshold, failed)
+        else:
+            _judge_absolute(j, a, candidate, references, tools, failed)
+    for w in candidate.protocol_warnings:
+        j.add(Status.WARN, f"protocol: {w}")
+    ref = references[0] if references else None
+    j.metrics.update({
+        "assertions": len(case.assertions),
+        "failed": failed,
+        "candidate_finish_reason": candidate.finish_reason,
+        "candidate_tokens": candidate.completion_tokens,
+        "reference_finish_reason": ref.finish_reason if ref else None,
+        "reference_tokens": ref.completion_tokens if ref else None,
+        "similarity": round(similarity(render_answer(candidate), render_answer(ref)), 4) if ref else None,
+        "reference_self_similarity": (round(similarity(render_answer(references[0]), render_answer(references[1])), 4)
+                                      if len(references) > 1 else None),
+    })
+    return j
+
+
+def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
+                    tools: list[dict[str, Any]] | None, failed: list[str]) -> None:
+    out = a.check(candidate, tools)
+    if out.ok:
+        return
+    failed.append(a.describe())
+    ref_ok = [a.check(r, tools).ok for r in references]
+    if out.hard:
+        also = " (the reference fails it too)" if ref_ok and not any(ref_ok) else ""
+        j.add(Status.FAIL, f"{a.type}: {out.reason}{also}")
+    elif ref_ok and all(ref_ok):
+        j.add(Status.FAIL, f"regression, the reference passes {a.type}: {out.reason}")
+    elif not any(ref_ok):
+        j.add(Status.WARN, f"case does not suit this model (reference fails too): {a.type}: {out.reason}")
+    else:
+        j.add(Status.WARN, f"the reference passes {a.type} in only {sum(ref_ok)} of {len(ref_ok)} runs (noise): {out.reason}")
+
+
+def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
+                    threshold: float, failed: list[str]) -> None:
+    if not references:
+        return
+    outs = [a.compare(candidate, r, threshold) for r in references]
+    if any(o.ok for o in outs):
+        return
+    failed.append(a.describe())
+    if len(references) > 1 and not a.compare(references[1], references[0], threshold).ok:
+        j.add(Status.WARN, f"{a.type}: {outs[0].reason}, but the reference disagrees with itself too (noise floor)")
+    else:
+        runs = f"agrees with itself across {len(references)} runs" if len(references) > 1 else "has one run (no noise floor)"
+        j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}")
+
+
+def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
+                 reference_pair: tuple[ChatResponse, ChatResponse] | None = None,
+                 reference_noisy: bool = False) -> Judgement:
+    """Judge a streamed answer against the same endpoint's non-streamed answer to the same case:
+    tool names and decoded arguments, and decoded JSON for JSON cases, must be equal.
+    `reference_pair` is the reference's (streamed, plain) answers when available;
+    `reference_noisy` says the reference's own non-streamed runs differ on this case."""
+    j = Judgement()
+    broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
+    for c in broken:
+        j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {c.arguments[:160]!r}")
+    same = (answer_key(streamed, case.expects_json) == answer_key(plain, case.expects_json)
+            and streamed.finish_reason == plain.finish_reason)
+    j.metrics.update({"streamed_calls": len(streamed.tool_calls), "plain_calls": len(plain.tool_calls),
+                      "streamed_finish_reason": streamed.finish_reason, "plain_finish_reason": plain.finish_reason,
+                      "similarity": round(similarity(render_answer(streamed), render_answer(plain)), 4)})
+    if not same and not broken:
+        ref_differs = reference_pair is not None and (
+            answer_key(reference_pair[0], case.expects_json) != answer_key(reference_pair[1], case.expects_json)
+            or reference_pair[0].finish_reason != reference_pair[1].finish_reason)
+        what = (f"the streamed answer differs from the non-streamed one (finish_reason "
+                f"{streamed.finish_reason!r} vs {plain.finish_reason!r})")
+        if ref_differs:
+            j.add(Status.WARN, f"{what}, and the reference's stream differs from its non-streamed answer too")
+        elif reference_noisy:
+            j.add(Status.WARN, f"{what}, but the reference disagrees with itself on this case (noise floor)")
+        else:
+            j.add(Status.FAIL, what)
+    for w in streamed.protocol_warnings:
+        j.add(Status.WARN, f"protocol: {w}")
+    return j

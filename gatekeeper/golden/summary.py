@@ -1,0 +1,91 @@
+"""Pass rates by family, for the golden gate's summary check `golden.pass_rate`.
+
+A case counts as passed by an endpoint when that endpoint's answer passes every absolute
+assertion (relative assertions have no meaning for the reference itself), so the two rates are
+comparable. The summary fails when the candidate's overall rate falls more than
+`max_pass_rate_drop` below the reference's; it is ERROR when no case could be judged.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatekeeper.results import Evidence, Status
+
+
+@dataclass
+class _Family:
+    cases: int = 0
+    candidate: int = 0
+    reference: int = 0
+    judged_candidate: int = 0
+    judged_reference: int = 0
+    statuses: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+@dataclass
+class PassRates:
+    """Accumulates per-case outcomes, then reports the summary check."""
+
+    families: dict[str, _Family] = field(default_factory=dict)
+
+    def add(self, family: str, candidate_ok: bool | None, reference_ok: bool | None, status: Status) -> None:
+        """One case: whether each endpoint passed its absolute assertions (None: no answer)."""
+        f = self.families.setdefault(family, _Family())
+        f.cases += 1
+        f.statuses[status.value] += 1
+        if candidate_ok is not None:
+            f.judged_candidate += 1
+            f.candidate += candidate_ok
+        if reference_ok is not None:
+            f.judged_reference += 1
+            f.reference += reference_ok
+
+    def metrics(self) -> dict[str, Any]:
+        """Overall and per-family rates and status counts."""
+        def rate(n: int, d: int) -> float | None:
+            return round(n / d, 4) if d else None
+        fam = {name: {"cases": f.cases, "candidate_pass_rate": rate(f.candidate, f.judged_candidate),
+                      "reference_pass_rate": rate(f.reference, f.judged_reference), "statuses": dict(f.statuses)}
+               for name, f in sorted(self.families.items())}
+        tot = _Family()
+        for f in self.families.values():
+            tot.candidate += f.candidate
+            tot.reference += f.reference
+            tot.judged_candidate += f.judged_candidate
+            tot.judged_reference += f.judged_reference
+            for k, v in f.statuses.items():
+                tot.statuses[k] += v
+        return {"pass_rate": rate(tot.candidate, tot.judged_candidate),
+                "reference_pass_rate": rate(tot.reference, tot.judged_reference),
+                "cases": sum(f.cases for f in self.families.values()), "statuses": dict(tot.statuses), "families": fam}
+
+    def table(self) -> Evidence:
+        """Family × (cases, candidate pass rate, reference pass rate, PASS/WARN/FAIL/ERROR counts)."""
+        cols = ["family", "cases", "candidate pass rate", "reference pass rate", "PASS", "WARN", "FAIL", "ERROR"]
+        rows = []
+        for name, m in self.metrics()["families"].items():
+            s = m["statuses"]
+            rows.append([name, m["cases"], _pct(m["candidate_pass_rate"]), _pct(m["reference_pass_rate"]),
+                         s.get("PASS", 0), s.get("WARN", 0), s.get("FAIL", 0), s.get("ERROR", 0)])
+        return Evidence("table", "Pass rate by family", {"columns": cols, "rows": rows})
+
+    def report(self, ctx: Any, max_drop: float) -> None:
+        """Record `golden.pass_rate` on the gate context."""
+        m = self.metrics()
+        cand, ref = m["pass_rate"], m["reference_pass_rate"]
+        m["max_pass_rate_drop"] = max_drop
+        if cand is None:
+            ctx.check("pass_rate", Status.ERROR, "no case could be judged", m, [self.table()])
+            return
+        if ref is not None and cand < ref - max_drop:
+            status, why = Status.FAIL, f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)} (allowed drop {_pct(max_drop)})"
+        else:
+            status, why = Status.PASS, f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
+        ctx.check("pass_rate", status, why, m, [self.table()])
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
