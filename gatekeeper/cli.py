@@ -105,10 +105,12 @@ def serve(model: str | None, host: str, port: int, api_key: str | None, log_leve
         _fail(str(e), EXIT_USAGE, "see `gatekeeper serve --help`")
     if model is None and not DEFAULT_MODEL.is_dir():
         _fail(f"the shipped model is missing at {DEFAULT_MODEL}", EXIT_STARTUP_FAILURE, "pass --model DIR")
-    from gatekeeper.engine.server.launch import serve as run_server
+    from gatekeeper.engine.server.launch import ServerStartupError, serve as run_server
 
     try:
         run_server(args, host=host, port=port, api_key=api_key, log_level=log_level)
+    except ServerStartupError as e:
+        _fail(str(e), EXIT_STARTUP_FAILURE)
     except EngineOptionError as e:
         _fail(str(e), EXIT_USAGE, "see `gatekeeper serve --help`")
     except EngineError as e:
@@ -144,6 +146,7 @@ def list_faults() -> None:
 @click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]", help="Fault for a bundled candidate.")
 @click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE", help="Engine option for a bundled candidate.")
 @click.option("--seed", type=int, default=None, help="Seed. [0]")
+@click.option("--timeout", type=float, default=None, help="Per-request timeout in seconds. [120]")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def run(config_path: str | None, as_json: bool, **flags) -> None:
     """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.

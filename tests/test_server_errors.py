@@ -3,6 +3,7 @@ startup failures that exit with one clear line and no traceback; the CLI's exit 
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from server_util import run_serve, running_server
+from server_util import run_serve, running_server, serve_command
 
 USER = [{"role": "user", "content": "hi"}]
 
@@ -145,6 +146,16 @@ def test_checkpoint_without_weights_fails_startup(tmp_path, tiny_model_dir):
 
 def test_optional_import_fault_dies_with_one_line(tiny_model_dir):
     assert_one_line_failure(run_serve(tiny_model_dir, "--fault", "optional-import"), 1, "ImportError")
+
+
+def test_port_in_use_fails_before_loading(tiny_model_dir):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        proc = subprocess.run(serve_command(tiny_model_dir, busy.getsockname()[1]), capture_output=True, text=True,
+                              timeout=120)
+    assert_one_line_failure(proc, 1, "cannot bind")
+    assert "profile=" not in proc.stderr  # the model was never loaded
 
 
 @pytest.mark.parametrize("args, fragment", [

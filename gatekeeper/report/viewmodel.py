@@ -60,7 +60,7 @@ class GateView:
     id: str
     stage: int
     title: str
-    description: str
+    description: tuple[str, ...]
     status: str
     stopped_run: bool
     duration: str
@@ -134,6 +134,23 @@ def _flatten(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]
     return rows
 
 
+def paragraphs(text: str) -> tuple[str, ...]:
+    """Reflow a docstring: blank lines split paragraphs, wrapped lines are joined, and lines
+    that start a list item or are indented keep their own line."""
+    out: list[str] = []
+    for block in text.strip().split("\n\n"):
+        lines: list[str] = []
+        for raw in block.splitlines():
+            line = raw.rstrip()
+            starts_item = line.lstrip()[:2] in ("- ", "* ") or line.startswith((" ", "\t"))
+            if lines and not starts_item:
+                lines[-1] += " " + line.strip()
+            else:
+                lines.append(line.strip() if not starts_item else line)
+        out.append("\n".join(lines))
+    return tuple(p for p in out if p)
+
+
 def _counts(checks: tuple[CheckResult, ...]) -> tuple[tuple[str, int], ...]:
     return tuple((s.value, n) for s in Status if (n := sum(c.status == s for c in checks)))
 
@@ -204,7 +221,7 @@ def gate_view(g: GateResult) -> GateView:
         id=g.id,
         stage=g.stage,
         title=g.title,
-        description=g.description,
+        description=paragraphs(g.description),
         status=g.status.value,
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),

@@ -1,17 +1,36 @@
 """Start the bundled server: build the engine from EngineArgs, log its execution path, run uvicorn.
 
-The engine is loaded before the socket is bound, so, as with vLLM, connections are refused until
-the model is ready and /health answers 200 from the first accepted connection on.
+As vLLM does, the port is bound first (so a port in use fails at once, before the model loads)
+but not listened on until the engine is ready: connections are refused while the model loads,
+and /health answers 200 from the first accepted connection on.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 
 from gatekeeper.engine.engine_args import EngineArgs
 
 log = logging.getLogger("gatekeeper.server")
+
+
+class ServerStartupError(Exception):
+    """The HTTP side could not start (address in use, unknown host); one line for the user."""
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, not yet listening."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as e:
+        raise ServerStartupError(f"cannot bind {host}:{port}: {e.strerror or e}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def configure_logging(level: str = "info") -> None:
@@ -29,6 +48,7 @@ def serve(args: EngineArgs, host: str, port: int, api_key: str | None = None, lo
     from gatekeeper.engine.server.app import build_app
 
     configure_logging(log_level)
+    sock = bind_socket(host, port)
     engine = AsyncEngine.from_args(args)
     for line in engine.startup_lines():
         log.info(line)
@@ -36,4 +56,4 @@ def serve(args: EngineArgs, host: str, port: int, api_key: str | None = None, lo
     log.info("serving %s on http://%s:%d%s", engine.model_name, host, port, " (API key required for /v1)" if api_key else "")
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
                             timeout_graceful_shutdown=5, lifespan="on")
-    uvicorn.Server(config).run()
+    uvicorn.Server(config).run(sockets=[sock])
