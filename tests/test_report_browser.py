@@ -1,0 +1,128 @@
+"""Open the HTML reports in a real headless Chromium and check what a reader sees.
+
+The test copies each page, appends a small probe script (the shipped reports contain no
+script at all), and loads it with `--dump-dom`. The probe measures the laid-out page — the
+document's scroll width against the viewport, the visible text (`innerText`, which leaves out
+anything hidden), the <mark>s and whether they have a size on screen — and writes the result
+as JSON into the DOM, which the test parses. Needs Debian's `chromium` (apt-get install
+chromium); skipped with a reason when it is missing. Set GATEKEEPER_SCREENSHOTS=DIR to also
+save a PNG of every page and width for a human to look at.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gatekeeper.report.writer import write_reports
+from report_runs import XSS, hold_run, rollback_run
+
+WIDTHS = (1280, 720, 400)
+PROBE = """
+<script>
+(function () {
+  var d = document.documentElement, w = window.innerWidth;
+  var wide = [];
+  document.querySelectorAll("body *").forEach(function (el) {
+    var r = el.getBoundingClientRect();
+    if (r.right > w + 1 && wide.length < 5) wide.push(el.tagName + "." + el.className);
+  });
+  var marks = Array.prototype.map.call(document.querySelectorAll("mark"), function (m) {
+    var r = m.getBoundingClientRect();
+    return {text: m.textContent, visible: r.width > 0 && r.height > 0};
+  });
+  var out = {scrollWidth: d.scrollWidth, innerWidth: w, wide: wide, marks: marks,
+             text: document.body.innerText, sections: document.querySelectorAll("section.gate").length,
+             scripts: document.scripts.length};
+  var pre = document.createElement("pre");
+  pre.id = "__probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def chromium_binary() -> str | None:
+    """The Chromium to use: $GATEKEEPER_CHROMIUM, else `chromium` or `chromium-browser` on PATH."""
+    return os.environ.get("GATEKEEPER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def chromium_args(binary: str, profile: Path, width: int) -> list[str]:
+    return [
+        binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},900",
+    ]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("headless-browser test needs Chromium: `apt-get install -y chromium` (Debian) or set GATEKEEPER_CHROMIUM")
+    return binary
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("reports")
+    paths = write_reports(rollback_run(), out / "rollback")
+    paths["hold_correctness"] = write_reports(hold_run(), out / "hold")["correctness_html"]
+    return paths
+
+
+def probe(chromium: str, page: Path, width: int, tmp_path: Path) -> dict[str, Any]:
+    """Load `page` at `width` CSS pixels with the probe appended; return what it measured."""
+    source = page.read_text(encoding="utf-8")
+    probed = page.with_name(f"probe-{width}-{page.name}")
+    probed.write_text(source.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    args = chromium_args(chromium, tmp_path / f"profile-{width}", width)
+    done = subprocess.run(args + ["--dump-dom", probed.as_uri()], capture_output=True, text=True, timeout=120)
+    match = re.search(r'<pre id="__probe">(.*?)</pre>', done.stdout, re.S)
+    assert match, f"probe did not run (exit {done.returncode}): {done.stderr[-2000:]}"
+    shots = os.environ.get("GATEKEEPER_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        png = Path(shots) / f"{page.parent.name}-{page.stem}-{width}.png"
+        subprocess.run(args + [f"--screenshot={png}", page.as_uri()], capture_output=True, timeout=120)
+    return json.loads(html.unescape(match.group(1)))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_correctness_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
+    seen = probe(chromium, reports["correctness_html"], width, tmp_path)
+    assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
+    text = seen["text"]
+    assert "Verdict: ROLLBACK" in text
+    assert text.index("Verdict: ROLLBACK") < text.index("1. Startup") < text.index("2. Numerical consistency")
+    assert "max |Δlogprob| 2.5 > tolerance 0.05" in text
+    assert XSS in text  # shown to the reader as text, never run
+    assert seen["scripts"] == 1  # only the probe: the model's <script> is not an element
+    marks = {m["text"]: m["visible"] for m in seen["marks"]}
+    assert marks.get("!!!!!!!!") is True and marks.get("Paris.") is True
+    assert seen["sections"] == 3
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_performance_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
+    seen = probe(chromium, reports["performance_html"], width, tmp_path)
+    assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
+    text = seen["text"]
+    assert "Verdict: ROLLBACK" in text
+    assert "Candidate figures are not meaningful" in text
+    assert "TTFT p50" in text and "end-to-end latency p95" in text
+
+
+def test_page_without_timings_or_evidence(chromium: str, reports: dict[str, Path], tmp_path: Path) -> None:
+    seen = probe(chromium, reports["hold_correctness"], 720, tmp_path)
+    assert seen["scrollWidth"] <= seen["innerWidth"]
+    assert "Verdict: HOLD" in seen["text"] and "connection refused" in seen["text"]
