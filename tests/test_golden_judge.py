@@ -1,0 +1,120 @@
+"""How a golden case is judged against the reference and its noise floor (no endpoints needed)."""
+
+from __future__ import annotations
+
+from gatekeeper.golden import parse_golden_set
+from gatekeeper.golden.judge import judge_case, judge_stream, passes_absolute
+from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.results import Status
+
+SET = """\
+version: 1
+cases:
+  - id: ok
+    family: eos
+    messages: [{role: user, content: "Reply with exactly: OK"}]
+    assert:
+      - {type: equals, value: OK}
+      - {type: finish_reason, value: stop}
+      - {type: no_degeneration}
+  - id: poem
+    family: degeneration
+    messages: [{role: user, content: "Write a line."}]
+    assert:
+      - {type: similar_to_reference, threshold: 0.9}
+  - id: weather
+    family: tool_call
+    stream_variant: true
+    messages: [{role: user, content: "Weather in Paris?"}]
+    assert:
+      - {type: tool_call, calls: [{name: get_weather, arguments: {city: Paris}}]}
+  - id: data
+    family: json
+    stream_variant: true
+    messages: [{role: user, content: "JSON please"}]
+    assert:
+      - {type: json_schema, schema: {type: object}}
+"""
+GS = parse_golden_set(SET)
+
+
+def r(text: str = "", finish: str = "stop", calls: tuple[ToolCall, ...] = (), warnings: tuple[str, ...] = ()) -> ChatResponse:
+    return ChatResponse(text=text, tool_calls=calls, finish_reason=finish, completion_tokens=2, protocol_warnings=warnings)
+
+
+def test_pass():
+    j = judge_case(GS.case("ok"), r("OK"), [r("OK"), r("OK")], 0.8)
+    assert j.status is Status.PASS and j.reason == "all assertions pass" and j.metrics["failed"] == []
+
+
+def test_regression_when_the_reference_passes():
+    j = judge_case(GS.case("ok"), r("OK, and then more", "length"), [r("OK"), r("OK")], 0.8)
+    assert j.status is Status.FAIL and "regression, the reference passes finish_reason" in j.reason
+    assert "finish_reason(value='stop')" in j.metrics["failed"]
+
+
+def test_both_fail_is_a_warning_about_the_case():
+    j = judge_case(GS.case("ok"), r("Okay"), [r("Okay"), r("Okay")], 0.8)
+    assert j.status is Status.WARN and "case does not suit this model (reference fails too)" in j.reason
+
+
+def test_reference_passing_only_some_runs_is_noise():
+    j = judge_case(GS.case("ok"), r("Okay"), [r("OK"), r("Okay")], 0.8)
+    assert j.status is Status.WARN and "only 1 of 2 runs" in j.reason
+
+
+def test_hard_failures_fail_on_their_own():
+    j = judge_case(GS.case("ok"), r("!!!!!!!!!!!!!!!!!!!!"), [r("!!!!!!!!!!!!!!!!!!!!")] * 2, 0.8)
+    assert j.status is Status.FAIL and "char_run" in j.reason and "the reference fails it too" in j.reason
+    j = judge_case(GS.case("data"), r('{"a": '), [r('{"a": 1}')], 0.8)
+    assert j.status is Status.FAIL and "not JSON" in j.reason
+
+
+def test_relative_failure_fails_only_beyond_the_noise_floor():
+    case = GS.case("poem")
+    steady = [r("The river runs to the sea."), r("The river runs to the sea.")]
+    assert judge_case(case, r("The river runs to the sea!"), steady, 0.8).status is Status.PASS
+    j = judge_case(case, r("Bananas."), steady, 0.8)
+    assert j.status is Status.FAIL and "agrees with itself across 2 runs" in j.reason
+    noisy = [r("The river runs to the sea."), r("A cat sleeps on the warm mat.")]
+    j = judge_case(case, r("Bananas."), noisy, 0.8)
+    assert j.status is Status.WARN and "noise floor" in j.reason
+    assert judge_case(case, r("A cat sleeps on the warm mat."), noisy, 0.8).status is Status.PASS  # matches a run
+
+
+def test_protocol_warnings_make_a_pass_a_warning():
+    j = judge_case(GS.case("ok"), r("OK", warnings=("stream ended without data: [DONE]",)), [r("OK")], 0.8)
+    assert j.status is Status.WARN and "protocol: stream ended" in j.reason
+
+
+def test_pass_rates_count_absolute_assertions_only():
+    assert passes_absolute(GS.case("poem"), r("anything"))
+    assert not passes_absolute(GS.case("ok"), r("OK", "length"))
+
+
+CALL = (ToolCall("get_weather", '{"city": "Paris"}'),)
+
+
+def test_stream_equal_to_non_stream_passes():
+    j = judge_stream(GS.case("weather"), r(calls=(ToolCall("get_weather", '{"city":"Paris"}'),), finish="tool_calls"),
+                     r(calls=CALL, finish="tool_calls"))
+    assert j.status is Status.PASS
+    j = judge_stream(GS.case("data"), r('{"b": 2, "a": 1}'), r('{"a": 1,\n "b": 2}'))
+    assert j.status is Status.PASS  # decoded JSON compares, not its formatting
+
+
+def test_broken_stream_arguments_fail():
+    partial = r("<tool_c", calls=(ToolCall("get_weather", '{"city": "Par'),), finish="tool_calls")
+    j = judge_stream(GS.case("weather"), partial, r(calls=CALL, finish="tool_calls"))
+    assert j.status is Status.FAIL and "not a JSON object" in j.reason
+
+
+def test_stream_difference_fails_unless_the_reference_shows_the_same():
+    case = GS.case("weather")
+    other = r(calls=(ToolCall("get_weather", '{"city": "Lyon"}'),), finish="tool_calls")
+    plain = r(calls=CALL, finish="tool_calls")
+    assert judge_stream(case, other, plain).status is Status.FAIL
+    assert judge_stream(case, other, plain, reference_noisy=True).status is Status.WARN
+    assert judge_stream(case, other, plain, reference_pair=(other, plain)).status is Status.WARN
+    j = judge_stream(case, r(calls=CALL, finish="stop"), plain)
+    assert j.status is Status.FAIL and "'stop' vs 'tool_calls'" in j.reason
