@@ -41,7 +41,8 @@ def _sample_row(logits: torch.Tensor, seq: Sequence) -> int:
     probs = torch.softmax(logits, dim=-1)
     if p.top_p < 1.0:
         sorted_probs, order = probs.sort(descending=True)
-        keep = sorted_probs.cumsum(-1) - sorted_probs < p.top_p  # always keeps the first
+        keep = sorted_probs.cumsum(-1) - sorted_probs < p.top_p
+        keep[0] = True  # a tiny top_p rounds to 0 in fp32; the top token must always stay
         sorted_probs = sorted_probs * keep
         probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
     return int(torch.multinomial(probs, 1, generator=seq.generator).item())
