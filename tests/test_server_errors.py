@@ -74,6 +74,25 @@ def test_malformed_bodies_are_400(server, raw):
     assert_openai_error(r, 400)
 
 
+@pytest.mark.parametrize("raw", [
+    b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+    b'{"messages": [{"role": "user", "content": "hi"}], "temperature": Infinity}',
+    b'{"messages": [{"role": "user", "content": "hi"}], "top_p": NaN}',
+    b'{"messages": [{"role": "user", "content": "hi"}], "seed": 1180591620717411303424}',
+])
+def test_non_finite_and_out_of_range_numbers_are_400(server, raw):
+    r = httpx.post(server.v1 + "/chat/completions", content=raw, headers={"content-type": "application/json"})
+    assert_openai_error(r, 400)
+
+
+@pytest.mark.parametrize("extreme", [{"temperature": 1e-300}, {"top_p": 1e-300}, {"temperature": 1e308},
+                                     {"temperature": 1e-4, "top_p": 1e-30}, {"top_k": 10**6}, {"seed": -5}])
+def test_extreme_but_valid_sampling_values_are_served(server, extreme):
+    r = httpx.post(server.v1 + "/chat/completions", json={"messages": USER, "max_tokens": 3, **extreme})
+    assert r.status_code == 200, r.text
+    assert httpx.get(server.url + "/health").status_code == 200
+
+
 def test_unknown_model_is_404(server):
     err = assert_openai_error(httpx.post(server.v1 + "/chat/completions", json={"model": "gpt-9", "messages": USER}), 404)
     assert "gpt-9" in err["message"] and err["param"] == "model"

@@ -15,8 +15,15 @@ from gatekeeper.engine.sampling_params import MAX_LOGPROBS, SamplingParams
 from gatekeeper.engine.server.errors import ApiError
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+SAMPLING_EPS = 1e-5
+"""Temperatures below this are greedy, as in vLLM (dividing logits by 1e-300 overflows)."""
+
+
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # NaN/Infinity are accepted by Python's JSON parser; a NaN temperature must be a 400, not a
+    # poisoned sampler
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 class StreamOptions(_Body):
@@ -32,7 +39,7 @@ class _SamplingRequest(_Body):
     temperature: float | None = None
     top_p: float | None = None
     top_k: int | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX)
     min_tokens: int = 0
     stop: str | list[str] | None = None
     stop_token_ids: list[StrictInt] | None = None
@@ -87,10 +94,12 @@ class _SamplingRequest(_Body):
     def sampling_params(self, max_tokens: int, logprobs: int | None, prompt_logprobs: int | None) -> SamplingParams:
         """The engine's parameters; temperature defaults to 1.0 when absent, as in vLLM."""
         top_k = self.top_k if self.top_k is not None and self.top_k > 0 else 0
+        temperature = 1.0 if self.temperature is None else self.temperature
+        temperature = 0.0 if temperature < SAMPLING_EPS else temperature
         if self.min_tokens > max_tokens:
             raise ApiError(f"min_tokens ({self.min_tokens}) must not exceed max_tokens ({max_tokens})", param="min_tokens")
         return SamplingParams(
-            temperature=1.0 if self.temperature is None else self.temperature,
+            temperature=temperature,
             top_p=1.0 if self.top_p is None else self.top_p,
             top_k=top_k,
             seed=self.seed,
