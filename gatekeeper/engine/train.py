@@ -40,7 +40,7 @@ from gatekeeper.engine.tokenizer_train import EOS_TOKEN, PAD_TOKEN, build as bui
 from gatekeeper.engine.tokenizer_train import save as save_tokenizer
 
 MAX_LEN = 2048
-TOKENS_PER_STEP = 6144
+TOKENS_PER_STEP = 4096
 MICRO_BATCH_TOKENS = 4096  # padded tokens per forward pass
 CHECKPOINT_SECONDS = 180
 
