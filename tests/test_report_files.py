@@ -4,6 +4,7 @@ and write_reports produces all five reports."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,13 @@ def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
     write_atomic(target, "new ✓")
     assert target.read_text(encoding="utf-8") == "new ✓"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+def test_write_atomic_gives_ordinary_permissions(tmp_path: Path) -> None:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    target = write_atomic(tmp_path / "summary.md", "x")
+    assert target.stat().st_mode & 0o777 == 0o666 & ~mask
 
 
 def test_write_atomic_failure_keeps_old_content_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -74,6 +74,20 @@ def test_text_pair_recomputes_a_bad_divergence_and_shortens_long_text() -> None:
     assert same.identical and same.reference.tail == "" and not same.reference.ended
 
 
+def test_control_characters_are_shown_not_hidden() -> None:
+    pair = text_pair("t", {"reference": "a\x1bb\tc\n", "candidate": "a\x00b\tc\n", "prompt": "p\x07"})
+    assert pair.divergence == 1
+    assert pair.reference.tail == "\u241bb\tc\n" and pair.candidate.tail == "\u2400b\tc\n"
+    assert pair.prompt == "p\u2407"
+
+
+def test_docstring_paragraphs() -> None:
+    from gatekeeper.report.viewmodel import paragraphs
+
+    doc = "Title line.\n\nWrapped\ntext.\n- item one\n  continues\n- item two\n\n"
+    assert paragraphs(doc) == ("Title line.", "Wrapped text.\n- item one continues\n- item two")
+
+
 def test_malformed_evidence_falls_back_to_json() -> None:
     view = evidence_view(Evidence("table", "broken", {"rows": [[1]]}))
     assert view.kind == "json" and "could not be drawn" in view.note

@@ -12,6 +12,18 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    """The process umask (read once: os.umask can only be read by setting it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates 0600 files; reports are for sharing (CI artifacts, a web server), so they get
+# the permissions an ordinary open() would give them.
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: Path | str, data: str | bytes, encoding: str = "utf-8") -> Path:
     """Write `data` to `path` atomically and return the path.
 
@@ -23,6 +35,7 @@ def write_atomic(path: Path | str, data: str | bytes, encoding: str = "utf-8") -
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), _FILE_MODE)
             f.write(payload)
             f.flush()
             os.fsync(f.fileno())

@@ -93,7 +93,9 @@ def histogram_svg(values: Sequence[float], label: str, threshold: float | None =
     if threshold is not None and math.isfinite(threshold):
         tx = LEFT + plot_w * (threshold - lo) / (hi - lo)
         body.append(f'<line x1="{tx:.1f}" y1="{TOP}" x2="{tx:.1f}" y2="{H - BOTTOM}" class="threshold"/>')
-        body.append(_text(min(tx + 4, W - RIGHT), TOP + 10, f"threshold {fmt_num(threshold)}", "start", "thr"))
+        left_side = tx > LEFT + plot_w / 2  # keep the label inside the chart
+        body.append(_text(tx - 4 if left_side else tx + 4, TOP + 10, f"threshold {fmt_num(threshold)}",
+                          "end" if left_side else "start", "thr"))
     ordered = sorted(finite)
     median = ordered[len(ordered) // 2]
     note = f"{len(finite)} values, median {fmt_num(median)}, max {fmt_num(ordered[-1])}"
@@ -107,7 +109,7 @@ def bar_chart_svg(items: Sequence[tuple[str, float, str]], label: str) -> Markup
         return Markup("")
     row_h, label_w = 24, 170
     height = TOP + row_h * len(items) + 8
-    plot_w = W - label_w - 90
+    plot_w = W - label_w - 120  # room on the right for "100% (123/123)"
     body = []
     for i, (name, frac, note) in enumerate(items):
         y = TOP + i * row_h

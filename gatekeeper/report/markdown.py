@@ -12,7 +12,9 @@ from gatekeeper.report.performance import TargetPerformance, summarize_performan
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
+MAX_LISTED_REASONS = 10
 MAX_CELL_CHARS = 300
+MAX_TOTAL_CHARS = 60_000  # GitHub rejects PR comments over 65,536 characters
 
 _VERDICT_MARK = {Verdict.PROMOTE: "✅", Verdict.HOLD: "⚠️", Verdict.ROLLBACK: "❌"}
 _STATUS_MARK = {
@@ -40,10 +42,11 @@ def md_code(text: object) -> str:
     return " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")[:MAX_CELL_CHARS]
 
 
-def _explains_verdict(check: CheckResult) -> bool:
+def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:
+    """FAIL and ERROR always; a blocking SKIP only where it can decide the verdict (HOLD)."""
     if check.status in (Status.FAIL, Status.ERROR):
         return True
-    return check.status == Status.SKIP and check.blocking
+    return check.status == Status.SKIP and check.blocking and verdict == Verdict.HOLD
 
 
 def _fmt(value: float | None, unit: str = "s") -> str:
@@ -64,10 +67,13 @@ def render_markdown(run: RunResult) -> str:
     v = run.verdict
     lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {v.value} (exit code {run.exit_code})", ""]
     for t in run.targets:
-        lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)} (model `{md_code(t.model)}`)")
+        model = f" (model `{md_code(t.model)}`)" if t.model else ""
+        lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
     lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
     lines += ["", "### Reasons", ""]
-    lines += [f"- {md_cell(r, 1000)}" for r in run.reasons] or ["- none"]
+    lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
+    if len(run.reasons) > MAX_LISTED_REASONS:
+        lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
 
     lines += ["", "### Gates", "", "| Stage | Gate | Status | Pass | Warn | Fail | Skip | Error |"]
     lines.append("|---:|---|---|---:|---:|---:|---:|---:|")
@@ -78,7 +84,7 @@ def render_markdown(run: RunResult) -> str:
             f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
         )
 
-    listed = [c for g in run.gates for c in g.checks if _explains_verdict(c)]
+    listed = [c for g in run.gates for c in g.checks if _explains_verdict(c, v)]
     if listed:
         lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]
         lines.append("|---|---|---|---|")
@@ -94,5 +100,8 @@ def render_markdown(run: RunResult) -> str:
         lines.append("| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |")
         lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
         lines += [_perf_row(p) for p in perf.targets]
-    lines += ["", "Full reports: `correctness.html`, `performance.html`, `summary.json`, `junit.xml`.", ""]
-    return "\n".join(lines)
+    footer = "Full reports: `correctness.html`, `performance.html`, `summary.json`, `junit.xml`.\n"
+    text = "\n".join(lines)
+    if len(text) > MAX_TOTAL_CHARS:
+        text = text[: text.rfind("\n", 0, MAX_TOTAL_CHARS)] + "\n\n…(cut to fit a PR comment)"
+    return text + "\n\n" + footer

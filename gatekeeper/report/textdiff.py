@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_PREFIX_CHARS = 2000
+# C0 controls (other than tab and newline) and DEL are invisible on screen but can be the very
+# difference; show them as their Unicode "control picture" (ESC → ␛, NUL → ␀).
+_CONTROL_PICTURES = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)} | {0x7F: 0x2421}
 MAX_TAIL_CHARS = 4000
 
 
@@ -47,16 +50,21 @@ class TextPair:
     identical: bool
 
 
+def visible(text: str) -> str:
+    """`text` with control characters replaced by visible symbols (same length)."""
+    return text.translate(_CONTROL_PICTURES)
+
+
 def _side(text: str, cut: int | None) -> Side:
     if cut is None:  # identical texts: show the beginning
-        shown = text[:MAX_TAIL_CHARS]
+        shown = visible(text[:MAX_TAIL_CHARS])
         return Side(prefix=shown, tail="", omitted_before=0, omitted_after=len(text) - len(shown), ended=False)
     prefix, tail = text[:cut], text[cut:]
     before = max(0, len(prefix) - MAX_PREFIX_CHARS)
     after = max(0, len(tail) - MAX_TAIL_CHARS)
     return Side(
-        prefix=prefix[before:],
-        tail=tail[:MAX_TAIL_CHARS],
+        prefix=visible(prefix[before:]),
+        tail=visible(tail[:MAX_TAIL_CHARS]),
         omitted_before=before,
         omitted_after=after,
         ended=not tail,
@@ -71,6 +79,7 @@ def text_pair(title: str, data: dict[str, object]) -> TextPair:
     ref = str(data.get("reference") or "")
     cand = str(data.get("candidate") or "")
     prompt = data.get("prompt")
+    prompt = None if prompt is None else visible(str(prompt))
     given = data.get("divergence")
     if ref == cand:
         div = None
@@ -80,7 +89,7 @@ def text_pair(title: str, data: dict[str, object]) -> TextPair:
         div = first_divergence(ref, cand)
     return TextPair(
         title=title,
-        prompt=None if prompt is None else str(prompt),
+        prompt=prompt,
         reference=_side(ref, div),
         candidate=_side(cand, div),
         divergence=div,

@@ -22,6 +22,8 @@ from gatekeeper.results import CheckResult, Evidence, GateResult, RunResult, Sta
 _PASSED = (Status.PASS, Status.WARN)
 MAX_LOG_LINES = 400
 MAX_TABLE_ROWS = 500
+MAX_TOP_REASONS = 8  # the verdict box shows these; the rest fold away under <details>
+MAX_REASON_CHARS = 400
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class RunView:
     verdict: str
     exit_code: int
     reasons: tuple[str, ...]
+    more_reasons: tuple[str, ...]
     policy: str
     golden_sets: str
     seed: int
@@ -118,6 +121,10 @@ def fmt_value(value: Any) -> str:
     return str(value)
 
 
+def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def fmt_seconds(value: float | None) -> str:
     """Seconds with a unit, or a dash."""
     return "–" if value is None else f"{value:.3f} s"
@@ -135,18 +142,17 @@ def _flatten(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]
 
 
 def paragraphs(text: str) -> tuple[str, ...]:
-    """Reflow a docstring: blank lines split paragraphs, wrapped lines are joined, and lines
-    that start a list item or are indented keep their own line."""
+    """Reflow a docstring: blank lines split paragraphs, wrapped lines are joined, and a line
+    that starts a list item ("- " or "* ") starts a new line."""
     out: list[str] = []
     for block in text.strip().split("\n\n"):
         lines: list[str] = []
         for raw in block.splitlines():
-            line = raw.rstrip()
-            starts_item = line.lstrip()[:2] in ("- ", "* ") or line.startswith((" ", "\t"))
-            if lines and not starts_item:
-                lines[-1] += " " + line.strip()
+            line = raw.strip()
+            if lines and not line.startswith(("- ", "* ")):
+                lines[-1] += " " + line
             else:
-                lines.append(line.strip() if not starts_item else line)
+                lines.append(line)
         out.append("\n".join(lines))
     return tuple(p for p in out if p)
 
@@ -240,7 +246,8 @@ def run_view(run: RunResult) -> RunView:
         finished_at=run.finished_at,
         verdict=run.verdict.value,
         exit_code=run.exit_code,
-        reasons=run.reasons,
+        reasons=tuple(_clip(r) for r in run.reasons[:MAX_TOP_REASONS]),
+        more_reasons=tuple(_clip(r) for r in run.reasons[MAX_TOP_REASONS:]),
         policy=run.policy,
         golden_sets=", ".join(run.golden_sets),
         seed=run.seed,
