@@ -51,6 +51,24 @@ def test_health_version_models(server):
     assert card["owned_by"] == "gatekeeper" and card["max_model_len"] == 512
 
 
+def test_concurrent_requests_match_sequential_ones(server, client, model):
+    from concurrent.futures import ThreadPoolExecutor
+
+    prompts = [f"{word} " * (i + 1) for i, word in enumerate(["fox", "dog", "tool", "OK", "你好", "json", "def", "x"])]
+
+    def ask(prompt: str) -> str:
+        return client.completions.create(model=model, prompt=prompt, max_tokens=10, temperature=0).choices[0].text
+
+    sequential = [ask(p) for p in prompts]
+    with ThreadPoolExecutor(max_workers=len(prompts)) as pool:
+        assert list(pool.map(ask, prompts)) == sequential
+
+
+def test_ping_is_an_alias_of_health(server):
+    assert httpx.get(server.url + "/ping").status_code == 200
+    assert httpx.post(server.url + "/ping").status_code == 200
+
+
 def test_startup_lines_are_logged(server):
     log = server.log()
     assert "profile=optimized" in log and "prefix_caching=on" in log

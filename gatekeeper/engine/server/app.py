@@ -164,6 +164,8 @@ def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
             return ApiError(str(e), 503).response()
         return Response(status_code=200)
 
+    app.add_api_route("/ping", health, methods=["GET", "POST"])  # vLLM's SageMaker-style alias
+
     @app.get("/version")
     async def version() -> dict:
         return {"version": gatekeeper.__version__}
