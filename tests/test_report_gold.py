@@ -105,5 +105,6 @@ def test_markdown_neutralises_markup() -> None:
     from gatekeeper.report.markdown import md_cell
 
     assert md_cell("a | b <img src=x> `c`\nd") == "a \\| b &lt;img src=x&gt; \\`c\\` d"
+    assert md_cell("[x](http://e) *b* @octocat #12 \x1b") == "\\[x\\](http://e) \\*b\\* @\u200boctocat #\u200b12 \u241b"
     md = render_markdown(rollback_run())
     assert "<script>" not in md

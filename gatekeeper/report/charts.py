@@ -22,8 +22,10 @@ def fmt_num(value: float) -> str:
     """A short human-readable number for axis ticks and labels."""
     if value == 0:
         return "0"
-    if abs(value) >= 1000 or abs(value) < 0.001:
+    if abs(value) >= 1e6 or abs(value) < 0.001:
         return f"{value:.2e}"
+    if abs(value) >= 1000:
+        return f"{value:.0f}"
     return f"{value:.4g}"
 
 

@@ -2,11 +2,14 @@
 
 A verdict line, the reasons, a table of gates, then the checks that explain the verdict (FAIL,
 ERROR, and SKIPs the policy treats as blocking) with their reasons. Model output and reasons
-can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`, backticks and newlines
-neutralised, and long text is cut: PR comments are limited to 65,536 characters.
+can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`, backticks, brackets, `*`,
+newlines and control characters neutralised, `@mentions` and `#123` references defused, and
+long text is cut: PR comments are limited to 65,536 characters.
 """
 
 from __future__ import annotations
+
+import re
 
 from gatekeeper.report.performance import TargetPerformance, summarize_performance
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
@@ -26,14 +29,22 @@ _STATUS_MARK = {
 }
 
 
+_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`"), ("[", "\\["), ("]", "\\]"), ("*", "\\*"))
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+# "@name" pings a GitHub user and "#12" cross-references an issue: a zero-width space after
+# the sign keeps model output from doing either in a PR comment.
+_PING = re.compile(r"([@#])(?=[\w-])")
+
+
 def md_cell(text: object, limit: int = MAX_CELL_CHARS) -> str:
     """Text made safe for one markdown table cell (or list item): one line, no markup."""
     s = " ".join(str(text).split())
     if len(s) > limit:
         s = s[: limit - 1] + "…"
-    for raw, safe in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`")):
+    for raw, safe in _ESCAPES:
         s = s.replace(raw, safe)
-    return s
+    s = _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f" else "\u2421", s)
+    return _PING.sub("\\1\u200b", s)
 
 
 def md_code(text: object) -> str:
