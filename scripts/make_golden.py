@@ -21,7 +21,6 @@ from typing import Any, Callable
 import yaml
 
 from gatekeeper.engine import tasks
-from gatekeeper.engine.tasks import tool_call
 from gatekeeper.engine.tasks.sample import Sample
 
 VERSION = "1.0"

@@ -159,7 +159,8 @@ class _Validator:
         cases = data.get("cases")
         if not isinstance(cases, list) or not cases:
             raise self.fail(("cases",), "`cases` must be a non-empty list")
-        built, seen = [], {}
+        built: list[GoldenCase] = []
+        seen: dict[str, int | None] = {}
         for i, raw in enumerate(cases):
             case = self.case(("cases", "<value>", i), raw)
             if case.id in seen:

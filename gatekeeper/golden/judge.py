@@ -61,7 +61,7 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
     """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1)."""
     j = Judgement()
     tools = list(case.tools) if case.tools else None
-    failed = []
+    failed: list[str] = []
     for a in case.assertions:
         if a.relative:
             _judge_relative(j, a, candidate, references, similar_threshold, failed)
