@@ -20,17 +20,29 @@ PROBE_TOOL = {
 }
 
 
+def is_transport_failure(e: EndpointError) -> bool:
+    """True when the exchange broke (refused, timed out, 5xx, garbled), as opposed to the
+    endpoint saying it does not support something (404/405/501, or a 4xx about the request)."""
+    return e.kind in ("connect", "timeout", "stream", "malformed") or (e.kind == "http" and (e.status or 500) >= 500)
+
+
 def probe(ep: Endpoint) -> dict[str, Any]:
     """Capabilities of one endpoint: booleans per feature plus `notes` saying why one is off
     and `protocol_warnings` for tolerated deviations."""
-    caps: dict[str, Any] = {"notes": {}, "protocol_warnings": []}
+    caps: dict[str, Any] = {"notes": {}, "errors": {}, "protocol_warnings": []}
 
     def attempt(name: str, fn) -> Any:
+        if caps["errors"]:  # the endpoint is already failing: don't pay a timeout per probe
+            caps[name] = False
+            caps["notes"][name] = "not probed: an earlier probe request failed"
+            return None
         try:
             return fn()
         except EndpointError as e:
             caps[name] = False
             caps["notes"][name] = f"{e.kind}: {e.detail}"[:200]
+            if is_transport_failure(e):
+                caps["errors"][name] = str(e)[:300]
             return None
 
     chat = attempt("chat", lambda: ep.chat(PROBE_MESSAGES, max_tokens=4))

@@ -65,6 +65,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
         run_id=new_run_id(),
         gates=gates,
         seed=values["seed"],
+        timeout_s=values["timeout"],
         config={k: (v if k not in ("reference", "candidate") else str(v)) for k, v in values.items()} | {
             "sources": sources},
     )

@@ -45,6 +45,7 @@ class RunPlan:
     run_id: str
     gates: list[str] | None = None
     seed: int = 0
+    timeout_s: float = 120.0
     config: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,7 +110,7 @@ class Runner:
             for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
                 s, target = started[role], self.targets[role]
                 model = _model_of(s.base_url, s, spec) if s.ready else (spec.model or "")
-                endpoints[role] = Endpoint(role, s.base_url, model, target.api_key())
+                endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive)
                 if s.ready:

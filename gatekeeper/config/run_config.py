@@ -64,6 +64,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("gates", None, _as_list, "gates to run, in stage order (default: all the policy enables)"),
     Option("out", "reports", str, "directory under which reports/<run-id>/ is written"),
     Option("seed", 0, _as_int, "seed for generated prompts and sampling"),
+    Option("timeout", 120.0, float, "seconds before a request to a target counts as timed out"),
     Option("candidate_faults", [], _as_list, "faults for a bundled candidate (NAME or NAME=VALUE)"),
     Option("candidate_opts", {}, _as_opts, "engine options for a bundled candidate (KEY=VALUE)"),
 )

@@ -61,13 +61,15 @@ class StartupGate(Gate):
         for role, ep in ctx.endpoints.items():
             rt = ctx.runtimes[role]
             if not rt.ready:
-                status = Status.FAIL if role == "candidate" else Status.ERROR
+                # A launched candidate that dies is a regression; an unreachable URL is an error.
+                status = Status.FAIL if role == "candidate" and rt.kind != "url" else Status.ERROR
                 ctx.check(f"ready.{role}", status, f"{role} did not become ready: {rt.start_error}",
                           {"startup_s": rt.startup_s}, [Evidence("log", f"{role} log tail", {"lines": rt.log_lines[-40:]})])
                 continue
             ctx.check(f"ready.{role}", Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
                       {"startup_s": rt.startup_s})
             self._endpoints(ctx, role, ep)
+            self._probe(ctx, role)
         self._canary(ctx)
         self._logs(ctx)
 
@@ -92,6 +94,25 @@ class StartupGate(Gate):
             return
         except ValueError:
             ctx.check(f"models.{role}", Status.FAIL, "/v1/models or /version did not return JSON")
+    def _probe(self, ctx: GateContext, role: str) -> None:
+        """Report what the capability probe met: broken exchanges are ERROR, tolerated
+        protocol deviations WARN, missing features only listed (their checks SKIP later)."""
+        caps = ctx.capabilities.get(role, {})
+        names = ("chat", "completions", "logprobs", "echo", "prompt_logprobs", "tools", "streaming", "tokenize")
+        metrics = {n: bool(caps.get(n)) for n in names}
+        rows = [[n, "yes" if caps.get(n) else "no", caps.get("notes", {}).get(n, "")] for n in names]
+        evidence = [Evidence("table", f"{role} capabilities", {"columns": ["capability", "supported", "note"], "rows": rows})]
+        errors, warnings = caps.get("errors", {}), caps.get("protocol_warnings", [])
+        if errors:
+            ctx.check(f"protocol.{role}", Status.ERROR, "probe requests failed: " + "; ".join(
+                f"{k}: {v}" for k, v in errors.items()), metrics, evidence)
+        elif warnings:
+            ctx.check(f"protocol.{role}", Status.WARN, "protocol deviations: " + "; ".join(warnings), metrics, evidence)
+        else:
+            missing = [n for n in names if not caps.get(n)]
+            ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
+                      "not supported: " + ", ".join(missing), metrics, evidence)
+
     def _canary(self, ctx: GateContext) -> None:
         """The first request on both targets; the candidate is judged against the reference."""
         s = ctx.settings

@@ -1,0 +1,95 @@
+"""A real HTTP proxy in front of a real bundled server that misbehaves on purpose, for the
+transport-fault tests: HTTP 500s, malformed JSON, hangs, cut streams, or dying mid-run.
+
+GETs (health, models, version) always pass through, so the target looks healthy at startup, as
+a broken production server does; POSTs misbehave per `mode` once `after` of them have passed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import httpx
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "_ProxyServer"
+
+    def log_message(self, *args) -> None:  # quiet
+        pass
+
+    def _forward(self, method: str, body: bytes | None) -> None:
+        with httpx.Client(timeout=120) as http:
+            with http.stream(method, self.server.upstream + self.path, content=body,
+                             headers={"content-type": self.headers.get("content-type", "application/json")}) as r:
+                self.send_response(r.status_code)
+                self.send_header("content-type", r.headers.get("content-type", "application/json"))
+                self.end_headers()
+                for chunk in r.iter_raw():
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    if self.server.mode == "cut_stream" and self.server.misbehaving and b"data:" in chunk:
+                        return  # drop the connection mid-stream
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._forward("GET", None)
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        srv = self.server
+        with srv.lock:
+            srv.posts += 1
+            srv.misbehaving = srv.posts > srv.after
+        if not srv.misbehaving or srv.mode == "cut_stream":
+            self._forward("POST", body)
+            return
+        if srv.mode == "http500":
+            self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
+        elif srv.mode == "malformed":
+            self._reply(200, b'{"choices": [{"message": ')
+        elif srv.mode == "timeout":
+            time.sleep(srv.hang_s)
+            self._reply(200, b"{}")
+        elif srv.mode == "die":
+            threading.Thread(target=srv.die, daemon=True).start()
+            self.connection.close()
+
+    def _reply(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _ProxyServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, upstream: str, mode: str, after: int, hang_s: float) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
+        self.posts = 0
+        self.misbehaving = False
+        self.lock = threading.Lock()
+
+    def die(self) -> None:
+        """Stop serving and close the listening socket: later connects are refused."""
+        self.shutdown()
+        self.server_close()
+
+
+@contextmanager
+def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0) -> Iterator[str]:
+    """Yield the proxy's base URL; `mode` is http500, malformed, timeout, cut_stream or die."""
+    srv = _ProxyServer(upstream, mode, after, hang_s)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -1,0 +1,48 @@
+"""Run `gatekeeper run` as a real subprocess and read what it wrote."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class RunOutcome:
+    """Exit code, stderr, and the summary (None if no summary.json was written)."""
+
+    code: int
+    stderr: str
+    summary: dict | None
+    run_dir: Path | None
+
+    def check(self, check_id: str) -> dict:
+        """One check of the summary by id."""
+        assert self.summary is not None, self.stderr
+        for gate in self.summary["gates"]:
+            for c in gate["checks"]:
+                if c["id"] == check_id:
+                    return c
+        raise AssertionError(f"no check {check_id}; have {[c['id'] for g in self.summary['gates'] for c in g['checks']]}")
+
+    def gate(self, gate_id: str) -> dict:
+        """One gate of the summary by id."""
+        assert self.summary is not None, self.stderr
+        return next(g for g in self.summary["gates"] if g["id"] == gate_id)
+
+
+def gk_run(out: Path, *args: str, timeout: float = 600) -> RunOutcome:
+    """`gatekeeper run --out OUT ARGS...`; the run directory is the one it created."""
+    out.mkdir(parents=True, exist_ok=True)
+    before = set(out.iterdir())
+    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), *args],
+                          capture_output=True, text=True, timeout=timeout)
+    new = sorted(set(out.iterdir()) - before)
+    run_dir = new[-1] if new else None
+    summary = None
+    if run_dir and (run_dir / "summary.json").is_file():
+        summary = json.loads((run_dir / "summary.json").read_text())
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return RunOutcome(proc.returncode, proc.stderr, summary, run_dir)

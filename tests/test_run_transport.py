@@ -1,0 +1,78 @@
+"""Transport faults and bad configuration: ERROR checks and HOLD (exit 2), or exit 3 — never a
+traceback. The misbehaving endpoints are a real proxy in front of a real bundled server."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from fault_proxy import fault_proxy  # noqa: E402
+from run_util import gk_run  # noqa: E402
+from server_util import free_port, running_server  # noqa: E402
+
+GATES = ("--gates", "startup,numerics")
+
+
+@pytest.fixture(scope="module")
+def upstream(tiny_model_dir):
+    with running_server(tiny_model_dir, "--profile", "optimized") as server:
+        yield server
+
+
+def _errors(outcome) -> list[dict]:
+    return [c for g in outcome.summary["gates"] for c in g["checks"] if c["status"] == "ERROR"]
+
+
+def test_connection_refused_is_error_and_hold(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", f"http://127.0.0.1:{free_port()}", *GATES)
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    ready = out.check("startup.ready.candidate")
+    assert ready["status"] == "ERROR" and "unreachable" in ready["reason"]
+    assert out.check("numerics.not_run")["status"] == "SKIP"
+
+
+@pytest.mark.parametrize("mode,kind", [("http500", "HTTP 500"), ("malformed", "malformed"), ("timeout", "timeout")])
+def test_misbehaving_endpoint_is_error_and_hold(tmp_path, tiny_model_dir, upstream, mode, kind):
+    with fault_proxy(upstream.url, mode, hang_s=4.0) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--timeout", "1.5", *GATES)
+    assert out.code == 2 and out.summary["verdict"] == "HOLD", out.stderr
+    errors = _errors(out)
+    assert errors and any(kind in c["reason"] for c in errors), errors
+    assert out.check("startup.protocol.candidate")["status"] == "ERROR"
+
+
+def test_stream_cut_midway_is_error(tmp_path, tiny_model_dir, upstream):
+    with fault_proxy(upstream.url, "cut_stream") as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    assert out.code == 2
+    probe = out.check("startup.protocol.candidate")
+    assert probe["status"] == "ERROR" and "streaming" in probe["reason"]
+
+
+def test_server_dying_mid_run_is_error_and_hold(tmp_path, tiny_model_dir, upstream):
+    with fault_proxy(upstream.url, "die", after=12) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    assert any(c["metrics"].get("error_kind") in ("connect", "stream") for c in _errors(out)) or any(
+        "connect" in c["reason"] for c in _errors(out))
+
+
+def test_broken_policy_yaml_exits_3_with_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ngates:\n  startup:\n    canary_prompt: [unclosed\n")
+    out = gk_run(tmp_path / "r", "--policy", str(bad))
+    assert out.code == 3 and out.summary is None
+    assert f"{bad}:" in out.stderr and out.stderr.count("\n") == 1
+
+
+def test_policy_with_unknown_setting_names_the_key_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ngates:\n  numerics:\n    top_k: 5\n    tolerence: 3\n")
+    out = gk_run(tmp_path / "r", "--policy", str(bad))
+    assert out.code == 3 and f"{bad}:5: gates.numerics.tolerence: unknown setting" in out.stderr
+
+
+def test_unknown_gate_and_bad_target_exit_3(tmp_path):
+    assert gk_run(tmp_path, "--gates", "startup,nope").code == 3
+    assert gk_run(tmp_path, "--candidate", "bundled:turbo").code == 3

@@ -1,0 +1,62 @@
+"""`gatekeeper run` on bundled targets with engine faults: the verdict, and the gate and check
+that caught it. These use a small random checkpoint (gates 1-2); the golden-set cases that need
+the trained model are in test_run_golden.py."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from run_util import gk_run  # noqa: E402
+
+GATES = ("--gates", "startup,numerics")
+
+
+def test_clean_candidate_promotes_with_all_reports(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), *GATES)
+    assert out.code == 0 and out.summary["verdict"] == "PROMOTE", out.stderr
+    for name in ("correctness.html", "performance.html", "summary.json", "junit.xml", "summary.md", "records.jsonl"):
+        assert (out.run_dir / name).is_file(), name
+    assert out.gate("numerics")["status"] == "PASS"
+    assert out.check("numerics.max_logprob_delta")["metrics"]["noise_floor"] is not None
+
+
+def test_optional_import_rolls_back_at_startup_with_the_error(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "optional-import", *GATES)
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    ready = out.check("startup.ready.candidate")
+    assert ready["status"] == "FAIL" and "No module named 'gk_flash_kernels'" in ready["reason"]
+    assert out.check("numerics.not_run")["reason"] == "not run: gate 1 (startup) failed"
+
+
+def test_fused_norm_dtype_bf16_tp4_rolls_back(tmp_path, tiny_model_dir):
+    opts = ("--candidate-opt", "dtype=bf16", "--candidate-opt", "tp=4", "--candidate-opt", "fused_norm=true")
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), *opts, "--candidate-fault", "fused-norm-dtype", *GATES)
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    canary = out.check("startup.canary.candidate")
+    assert canary["status"] == "FAIL" and "!!!!" in canary["reason"]
+
+
+def test_fused_norm_nan_is_caught_by_numerics_when_startup_is_skipped(tmp_path, tiny_model_dir):
+    opts = ("--candidate-opt", "dtype=bf16", "--candidate-opt", "tp=2", "--candidate-opt", "fused_norm=true")
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), *opts, "--candidate-fault", "fused-norm-dtype",
+                 "--gates", "numerics")
+    assert out.code == 1
+    nan = out.check("numerics.nan_inf")
+    assert nan["status"] == "FAIL" and nan["metrics"]["nan_inf"] > 0
+
+
+def test_silent_fallback_warning_is_reported_at_startup(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "silent-fallback", "--gates", "startup")
+    new = out.check("startup.new_warnings")
+    assert new["status"] == "WARN" and not new["blocking"]
+    assert out.check("startup.log_rules")["status"] == "WARN"
+    assert out.summary["verdict"] == "PROMOTE"  # the default policy makes the warning advisory
+
+
+def test_server_without_logprobs_skips_numerics_and_holds(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-opt", "disable_logprobs=true", *GATES)
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    scoring = out.check("numerics.scoring")
+    assert scoring["status"] == "SKIP" and scoring["blocking"] and "echo" in scoring["reason"]
