@@ -8,6 +8,7 @@ pydantic validation errors (400), the engine's RequestError is a 400, a dead eng
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import time
@@ -106,7 +107,7 @@ class _ApiKeyMiddleware:
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/v1"):
             headers = dict(scope.get("headers") or [])
-            if headers.get(b"authorization", b"") != self.expected:
+            if not hmac.compare_digest(headers.get(b"authorization", b""), self.expected):
                 response = ApiError("Incorrect or missing API key (send Authorization: Bearer KEY).", 401).response()
                 await response(scope, receive, send)
                 return
@@ -181,14 +182,13 @@ def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     async def _respond(request: Request, result: Awaitable[Any], stream: bool) -> Response:
-        if stream:
-            body = await _with_cancellation(request, result)
-            if isinstance(body, Response):
-                return body
-            return StreamingResponse(_guard_stream(body), media_type="text/event-stream",
-                                     headers={"Cache-Control": "no-cache"})
         out = await _with_cancellation(request, result)
-        return out if isinstance(out, Response) else NanJSONResponse(out)
+        if isinstance(out, Response):  # the client left before the first token
+            return out
+        if stream:
+            return StreamingResponse(_guard_stream(out), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        return NanJSONResponse(out)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(body: ChatCompletionRequest, request: Request) -> Response:
