@@ -30,6 +30,7 @@ def _target(t: TargetInfo) -> dict[str, Any]:
         "version": t.version,
         "startup_s": t.startup_s,
         "capabilities": t.capabilities,
+        "log_path": t.log_path,
     }
 
 
