@@ -118,3 +118,11 @@ def test_stream_difference_fails_unless_the_reference_shows_the_same():
     assert judge_stream(case, other, plain, reference_pair=(other, plain)).status is Status.WARN
     j = judge_stream(case, r(calls=CALL, finish="stop"), plain)
     assert j.status is Status.FAIL and "'stop' vs 'tool_calls'" in j.reason
+
+
+def test_shared_hard_failures_can_be_lowered_to_warn():
+    loop = r("!!!!!!!!!!!!!!!!!!!!")
+    j = judge_case(GS.case("ok"), loop, [loop, loop], 0.8, shared_hard=Status.WARN)
+    assert j.status is Status.WARN and "the reference fails it too" in j.reason
+    j = judge_case(GS.case("ok"), loop, [r("OK"), r("OK")], 0.8, shared_hard=Status.WARN)
+    assert j.status is Status.FAIL  # the candidate alone degenerates: always FAIL

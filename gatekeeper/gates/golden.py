@@ -28,6 +28,9 @@ Policy settings (the `golden:` section):
 - `noise_floor_concurrency` (1): concurrency of the reference's second pass;
 - `similar_threshold` (0.8): default threshold of similar_to_reference;
 - `stream_variants` (true): run the streaming variants;
+- `shared_hard_failures` ("FAIL"): the status of a hard failure (degenerate output, invalid JSON)
+  that the reference shows too in every run; "WARN" treats it as a case that does not suit the
+  model rather than a candidate failure;
 - `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's
   before `golden.pass_rate` fails;
 - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for the
@@ -39,7 +42,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.golden.answer import first_divergence, render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
@@ -60,11 +63,13 @@ class GoldenGate(Gate):
     stage = 3
     title = "Golden prompts"
     defaults: dict[str, Any] = {"concurrency": 4, "noise_floor_concurrency": 1, "similar_threshold": 0.8,
-                                "stream_variants": True, "max_pass_rate_drop": 0.0, "baseline": None}
+                                "stream_variants": True, "shared_hard_failures": "FAIL", "max_pass_rate_drop": 0.0,
+                                "baseline": None}
 
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
         settings = {**self.defaults, **(ctx.settings or {})}
+        settings["shared_hard_failures"] = _status(settings["shared_hard_failures"])  # ConfigError before any request
         cases = _named_cases(ctx.golden)
         if not cases:
             ctx.skip("cases", "no golden set loaded (pass --golden FILE)")
@@ -118,7 +123,7 @@ class GoldenGate(Gate):
                       {"error_kind": err.kind, "role": "reference"}, family=case.family)
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
-        j = judge_case(case, cand, good_refs, float(settings["similar_threshold"]))
+        j = judge_case(case, cand, good_refs, float(settings["similar_threshold"]), settings["shared_hard_failures"])
         if len(good_refs) < len(refs):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
@@ -164,6 +169,13 @@ class GoldenGate(Gate):
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "the streamed answer equals the non-streamed one",
                   j.metrics, ev, family=case.family, started=started)
+
+
+def _status(value: Any) -> Status:
+    """A policy's FAIL/WARN setting as a Status (ConfigError otherwise)."""
+    if str(value).upper() not in ("FAIL", "WARN"):
+        raise ConfigError(f"must be FAIL or WARN, got {value!r}", key="gates.golden.shared_hard_failures")
+    return Status(str(value).upper())
 
 
 def _named_cases(sets: list[GoldenSet]) -> list[tuple[str, GoldenCase]]:

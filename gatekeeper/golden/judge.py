@@ -3,7 +3,9 @@
 Pure logic, no endpoints, so every rule is unit-testable:
 
 - an assertion the candidate passes counts for nothing more;
-- a hard failure (empty, degenerate, invalid JSON, non-JSON tool arguments) is FAIL on its own;
+- a hard failure (empty, degenerate, invalid JSON, non-JSON tool arguments) is FAIL on its own
+  (when the reference shows the same failure in every run, `shared_hard` decides: FAIL by
+  default, as the design asks; a policy may lower it to WARN);
 - any other absolute failure is FAIL (a regression) when the reference passes the same assertion
   in every run, WARN ("the case does not suit this model") when the reference fails it in every
   run, and WARN (noise) when the reference passes it in some runs only;
@@ -57,8 +59,9 @@ def passes_absolute(case: GoldenCase, response: ChatResponse) -> bool:
 
 
 def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatResponse],
-               similar_threshold: float) -> Judgement:
-    """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1)."""
+               similar_threshold: float, shared_hard: Status = Status.FAIL) -> Judgement:
+    """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1);
+    `shared_hard` is the status of a hard failure the reference shares in every run."""
     j = Judgement()
     tools = list(case.tools) if case.tools else None
     failed: list[str] = []
@@ -66,7 +69,7 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
         if a.relative:
             _judge_relative(j, a, candidate, references, similar_threshold, failed)
         else:
-            _judge_absolute(j, a, candidate, references, tools, failed)
+            _judge_absolute(j, a, candidate, references, tools, failed, shared_hard)
     for w in candidate.protocol_warnings:
         j.add(Status.WARN, f"protocol: {w}")
     ref = references[0] if references else None
@@ -85,15 +88,15 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
 
 
 def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
-                    tools: list[dict[str, Any]] | None, failed: list[str]) -> None:
+                    tools: list[dict[str, Any]] | None, failed: list[str], shared_hard: Status) -> None:
     out = a.check(candidate, tools)
     if out.ok:
         return
     failed.append(a.describe())
     ref_ok = [a.check(r, tools).ok for r in references]
     if out.hard:
-        also = " (the reference fails it too)" if ref_ok and not any(ref_ok) else ""
-        j.add(Status.FAIL, f"{a.type}: {out.reason}{also}")
+        shared = bool(ref_ok) and not any(ref_ok)
+        j.add(shared_hard if shared else Status.FAIL, f"{a.type}: {out.reason}" + (" (the reference fails it too)" if shared else ""))
     elif ref_ok and all(ref_ok):
         j.add(Status.FAIL, f"regression, the reference passes {a.type}: {out.reason}")
     elif not any(ref_ok):
