@@ -88,6 +88,15 @@ def test_docstring_paragraphs() -> None:
     assert paragraphs(doc) == ("Title line.", "Wrapped text.\n- item one continues\n- item two")
 
 
+def test_code_spans_in_descriptions() -> None:
+    from gatekeeper.report.viewmodel import code_spans
+
+    assert code_spans("run `gatekeeper run` now `<x>`") == (("run ", False), ("gatekeeper run", True), (" now ", False), ("<x>", True))
+    assert code_spans("no code") == (("no code", False),)
+    html = render_correctness_html(replace(promote_run(), gates=(replace(promote_run().gates[0], description="Use `a<b`."),)))
+    assert "Use <code>a&lt;b</code>." in html
+
+
 def test_malformed_evidence_falls_back_to_json() -> None:
     view = evidence_view(Evidence("table", "broken", {"rows": [[1]]}))
     assert view.kind == "json" and "could not be drawn" in view.note

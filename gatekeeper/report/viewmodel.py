@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,7 +63,7 @@ class GateView:
     id: str
     stage: int
     title: str
-    description: tuple[str, ...]
+    description: tuple[tuple[tuple[str, bool], ...], ...]  # paragraphs of (text, is_code) runs
     status: str
     stopped_run: bool
     duration: str
@@ -157,6 +158,15 @@ def paragraphs(text: str) -> tuple[str, ...]:
     return tuple(p for p in out if p)
 
 
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(paragraph: str) -> tuple[tuple[str, bool], ...]:
+    """Split a paragraph into (text, is_code) runs at `backtick` spans, for <code> rendering."""
+    parts = _CODE_SPAN.split(paragraph)  # odd indices are the insides of the spans
+    return tuple((part, i % 2 == 1) for i, part in enumerate(parts) if part)
+
+
 def _counts(checks: tuple[CheckResult, ...]) -> tuple[tuple[str, int], ...]:
     return tuple((s.value, n) for s in Status if (n := sum(c.status == s for c in checks)))
 
@@ -227,7 +237,7 @@ def gate_view(g: GateResult) -> GateView:
         id=g.id,
         stage=g.stage,
         title=g.title,
-        description=paragraphs(g.description),
+        description=tuple(code_spans(p) for p in paragraphs(g.description)),
         status=g.status.value,
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
