@@ -53,7 +53,7 @@ def _worst(checks: list[CheckResult]) -> Status:
     return min((c.status for c in checks), key=_ORDER.index, default=Status.SKIP)
 
 
-def _model_of(ep_url: str, started: Started, spec: TargetSpec) -> str:
+def served_model(ep_url: str, spec: TargetSpec) -> str:
     """The model id to send: the configured one, else the first the server lists."""
     if spec.kind != "bundled" and spec.model:
         return spec.model
@@ -109,7 +109,7 @@ class Runner:
             caps: dict[str, dict[str, Any]] = {}
             for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
                 s, target = started[role], self.targets[role]
-                model = _model_of(s.base_url, s, spec) if s.ready else (spec.model or "")
+                model = served_model(s.base_url, spec) if s.ready else (spec.model or "")
                 endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive)
