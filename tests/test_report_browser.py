@@ -25,7 +25,8 @@ import pytest
 from gatekeeper.report.writer import write_reports
 from report_runs import XSS, hold_run, rollback_run
 
-WIDTHS = (1280, 720, 400)
+WIDTHS = (1280, 720, 500)  # headless Chromium will not go narrower than 500 px
+FITS_WITHOUT_INNER_SCROLL = 720  # from this width up, every table and <pre> fits as well
 PROBE = """
 <script>
 (function () {
@@ -39,7 +40,10 @@ PROBE = """
     var r = m.getBoundingClientRect();
     return {text: m.textContent, visible: r.width > 0 && r.height > 0};
   });
-  var out = {scrollWidth: d.scrollWidth, innerWidth: w, wide: wide, marks: marks,
+  var scrolled = Array.prototype.filter.call(document.querySelectorAll(".tw, pre"), function (el) {
+    return el.scrollWidth > el.clientWidth + 1;
+  }).map(function (el) { return el.tagName + "." + el.className + ": " + el.textContent.slice(0, 40); });
+  var out = {scrollWidth: d.scrollWidth, innerWidth: w, wide: wide, marks: marks, scrolled: scrolled,
              text: document.body.innerText, sections: document.querySelectorAll("section.gate").length,
              scripts: document.scripts.length};
   var pre = document.createElement("pre");
@@ -59,7 +63,7 @@ def chromium_binary() -> str | None:
 def chromium_args(binary: str, profile: Path, width: int) -> list[str]:
     return [
         binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
         "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},900",
     ]
 
@@ -101,6 +105,8 @@ def probe(chromium: str, page: Path, width: int, tmp_path: Path) -> dict[str, An
 def test_correctness_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
     seen = probe(chromium, reports["correctness_html"], width, tmp_path)
     assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
+    if width >= FITS_WITHOUT_INNER_SCROLL:
+        assert seen["scrolled"] == [], f"boxes scroll sideways at {width}px"
     text = seen["text"]
     assert "Verdict: ROLLBACK" in text
     assert text.index("Verdict: ROLLBACK") < text.index("1. Startup") < text.index("2. Numerical consistency")
@@ -116,6 +122,8 @@ def test_correctness_page_as_a_reader_sees_it(chromium: str, reports: dict[str, 
 def test_performance_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
     seen = probe(chromium, reports["performance_html"], width, tmp_path)
     assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
+    if width >= FITS_WITHOUT_INNER_SCROLL:
+        assert seen["scrolled"] == [], f"boxes scroll sideways at {width}px"
     text = seen["text"]
     assert "Verdict: ROLLBACK" in text
     assert "Candidate figures are not meaningful" in text
