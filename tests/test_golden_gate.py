@@ -186,3 +186,18 @@ def test_tool_parser_partial_fails_the_core_stream_case(gk_tiny):
     streams = {k: c for k, c in checks.items() if k.endswith(".stream")}
     assert any(c.status is Status.FAIL for c in streams.values()), {k: c.reason for k, c in streams.items()}
     assert not any(checks[f"golden.{c.id}"].status is Status.FAIL for c in tools.cases)  # non-streamed answers are fine
+
+
+def test_a_gone_endpoint_trips_the_breaker_instead_of_a_request_per_case():
+    from gatekeeper.errors import EndpointError
+    from gatekeeper.golden.request import Asker
+
+    case = parse_golden_set(TOOL_SET, "tools.yaml").cases[0]
+    ask = Asker(Endpoint("candidate", "http://127.0.0.1:9", "m"), max_unreachable=2)  # nothing listens on port 9
+    reasons = []
+    for _ in range(4):
+        with pytest.raises(EndpointError) as e:
+            ask(case)
+        reasons.append(e.value.detail)
+    assert "not sent" not in reasons[0] and "not sent" not in reasons[1]
+    assert all("not sent: the candidate stopped answering (2 consecutive failures" in r for r in reasons[2:])

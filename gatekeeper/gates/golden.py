@@ -48,7 +48,7 @@ from gatekeeper.golden.answer import first_divergence, render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
-from gatekeeper.golden.request import ask
+from gatekeeper.golden.request import Asker
 from gatekeeper.golden.summary import PassRates
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Evidence, Status
@@ -85,16 +85,17 @@ class GoldenGate(Gate):
         conc, floor_conc = int(settings["concurrency"]), int(settings["noise_floor_concurrency"])
         only = [c for _, c in runnable]
         ctx.progress(f"golden: {len(only)} cases on the candidate")
-        cand = ctx.parallel(lambda c: ask(ctx.candidate, c, seed=ctx.seed), only, conc)
-        refs = self._reference_runs(ctx, only, baseline, conc, floor_conc)
+        ask_cand, ask_ref = Asker(ctx.candidate, ctx.seed), Asker(ctx.reference, ctx.seed)
+        cand = ctx.parallel(ask_cand, only, conc)
+        refs = self._reference_runs(ctx, ask_ref, only, baseline, conc, floor_conc)
         rates = PassRates()
         for i, (name, case) in enumerate(runnable):
             self._judge(ctx, name, case, cand[i], [r[i] for r in refs], settings, rates)
         if settings["stream_variants"]:
-            self._streams(ctx, runnable, cand, refs, baseline, conc)
+            self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
         rates.report(ctx, float(settings["max_pass_rate_drop"]))
 
-    def _reference_runs(self, ctx: GateContext, cases: list[GoldenCase], baseline: Baseline | None,
+    def _reference_runs(self, ctx: GateContext, ask_ref: Asker, cases: list[GoldenCase], baseline: Baseline | None,
                         conc: int, floor_conc: int) -> list[list[Answer]]:
         """The reference's answers per run: two live passes at different concurrencies, or the baseline's."""
         if baseline is not None:
@@ -105,8 +106,8 @@ class GoldenGate(Gate):
                     runs[k].append(recorded[k] if k < len(recorded) else _missing(baseline, c.id, k))
             return runs
         ctx.progress(f"golden: {len(cases)} cases on the reference (concurrency {conc}, then {floor_conc})")
-        first = ctx.parallel(lambda c: ask(ctx.reference, c, seed=ctx.seed), cases, conc)
-        second = ctx.parallel(lambda c: ask(ctx.reference, c, seed=ctx.seed), cases, floor_conc)
+        first = ctx.parallel(ask_ref, cases, conc)
+        second = ctx.parallel(ask_ref, cases, floor_conc)
         return [first, second]
 
     def _judge(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
@@ -130,9 +131,10 @@ class GoldenGate(Gate):
         ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family)
         rates.add(case.family, passes_absolute(case, cand), passes_absolute(case, good_refs[0]), j.status)
 
-    def _streams(self, ctx: GateContext, runnable: list[tuple[str, GoldenCase]], cand: list[Answer],
-                 refs: list[list[Answer]], baseline: Baseline | None, conc: int) -> None:
-        """The `.stream` checks: streamed versus non-streamed answers of the candidate."""
+    def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
+                 cand: list[Answer], refs: list[list[Answer]], baseline: Baseline | None, conc: int) -> None:
+        """The `.stream` checks: streamed versus non-streamed answers of the candidate. The reference
+        streams only the cases where the candidate's two answers disagree (to tell noise from a bug)."""
         items = [(i, name, case) for i, (name, case) in enumerate(runnable) if case.stream_variant]
         if not items:
             return
@@ -142,14 +144,19 @@ class GoldenGate(Gate):
             return
         ctx.progress(f"golden: {len(items)} stream variants")
         cases = [case for _, _, case in items]
-        cand_stream = ctx.parallel(lambda c: ask(ctx.candidate, c, stream=True, seed=ctx.seed), cases, conc)
-        ref_stream: list[Answer | None]
+        cand_stream = ctx.parallel(lambda c: askers[0](c, stream=True), cases, conc)
+        ref_stream: list[Answer | None] = [None] * len(cases)
         if baseline is not None:
             ref_stream = [baseline.stream.get(c.id) for c in cases]
-        elif ctx.capabilities.get("reference", {}).get("streaming") is False:
-            ref_stream = [None] * len(cases)
-        else:
-            ref_stream = list(ctx.parallel(lambda c: ask(ctx.reference, c, stream=True, seed=ctx.seed), cases, conc))
+        elif ctx.capabilities.get("reference", {}).get("streaming") is not False:
+            differ = []
+            for k, ((i, _, case), streamed) in enumerate(zip(items, cand_stream)):
+                plain = cand[i]
+                if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse) \
+                        and judge_stream(case, streamed, plain).status is not Status.PASS:
+                    differ.append(k)
+            for k, answer in zip(differ, ctx.parallel(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
+                ref_stream[k] = answer
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
             self._judge_stream(ctx, f"{name}.stream", case, streamed, cand[i], ref_s, [r[i] for r in refs])
 
