@@ -22,6 +22,9 @@ import yaml
 
 from gatekeeper.engine import tasks
 from gatekeeper.engine.tasks.sample import Sample
+from gatekeeper.engine.tasks.tool_call import parse_calls
+from gatekeeper.golden.assertions import build_assertion
+from gatekeeper.responses import ChatResponse, ToolCall
 
 VERSION = "1.0"
 NO_DEGEN = {"type": "no_degeneration"}
@@ -61,7 +64,23 @@ def case(cid: str, family: str, s: Sample, max_tokens: int, asserts: list[dict[s
     c["max_tokens"] = max_tokens
     c.update(extra)
     c["assert"] = asserts
+    _check_trained_answer_passes(c, s)
     return c
+
+
+def _check_trained_answer_passes(c: dict[str, Any], s: Sample) -> None:
+    """The answer gk-tiny is trained to give must pass every absolute assertion of its case."""
+    calls = parse_calls(s.answer) if "<tool_call>" in s.answer else []
+    assert calls is not None, s.answer
+    answer = ChatResponse(text="" if calls else s.answer, finish_reason="tool_calls" if calls else "stop",
+                          tool_calls=tuple(ToolCall(k["name"], json.dumps(k["arguments"])) for k in calls),
+                          completion_tokens=max(1, len(s.answer) // 3))
+    for spec in c["assert"]:
+        a = build_assertion(spec)
+        if not a.relative:
+            out = a.check(answer, c.get("tools"))
+            if not out.ok:
+                raise RuntimeError(f"case {c['id']}: the trained answer fails {a.describe()}: {out.reason}")
 
 
 def exact(s: Sample) -> dict[str, Any]:

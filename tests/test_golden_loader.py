@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -42,6 +44,13 @@ def test_core_set_loads_with_every_family_and_enough_cases():
     streamed = {c.family for c in gs.cases if c.stream_variant}
     assert streamed == {"tool_call", "json"}
     assert all(c.expects_json for c in gs.cases if c.family == "json")
+
+
+def test_core_yaml_is_what_the_script_writes(tmp_path):
+    """core.yaml is generated; the script also checks that every trained answer passes its case."""
+    out = tmp_path / "core.yaml"
+    subprocess.run([sys.executable, "scripts/make_golden.py", "--out", str(out)], cwd=ROOT, check=True, capture_output=True)
+    assert out.read_text(encoding="utf-8") == CORE.read_text(encoding="utf-8")
 
 
 def test_core_set_covers_the_tool_call_shapes():
