@@ -11,6 +11,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from gatekeeper.report.jsonable import utf8_safe
+
 
 def _umask() -> int:
     """The process umask (read once: os.umask can only be read by setting it)."""
@@ -24,14 +26,15 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()
 
 
-def write_atomic(path: Path | str, data: str | bytes, encoding: str = "utf-8") -> Path:
+def write_atomic(path: Path | str, data: str | bytes) -> Path:
     """Write `data` to `path` atomically and return the path.
 
-    Text is encoded with `encoding`; bytes are written as they are. The parent directory must
+    Text is encoded as UTF-8 (lone surrogates from model output become U+FFFD rather than an
+    exception); bytes are written as they are. The parent directory must
     exist. On any exception the destination keeps its previous content (or stays absent).
     """
     path = Path(path)
-    payload = data.encode(encoding) if isinstance(data, str) else data
+    payload = utf8_safe(data).encode("utf-8") if isinstance(data, str) else data
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

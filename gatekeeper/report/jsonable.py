@@ -1,4 +1,5 @@
-"""Strict JSON for reports: NaN and infinities become strings, odd types become lists/strings.
+"""Strict JSON and clean UTF-8 for reports: NaN and infinities become strings, odd types become
+lists/strings, and lone surrogates become U+FFFD.
 
 A gate that catches NaN logits may well put a NaN in its metrics; `json.dumps` would write the
 bare token `NaN`, which strict parsers (jq, JavaScript's JSON.parse, Go) reject. Reports write
@@ -23,15 +24,28 @@ def to_jsonable(value: Any) -> Any:
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
         return value
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {utf8_safe(str(k)): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v) for v in value]
     if isinstance(value, (set, frozenset)):
         return [to_jsonable(v) for v in sorted(value, key=str)]
     return str(value)
+
+
+def utf8_safe(text: str) -> str:
+    """`text` encodable as UTF-8: surrogate pairs (from JSON `\\ud83d\\ude00` escapes) become
+    the character they encode, and lone surrogates (half an emoji cut at a token boundary)
+    become U+FFFD. Unchanged, and fast, when the text is already clean."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def dumps(value: Any, indent: int | None = None) -> str:
