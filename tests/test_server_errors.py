@@ -196,3 +196,22 @@ def test_faults_command_lists_every_fault():
     assert out.returncode == 0
     for name, fault in FAULTS.items():
         assert name in out.stdout and fault.models in out.stdout
+
+
+def test_nan_logprobs_from_a_broken_engine_are_served_not_500(tiny_model_dir):
+    # nan-residue poisons freed KV blocks; the server must pass NaN on (Python's json reads it), not 500
+    body = {"messages": USER, "max_tokens": 4, "temperature": 0, "logprobs": True}
+    nan_seen = {"stream": False, "non-stream": False}
+    with running_server(tiny_model_dir, "--fault", "nan-residue") as s:
+        for i in range(6):
+            # a longer request first, so the chat request lands on blocks it freed
+            httpx.post(s.v1 + "/completions", json={"prompt": f"The quick brown fox {i}" * 3, "max_tokens": 8})
+            r = httpx.post(s.v1 + "/chat/completions", json={**body, "stream": i % 2 == 0})
+            assert r.status_code == 200, r.text
+            if i % 2 == 0:
+                assert r.text.rstrip().endswith("data: [DONE]")
+                nan_seen["stream"] |= "NaN" in r.text
+            else:
+                content = r.json()["choices"][0]["logprobs"]["content"]
+                nan_seen["non-stream"] |= any(e["logprob"] != e["logprob"] for e in content)
+    assert nan_seen == {"stream": True, "non-stream": True}
