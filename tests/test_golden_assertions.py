@@ -59,6 +59,7 @@ def test_json_schema_valid_violation_and_invalid_json():
 
 def test_python_ast():
     assert check({"type": "python_ast", "defines": "add"}, reply("def add(a, b):\n    return a + b")).ok
+    assert check({"type": "python_ast", "defines": "add"}, reply("Sure:\n```python\ndef add(a, b):\n    return a + b\n```\nDone.")).ok
     assert "not valid Python" in check({"type": "python_ast"}, reply("def add(a, b)\n    return a + b")).reason
     assert "not 'add'" in check({"type": "python_ast", "defines": "add"}, reply("def sub(a, b):\n    return a - b")).reason
 

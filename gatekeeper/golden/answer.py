@@ -15,14 +15,14 @@ from typing import Any
 
 from gatekeeper.responses import ChatResponse
 
-_FENCE = re.compile(r"^```[\w+-]*\n(.*?)\n?```\s*$", re.S)
+_FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)\n?```", re.S)
 
 
 def strip_fences(text: str) -> str:
-    """The body of a Markdown code fence if the whole text is one, else the text stripped."""
-    text = text.strip()
-    m = _FENCE.match(text)
-    return m.group(1).strip() if m else text
+    """The body of the first Markdown code fence (models often wrap code or JSON in one, with a
+    sentence around it), or the whole text stripped when there is none."""
+    m = _FENCE.search(text)
+    return m.group(1).strip() if m else text.strip()
 
 
 def render_calls(response: ChatResponse) -> list[str]:

@@ -24,7 +24,7 @@ from gatekeeper.responses import ChatResponse
 @register
 @dataclass(frozen=True)
 class JsonSchema(Assertion):
-    """The text is JSON (a whole-text code fence allowed) valid under `schema` (JSON Schema
+    """The text is JSON (or the first code fence in it) valid under `schema` (JSON Schema
     2020-12; use `const`/`enum` to pin values). Text that is not JSON is a hard failure."""
 
     type: ClassVar[str] = "json_schema"
@@ -52,7 +52,7 @@ class JsonSchema(Assertion):
 @register
 @dataclass(frozen=True)
 class PythonAst(Assertion):
-    """The text (a whole-text code fence allowed) parses as Python with `ast`; `defines` names a
+    """The text (or the first code fence in it) parses as Python with `ast`; `defines` names a
     function or class it must define."""
 
     type: ClassVar[str] = "python_ast"
