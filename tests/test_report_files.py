@@ -83,9 +83,13 @@ def test_renderer_exception_leaves_no_partial_file(tmp_path: Path, monkeypatch: 
     renderers = dict(writer.RENDERERS)
     renderers["correctness_html"] = ("correctness.html", broken)
     monkeypatch.setattr(writer, "RENDERERS", renderers)
-    with pytest.raises(Boom):
+    with pytest.raises(Boom) as raised:
         write_reports(rollback_run(), tmp_path)
+    assert "reports not written: correctness.html" in raised.value.__notes__
     assert (tmp_path / "correctness.html").read_text(encoding="utf-8") == before
+    # the other reports are still written, for the new run
+    assert json.loads((tmp_path / "summary.json").read_text())["verdict"] == "ROLLBACK"
+    assert "ROLLBACK" in (tmp_path / "performance.html").read_text(encoding="utf-8")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 

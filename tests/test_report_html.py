@@ -101,6 +101,8 @@ def test_malformed_evidence_falls_back_to_json() -> None:
     view = evidence_view(Evidence("table", "broken", {"rows": [[1]]}))
     assert view.kind == "json" and "could not be drawn" in view.note
     assert evidence_view(Evidence("mystery", "m", [1, 2])).kind == "json"
+    not_a_dict = evidence_view(Evidence("text_pair", "pair", "just a string"))
+    assert not_a_dict.kind == "json" and "malformed 'text_pair'" in not_a_dict.note
 
 
 def test_charts_escape_their_text_and_fit() -> None:

@@ -173,7 +173,11 @@ def _counts(checks: tuple[CheckResult, ...]) -> tuple[tuple[str, int], ...]:
 
 def evidence_view(ev: Evidence) -> EvidenceView:
     """Turn one Evidence into its view; unknown kinds and malformed payloads show as JSON."""
-    data = ev.data if isinstance(ev.data, dict) else {}
+    raw = json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False)
+    if not isinstance(ev.data, dict):
+        note = "" if ev.kind == "json" else f"malformed {ev.kind!r} evidence; raw data below"
+        return EvidenceView("json", ev.title, text=raw, note=note)
+    data = ev.data
     try:
         if ev.kind == "text_pair":
             return EvidenceView("text_pair", ev.title, pair=text_pair(ev.title, data))
@@ -196,8 +200,8 @@ def evidence_view(ev: Evidence) -> EvidenceView:
             return EvidenceView("log", ev.title, text="\n".join(lines[-MAX_LOG_LINES:]), note=note)
     except (KeyError, TypeError, ValueError) as e:
         note = f"evidence of kind {ev.kind!r} could not be drawn ({type(e).__name__}: {e}); raw data below"
-        return EvidenceView("json", ev.title, text=json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False), note=note)
-    return EvidenceView("json", ev.title, text=json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False))
+        return EvidenceView("json", ev.title, text=raw, note=note)
+    return EvidenceView("json", ev.title, text=raw)
 
 
 def check_view(c: CheckResult) -> CheckView:

@@ -3,7 +3,7 @@
 The raw records (records.jsonl, see records.py) are written during the run by the runner;
 `write_reports` writes the five final files once the verdict is known. Each file is rendered
 completely in memory before anything touches disk, so a renderer that raises leaves no file
-half-written (files already written by this call stay, and are complete).
+half-written; the other reports are still written, and then the first error is raised.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ def write_reports(run: RunResult, out_dir: Path) -> dict[str, Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
+    failures: list[tuple[str, BaseException]] = []
     for key, (name, render) in RENDERERS.items():
-        written[key] = write_atomic(out_dir / name, render(run))
+        try:
+            written[key] = write_atomic(out_dir / name, render(run))
+        except Exception as e:  # a renderer bug must not cost the other reports; re-raised below
+            failures.append((name, e))
+    if failures:
+        first = failures[0][1]
+        first.add_note("reports not written: " + ", ".join(name for name, _ in failures))
+        raise first
     return written
