@@ -126,3 +126,31 @@ def test_shared_hard_failures_can_be_lowered_to_warn():
     assert j.status is Status.WARN and "the reference fails it too" in j.reason
     j = judge_case(GS.case("ok"), loop, [r("OK"), r("OK")], 0.8, shared_hard=Status.WARN)
     assert j.status is Status.FAIL  # the candidate alone degenerates: always FAIL
+
+
+def _ctx():
+    from gatekeeper.client import Endpoint
+    from gatekeeper.gates.interface import GateContext
+
+    ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never called
+    return GateContext("golden", ep, ep, {}, lambda c: True, {}, [], 0, {}, lambda r: None)
+
+
+def test_pass_rate_summary_allows_the_reference_noise_only():
+    from gatekeeper.golden.summary import PassRates
+
+    rates = PassRates()
+    for i in range(10):
+        rates.add("eos", candidate_ok=i < 8, reference_ok=i < 9, status=Status.PASS, reference_flip=i == 8)
+    ctx = _ctx()
+    rates.report(ctx, 0.0)
+    check = ctx.checks[-1]
+    assert check.id == "golden.pass_rate" and check.status is Status.PASS  # 80% vs 90%, noise 10%
+    assert check.metrics["families"]["eos"]["candidate_pass_rate"] == 0.8
+    assert check.evidence[0].kind == "table" and check.evidence[0].data["rows"][0][:4] == ["eos", 10, "80.0%", "90.0%"]
+    steady = PassRates()
+    for i in range(10):
+        steady.add("eos", candidate_ok=i < 8, reference_ok=i < 9, status=Status.PASS)
+    ctx = _ctx()
+    steady.report(ctx, 0.0)
+    assert ctx.checks[-1].status is Status.FAIL and "reference noise 0.0%" in ctx.checks[-1].reason

@@ -31,8 +31,8 @@ Policy settings (the `golden:` section):
 - `shared_hard_failures` ("FAIL"): the status of a hard failure (degenerate output, invalid JSON)
   that the reference shows too in every run; "WARN" treats it as a case that does not suit the
   model rather than a candidate failure;
-- `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's
-  before `golden.pass_rate` fails;
+- `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's,
+  beyond the reference's own run-to-run noise, before `golden.pass_rate` fails;
 - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for the
   live reference.
 """
@@ -129,7 +129,8 @@ class GoldenGate(Gate):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family)
-        rates.add(case.family, passes_absolute(case, cand), passes_absolute(case, good_refs[0]), j.status)
+        ref_ok = [passes_absolute(case, r) for r in good_refs]
+        rates.add(case.family, passes_absolute(case, cand), ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
 
     def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
                  cand: list[Answer], refs: list[list[Answer]], baseline: Baseline | None, conc: int) -> None:
