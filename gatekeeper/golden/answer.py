@@ -25,6 +25,11 @@ def strip_fences(text: str) -> str:
     return m.group(1).strip() if m else text.strip()
 
 
+def clip(text: str, limit: int = 80) -> str:
+    """`repr` of text, cut to `limit` characters with an ellipsis: for one-line reasons."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "…"
+
+
 def render_calls(response: ChatResponse) -> list[str]:
     """Each tool call as `name(args)`, args canonical JSON when they parse, raw otherwise."""
     out = []

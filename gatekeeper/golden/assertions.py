@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from gatekeeper.golden import structured  # noqa: F401  (registers json_schema, python_ast, tool_call)
-from gatekeeper.golden.answer import answer_key, render_answer
+from gatekeeper.golden.answer import answer_key, clip, render_answer
 from gatekeeper.golden.assertion_base import (
     PASSED,
     REGISTRY,
@@ -74,7 +74,7 @@ class Equals(Assertion):
     def check(self, response: ChatResponse, tools: Any) -> Outcome:
         if _norm(response.text, self.strip, self.ignore_case) == _norm(self.value, self.strip, self.ignore_case):
             return PASSED
-        return Outcome(False, f"expected exactly {self.value!r}, got {response.text[:200]!r}")
+        return Outcome(False, f"expected exactly {clip(self.value)}, got {clip(response.text)}")
 
 
 @register
@@ -94,7 +94,7 @@ class Contains(Assertion):
         wanted = [self.value] if isinstance(self.value, str) else list(self.value)
         text = _norm(response.text, False, self.ignore_case)
         missing = [w for w in wanted if _norm(w, False, self.ignore_case) not in text]
-        return PASSED if not missing else Outcome(False, f"missing {missing!r} in {response.text[:200]!r}")
+        return PASSED if not missing else Outcome(False, f"missing {missing!r} in {clip(response.text)}")
 
 
 @register
@@ -118,7 +118,7 @@ class Regex(Assertion):
         flags = re.S | (re.I if self.ignore_case else 0)
         text = response.text.strip()
         m = re.fullmatch(self.pattern, text, flags) if self.full else re.search(self.pattern, text, flags)
-        return PASSED if m else Outcome(False, f"{response.text[:200]!r} does not match /{self.pattern}/")
+        return PASSED if m else Outcome(False, f"{clip(response.text)} does not match /{self.pattern}/")
 
 
 @register
@@ -218,7 +218,7 @@ class Refusal(Assertion):
         if refused == self.expect:
             return PASSED
         what = "a refusal" if self.expect else "an answer, not a refusal"
-        return Outcome(False, f"expected {what}, got {response.text[:200]!r}")
+        return Outcome(False, f"expected {what}, got {clip(response.text)}")
 
 
 @register
@@ -232,8 +232,8 @@ class EqualsReference(Assertion):
     def compare(self, response: ChatResponse, reference: ChatResponse, similar_threshold: float) -> Outcome:
         if answer_key(response) == answer_key(reference):
             return PASSED
-        return Outcome(False, f"differs from the reference: {render_answer(response)[:120]!r} vs "
-                              f"{render_answer(reference)[:120]!r}")
+        return Outcome(False, f"differs from the reference: {clip(render_answer(response))} vs "
+                              f"{clip(render_answer(reference))}")
 
 
 @register

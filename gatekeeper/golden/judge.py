@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatekeeper.golden.answer import answer_key, render_answer
+from gatekeeper.golden.answer import answer_key, clip, render_answer
 from gatekeeper.golden.assertion_base import Assertion
 from gatekeeper.golden.assertions import similarity
 from gatekeeper.golden.golden_set import GoldenCase
@@ -130,7 +130,7 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
     j = Judgement()
     broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
     for c in broken:
-        j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {c.arguments[:160]!r}")
+        j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {clip(c.arguments)}")
     same = (answer_key(streamed, case.expects_json) == answer_key(plain, case.expects_json)
             and streamed.finish_reason == plain.finish_reason)
     j.metrics.update({"streamed_calls": len(streamed.tool_calls), "plain_calls": len(plain.tool_calls),

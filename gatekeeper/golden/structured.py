@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 
-from gatekeeper.golden.answer import strip_fences
+from gatekeeper.golden.answer import clip, strip_fences
 from gatekeeper.golden.assertion_base import PASSED, Assertion, Outcome, SpecError, need, need_type, register
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls, type_ok
 from gatekeeper.responses import ChatResponse
@@ -41,7 +41,7 @@ class JsonSchema(Assertion):
         try:
             doc = json.loads(strip_fences(response.text))
         except ValueError as e:
-            return Outcome(False, f"the answer is not JSON ({e}): {response.text[:200]!r}", hard=True)
+            return Outcome(False, f"the answer is not JSON ({e}): {clip(response.text)}", hard=True)
         errors = sorted(jsonschema.Draft202012Validator(self.schema).iter_errors(doc), key=lambda e: list(e.path))
         if not errors:
             return PASSED
@@ -115,12 +115,12 @@ class ToolCallAssertion(Assertion):
         for call in response.tool_calls:
             if not isinstance(call.parsed, dict):
                 return Outcome(False, f"tool call {call.name!r} has arguments that are not a JSON object: "
-                                      f"{call.arguments[:200]!r}", hard=True)
+                                      f"{clip(call.arguments)}", hard=True)
         if self.content == "empty" and response.text.strip():
-            return Outcome(False, f"text beside the tool calls: {response.text[:200]!r}")
+            return Outcome(False, f"text beside the tool calls: {clip(response.text)}")
         actual = [ActualCall(c.name, c.parsed) for c in response.tool_calls]
         result = match_calls(actual, self.expected(), tools, self.ordered)
         if result.ok:
             return PASSED
-        extra = f"; text was {response.text[:120]!r}" if not actual and response.text.strip() else ""
+        extra = f"; text was {clip(response.text)}" if not actual and response.text.strip() else ""
         return Outcome(False, "; ".join(result.problems) + extra)
