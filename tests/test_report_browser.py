@@ -57,14 +57,25 @@ PROBE = """
 
 def chromium_binary() -> str | None:
     """The Chromium to use: $GATEKEEPER_CHROMIUM, else `chromium` or `chromium-browser` on PATH."""
-    return os.environ.get("GATEKEEPER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    return (
+        os.environ.get("GATEKEEPER_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    )
 
 
 def chromium_args(binary: str, profile: Path, width: int) -> list[str]:
     return [
-        binary, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-        "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={width},900",
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        f"--window-size={width},900",
     ]
 
 
@@ -72,7 +83,9 @@ def chromium_args(binary: str, profile: Path, width: int) -> list[str]:
 def chromium() -> str:
     binary = chromium_binary()
     if binary is None:
-        pytest.skip("headless-browser test needs Chromium: `apt-get install -y chromium` (Debian) or set GATEKEEPER_CHROMIUM")
+        pytest.skip(
+            "headless-browser test needs Chromium: `apt-get install -y chromium` (Debian) or set GATEKEEPER_CHROMIUM"
+        )
     return binary
 
 
@@ -102,7 +115,9 @@ def probe(chromium: str, page: Path, width: int, tmp_path: Path) -> dict[str, An
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_correctness_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
+def test_correctness_page_as_a_reader_sees_it(
+    chromium: str, reports: dict[str, Path], width: int, tmp_path: Path
+) -> None:
     seen = probe(chromium, reports["correctness_html"], width, tmp_path)
     assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
     if width >= FITS_WITHOUT_INNER_SCROLL:
@@ -119,7 +134,9 @@ def test_correctness_page_as_a_reader_sees_it(chromium: str, reports: dict[str, 
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_performance_page_as_a_reader_sees_it(chromium: str, reports: dict[str, Path], width: int, tmp_path: Path) -> None:
+def test_performance_page_as_a_reader_sees_it(
+    chromium: str, reports: dict[str, Path], width: int, tmp_path: Path
+) -> None:
     seen = probe(chromium, reports["performance_html"], width, tmp_path)
     assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
     if width >= FITS_WITHOUT_INNER_SCROLL:

@@ -54,7 +54,7 @@ def test_divergence_is_marked(correctness: str) -> None:
 
 
 def test_failing_checks_open_their_evidence(correctness: str) -> None:
-    block = correctness[correctness.index('id="check-numerics.logprob_delta"'):]
+    block = correctness[correctness.index('id="check-numerics.logprob_delta"') :]
     assert block.index("<details open>") < block.index("numerics-03 greedy continuation")
 
 
@@ -66,7 +66,9 @@ def test_first_divergence() -> None:
 
 
 def test_text_pair_recomputes_a_bad_divergence_and_shortens_long_text() -> None:
-    pair = text_pair("t", {"reference": "same" * 1000 + "A", "candidate": "same" * 1000 + "B", "divergence": 10**9})
+    pair = text_pair(
+        "t", {"reference": "same" * 1000 + "A", "candidate": "same" * 1000 + "B", "divergence": 10**9}
+    )
     assert pair.divergence == 4000
     assert pair.reference.tail == "A" and pair.candidate.tail == "B"
     assert pair.reference.omitted_before == 2000 and len(pair.reference.prefix) == 2000
@@ -91,9 +93,16 @@ def test_docstring_paragraphs() -> None:
 def test_code_spans_in_descriptions() -> None:
     from gatekeeper.report.viewmodel import code_spans
 
-    assert code_spans("run `gatekeeper run` now `<x>`") == (("run ", False), ("gatekeeper run", True), (" now ", False), ("<x>", True))
+    assert code_spans("run `gatekeeper run` now `<x>`") == (
+        ("run ", False),
+        ("gatekeeper run", True),
+        (" now ", False),
+        ("<x>", True),
+    )
     assert code_spans("no code") == (("no code", False),)
-    html = render_correctness_html(replace(promote_run(), gates=(replace(promote_run().gates[0], description="Use `a<b`."),)))
+    html = render_correctness_html(
+        replace(promote_run(), gates=(replace(promote_run().gates[0], description="Use `a<b`."),))
+    )
     assert "Use <code>a&lt;b</code>." in html
 
 

@@ -140,19 +140,22 @@ def line_chart_svg(x: Sequence[float], series: dict[str, Sequence[float]], x_lab
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
 
     def px(xv: float, yv: float) -> str:
-        return f"{LEFT + plot_w * (xv - x_lo) / (x_hi - x_lo):.1f},{H - BOTTOM - plot_h * (yv - y_lo) / (y_hi - y_lo):.1f}"
+        sx = LEFT + plot_w * (xv - x_lo) / (x_hi - x_lo)
+        sy = H - BOTTOM - plot_h * (yv - y_lo) / (y_hi - y_lo)
+        return f"{sx:.1f},{sy:.1f}"
 
     body = _axes(x_label, y_label, x_lo, x_hi, y_hi)
     for i, (name, vals) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
-        pts = [(float(a), float(b)) for a, b in zip(x, vals) if _ok(a) and _ok(b)]
+        pts = [(float(a), float(b)) for a, b in zip(x, vals, strict=False) if _ok(a) and _ok(b)]
         if not pts:
             continue
         coords = " ".join(px(a, b) for a, b in pts)
         body.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
         for a, b in pts:
             cx, cy = px(a, b).split(",")
-            body.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{color}"><title>{escape(name)}: {escape(fmt_num(b))}</title></circle>')
+            tip = f"<title>{escape(name)}: {escape(fmt_num(b))}</title>"
+            body.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{color}">{tip}</circle>')
         lx, ly = LEFT + 10 + 180 * (i % 3), TOP + 14 * (i // 3)
         body.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{color}"/>')
         body.append(_text(lx + 14, ly + 9, str(name)[:24], "start"))

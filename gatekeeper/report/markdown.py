@@ -29,7 +29,10 @@ _STATUS_MARK = {
 }
 
 
-_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|"), ("`", "\\`"), ("[", "\\["), ("]", "\\]"), ("*", "\\*"))
+_ESCAPES = (
+    ("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"),
+    ("|", "\\|"), ("`", "\\`"), ("[", "\\["), ("]", "\\]"), ("*", "\\*"),
+)
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 # "@name" pings a GitHub user and "#12" cross-references an issue: a zero-width space after
 # the sign keeps model output from doing either in a PR comment.

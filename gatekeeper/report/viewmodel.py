@@ -187,7 +187,8 @@ def evidence_view(ev: Evidence) -> EvidenceView:
             cols = tuple(str(c) for c in data["columns"])
             return EvidenceView("table", ev.title, columns=cols, rows=tuple(rows[:MAX_TABLE_ROWS]), note=note)
         if ev.kind == "histogram":
-            chart = charts.histogram_svg(list(data["values"]), str(data.get("label") or ev.title), data.get("threshold"))
+            label = str(data.get("label") or ev.title)
+            chart = charts.histogram_svg(list(data["values"]), label, data.get("threshold"))
             return EvidenceView("chart", ev.title, chart=chart)
         if ev.kind == "series":
             chart = charts.line_chart_svg(
