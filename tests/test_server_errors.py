@@ -120,8 +120,8 @@ def test_server_still_healthy_after_bad_input(server):
     assert "Traceback" not in server.log()
 
 
-def test_api_key_guards_v1_only(tiny_model_dir):
-    with running_server(tiny_model_dir, "--api-key", "sekret") as s:
+def test_api_key_guards_v1_only_and_served_model_name(tiny_model_dir):
+    with running_server(tiny_model_dir, "--api-key", "sekret", "--served-model-name", "gk-test") as s:
         assert_openai_error(httpx.get(s.v1 + "/models"), 401)
         assert_openai_error(httpx.get(s.v1 + "/models", headers={"Authorization": "Bearer wrong"}), 401)
         assert httpx.get(s.v1 + "/models", headers={"Authorization": "Bearer sekret"}).status_code == 200
@@ -131,8 +131,11 @@ def test_api_key_guards_v1_only(tiny_model_dir):
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=s.v1, api_key="wrong", max_retries=0).models.list()
         client = openai.OpenAI(base_url=s.v1, api_key="sekret", max_retries=0)
-        r = client.chat.completions.create(model=client.models.list().data[0].id, messages=USER, max_tokens=2)
-        assert r.usage.completion_tokens >= 1
+        assert [m.id for m in client.models.list().data] == ["gk-test"]
+        r = client.chat.completions.create(model="gk-test", messages=USER, max_tokens=2)
+        assert r.model == "gk-test" and r.usage.completion_tokens >= 1
+        with pytest.raises(openai.NotFoundError):
+            client.chat.completions.create(model="tiny-qwen2", messages=USER, max_tokens=2)
 
 
 def test_disable_logprobs_silently_returns_null(tiny_model_dir):
