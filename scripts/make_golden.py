@@ -186,6 +186,14 @@ def tool_cases(rng: random.Random) -> list[dict[str, Any]]:
         out.append(case(f"tool-{label}", "tool_call", s, 256,
                         [{"type": "tool_call", "calls": calls}, {"type": "finish_reason", "value": "tool_calls"}, NO_DEGEN],
                         stream_variant=True))
+    # The same kind of request with a named tool_choice: servers force the call's opening (vLLM via
+    # structured outputs); OpenAI says finish_reason "stop" for a named choice, older vLLM "tool_calls".
+    s = draw(rng, "tool_call", lambda s: [c["name"] for c in s.meta["calls"]] == ["get_stock_price"],
+             num_calls=1, with_result=False)
+    out.append(case("tool-named-choice", "tool_call", s, 128,
+                    [{"type": "tool_call", "calls": [{"name": c["name"], "arguments": c["arguments"]} for c in s.meta["calls"]]},
+                     {"type": "finish_reason", "value": ["stop", "tool_calls"]}, NO_DEGEN],
+                    tool_choice={"type": "function", "function": {"name": "get_stock_price"}}, stream_variant=True))
     for i in range(2):
         s = draw(rng, "tool_call", with_result=True)
         out.append(case(f"tool-result-{i + 1}", "tool_call", s, 96,
