@@ -197,6 +197,23 @@ def test_completions_stream_equals_non_stream(server, client, model):
     assert events[-2]["usage"]["completion_tokens"] == full.usage.completion_tokens
 
 
+def test_multi_prompt_echo_stream_equals_non_stream(server, model):
+    body = {"model": model, "prompt": ["hello world", "the quick"], "max_tokens": 6, "temperature": 0,
+            "echo": True, "logprobs": 1}
+    full = httpx.post(server.v1 + "/completions", json=body).json()
+    with httpx.stream("POST", server.v1 + "/completions",
+                      json={**body, "stream": True, "stream_options": {"include_usage": True}}) as r:
+        events = [e for e in sse_events(r) if isinstance(e, dict)]
+    texts, tokens = ["", ""], [[], []]
+    for event in events:
+        for c in event["choices"]:
+            texts[c["index"]] += c["text"]
+            tokens[c["index"]] += (c["logprobs"] or {}).get("tokens", [])
+    assert texts == [c["text"] for c in full["choices"]]
+    assert tokens == [c["logprobs"]["tokens"] for c in full["choices"]]
+    assert events[-1]["usage"] == full["usage"]
+
+
 def test_tokenize_and_detokenize(server, client, model):
     r = httpx.post(server.url + "/tokenize", json={"prompt": "hello world"}).json()
     assert r["count"] == len(r["tokens"]) == len(r["token_strs"]) and r["max_model_len"] == 512
