@@ -13,7 +13,8 @@ import json
 import logging
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable
+from typing import Any
+from collections.abc import AsyncIterator, Awaitable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError

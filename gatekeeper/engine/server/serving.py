@@ -9,7 +9,8 @@ import time
 import uuid
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from gatekeeper.engine.errors import RequestError
 from gatekeeper.engine.outputs import RequestOutput, TokenLogprob

@@ -14,7 +14,8 @@ import json
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from gatekeeper.engine.outputs import RequestOutput
 from gatekeeper.engine.sampling_params import SamplingParams

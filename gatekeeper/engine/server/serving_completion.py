@@ -12,7 +12,8 @@ import asyncio
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
+from collections.abc import AsyncIterator
 
 from gatekeeper.engine.outputs import TokenLogprob
 from gatekeeper.engine.sampling_params import SamplingParams
