@@ -2,7 +2,9 @@
 
 Field names and defaults follow vLLM's protocol files (see vllm-notes §3). Unknown fields are
 ignored, as OpenAI's servers do; fields the engine cannot honour with a non-default value
-(penalties, logit bias, n > 1) are refused with a 400 rather than silently dropped.
+(penalties, logit bias, n > 1) are refused with a 400 rather than silently dropped. The one
+exception is `response_format`: there is no constrained decoding, so it is accepted and the
+model's own output is returned (a gate comparing JSON adherence sees the model unaided).
 """
 
 from __future__ import annotations
