@@ -9,8 +9,12 @@ from __future__ import annotations
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 
 
+MAX_REASON_CHARS = 240
+
+
 def _line(c: CheckResult) -> str:
-    return f"{c.id}: {c.status.value}{'' if c.blocking else ' (advisory)'} — {c.reason}"
+    reason = c.reason if len(c.reason) <= MAX_REASON_CHARS else c.reason[: MAX_REASON_CHARS - 1] + "…"
+    return f"{c.id}: {c.status.value}{'' if c.blocking else ' (advisory)'} — {reason}"
 
 
 def decide(gates: list[GateResult]) -> tuple[Verdict, list[str]]:

@@ -7,11 +7,7 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
-
-from gatekeeper.engine.chat_template import CHAT_TEMPLATE, SPECIAL_TOKENS  # noqa: E402
+from gatekeeper.engine.chat_template import CHAT_TEMPLATE, SPECIAL_TOKENS
 
 CORPUS = [
     "Reply with exactly: OK",
@@ -30,6 +26,7 @@ def build_tokenizer(out: Path, vocab_size: int = 400) -> None:
     As in Qwen's vocabulary, the ChatML specials take the last ids, so id 0 is the byte `!` —
     what NaN logits decode to under argmax (seed 002's `!!!!`).
     """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -59,6 +56,9 @@ def build_checkpoint(
     hidden: int = 64, layers: int = 2, heads: int = 4, kv_heads: int = 2,
 ) -> Path:
     """A random-weight decoder saved in HF layout with the tokenizer above."""
+    import torch
+    from tokenizers import Tokenizer
+
     from gatekeeper.engine.checkpoint import save_checkpoint
     from gatekeeper.engine.config import ModelConfig
     from gatekeeper.engine.model import CausalLM
@@ -95,4 +95,5 @@ def build_checkpoint(
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> Path:
     """Path to a session-wide random Qwen2 checkpoint with our tokenizer and chat template."""
+    pytest.importorskip("torch", reason="the bundled engine needs the `engine` extra")
     return build_checkpoint(tmp_path_factory.mktemp("tiny-qwen2"))
