@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 from gatekeeper.errors import ConfigError
+from gatekeeper.gates.golden import GoldenGate
 from gatekeeper.gates.interface import Gate
 from gatekeeper.gates.numerics import NumericsGate
 from gatekeeper.gates.startup import StartupGate
 
-
-def _golden() -> type[Gate] | None:
-    try:
-        from gatekeeper.gates.golden import GoldenGate
-    except ImportError:
-        return None
-    return GoldenGate
-
-
-GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, _golden()) if cls is not None}
+GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, GoldenGate)}
 
 
 def gate_defaults() -> dict[str, dict]:
