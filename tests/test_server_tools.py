@@ -141,6 +141,8 @@ def test_tool_parser_partial_fault_breaks_only_streaming(scripted_dir):
         full = ask(client).choices[0]
         assert [(c.function.name, json.loads(c.function.arguments)) for c in full.message.tool_calls] == EXPECTED
         got = collect_stream(client)
+        untouched = collect_stream(client, tool_choice="none")  # no tool parsing: the fault has nothing to bite
+        assert untouched["content"] == "".join(TOOL_SCRIPT) and untouched["calls"] == []
 
     def valid(arguments: str) -> bool:
         try:
