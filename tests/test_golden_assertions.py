@@ -157,6 +157,7 @@ def test_similar_to_reference_threshold_from_gate_or_case():
     ({"type": "nope"}, "type", "unknown assertion type 'nope'"),
     ({"type": "equals", "valeu": "OK"}, "valeu", "takes no parameter 'valeu'"),
     ({"type": "equals", "value": 3}, "value", "must be a string"),
+    ({"type": "equals", "value": "OK", "strip": "yes please"}, "strip", "must be true or false"),
     ({"type": "regex", "pattern": "("}, "pattern", "not a valid regular expression"),
     ({"type": "json_schema", "schema": {"type": "objekt"}}, "schema", "not a valid JSON Schema"),
     ({"type": "tool_call", "calls": [{"arguments": {}}]}, "calls", "string `name`"),

@@ -76,11 +76,14 @@ def build_assertion(spec: Any) -> Assertion:
     if kind not in REGISTRY:
         raise SpecError("type", f"unknown assertion type {kind!r}; known: {', '.join(sorted(REGISTRY))}")
     cls = REGISTRY[kind]
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    defaults = {f.name: f.default for f in fields(cls)}  # type: ignore[arg-type]
     params = {k: v for k, v in spec.items() if k != "type"}
-    for key in params:
-        if key not in names:
-            raise SpecError(key, f"{kind} takes no parameter {key!r}; it takes: {', '.join(names) or 'none'}")
+    for key, value in params.items():
+        if key not in defaults:
+            raise SpecError(key, f"{kind} takes no parameter {key!r}; it takes: {', '.join(defaults) or 'none'}")
+        default = defaults[key]
+        if isinstance(default, bool) and not isinstance(value, bool):  # flags: YAML true/false only
+            raise SpecError(key, f"{key} must be true or false, got {value!r}")
     made = cls(**params)
     validate = getattr(made, "validate", None)
     if validate is not None:
