@@ -37,6 +37,10 @@ def kl_shared_topk(p_top: dict[str, float], q_top: dict[str, float]) -> float | 
     return float(np.sum(p[mask] * np.log(p[mask] / q[mask])))
 
 
+def _argmax(top: dict[str, float]) -> str:
+    return max(top.items(), key=lambda kv: kv[1])[0]
+
+
 @dataclass(frozen=True)
 class Comparison:
     """How a scored text differs between two targets, over the positions both scored."""
@@ -85,7 +89,7 @@ def compare(a: Scored, b: Scored) -> Comparison:
         nll_b.append(-lb)
         ta, tb = a.tops[i] or {}, b.tops[i] or {}
         if ta and tb:
-            top1.append(max(ta, key=ta.get) == max(tb, key=tb.get))
+            top1.append(_argmax(ta) == _argmax(tb))
             k = min(len(ta), len(tb))
             overlap.append(len(set(ta) & set(tb)) / k if k else 0.0)
             kl = kl_shared_topk(ta, tb)

@@ -45,6 +45,13 @@ _HALF = {"max_abs_delta": 1.5, "p99_abs_delta": 0.8, "mean_abs_delta": 0.15, "to
          "kl_max": 0.1, "nll_rel_drift_max": 0.05}
 
 
+def _nll_drift(comparisons: list[Comparison]) -> float:
+    """Relative drift of the mean per-token NLL over all prompts (perplexity's log-ratio scale)."""
+    nll_a = float(np.mean([c.nll_a for c in comparisons]))
+    nll_b = float(np.mean([c.nll_b for c in comparisons]))
+    return abs(nll_b - nll_a) / max(nll_a, 1e-9)
+
+
 class NumericsGate(Gate):
     """See the module docstring."""
 
@@ -142,10 +149,7 @@ class NumericsGate(Gate):
         upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99))
         upper("mean_logprob_delta", "mean_abs_delta", float(np.mean(all_c)) if all_c else 0.0, float(np.mean(all_n)) if all_n else 0.0)
         upper("kl", "kl_max", float(np.mean([c.kl_mean for c in cands])), float(np.mean([c.kl_mean for c in noises])))
-        drift = abs(np.mean([c.nll_b for c in cands]) - np.mean([c.nll_a for c in cands])) / max(np.mean([c.nll_a for c in cands]), 1e-9)
-        noise_drift = abs(np.mean([c.nll_b for c in noises]) - np.mean([c.nll_a for c in noises])) / max(
-            np.mean([c.nll_a for c in noises]), 1e-9)
-        upper("nll_drift", "nll_rel_drift_max", float(drift), float(noise_drift))
+        upper("nll_drift", "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises))
         for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
             value = float(np.mean([getattr(c, name) for c in cands]))
             noise_value = float(np.mean([getattr(c, name) for c in noises]))

@@ -22,9 +22,9 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
     if isinstance(value, str):
         if value.startswith(("http://", "https://")):
             return TargetSpec(kind="url", url=value)
-        kind, _, profile = value.partition(":")
+        kind, _, profile_name = value.partition(":")
         if kind == "bundled":
-            profile = profile or "optimized"
+            profile = profile_name or "optimized"
             if profile not in ("reference", "optimized"):
                 raise ConfigError(f"unknown bundled profile {profile!r} (reference or optimized)", path, key=where)
             return TargetSpec(kind="bundled", profile=profile)
@@ -32,7 +32,7 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
                           "an http(s) URL, or a mapping in the run config", path, key=where)
     if not isinstance(value, dict):
         raise ConfigError("a target is a string or a mapping", path, line_of(value), where)
-    kind = value.get("kind")
+    kind = str(value.get("kind"))
     if kind not in _KEYS:
         raise ConfigError("kind must be bundled, url or launch", path, line_of(value, "kind"), f"{where}.kind")
     for key in value:
