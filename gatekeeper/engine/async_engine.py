@@ -108,7 +108,8 @@ class AsyncEngine:
             while True:
                 item = await stream.queue.get()
                 if isinstance(item, BaseException):
-                    raise EngineDeadError(f"engine loop stopped: {item!r}")
+                    self.check_health()
+                    raise EngineError(f"the engine failed on this request: {type(item).__name__}: {item}")
                 finished = item.finished
                 yield item
                 if finished:
@@ -152,7 +153,15 @@ class AsyncEngine:
                         self._handle(self._commands.get_nowait())
                 except queue.Empty:
                     pass
-                for step in self.core.step() if self.core.has_unfinished() else []:
+                try:
+                    steps = self.core.step() if self.core.has_unfinished() else []
+                except Exception as e:  # fail the requests of this step, keep serving the rest
+                    log.exception("engine step failed; aborting the requests it held")
+                    for rid in list(self.core.sequences):
+                        self.core.abort(rid)
+                        self._deliver(rid, e)
+                    steps = []
+                for step in steps:
                     stream = self._streams.get(step.seq.request_id)
                     if stream is None:
                         self.core.abort(step.seq.request_id)

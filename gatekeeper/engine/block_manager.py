@@ -166,6 +166,5 @@ class BlockManager:
                     uncached.append(block_id)
         seq.block_table = []
         seq.block_hashes = []
-        seq.num_computed_tokens = 0
-        seq.num_cached_tokens = 0
+        seq.num_computed_tokens = 0  # num_cached_tokens stays: the request's output still reports it
         return uncached
