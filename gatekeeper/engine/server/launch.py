@@ -51,7 +51,10 @@ def serve(args: EngineArgs, host: str, port: int, api_key: str | None = None, lo
     sock = bind_socket(host, port)
     engine = AsyncEngine.from_args(args)
     for line in engine.startup_lines():
-        log.info(line)
+        if line.startswith("WARNING: "):
+            log.warning(line.removeprefix("WARNING: "))
+        else:
+            log.info(line)
     app = build_app(engine, api_key=api_key)
     log.info("serving %s on http://%s:%d%s", engine.model_name, host, port, " (API key required for /v1)" if api_key else "")
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False,
