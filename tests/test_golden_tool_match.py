@@ -4,6 +4,8 @@ expected and allowed values, and order-free pairing of parallel calls."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls, type_ok, values_equal
 
@@ -109,3 +111,23 @@ def test_type_ok_and_values_equal_keep_json_types_apart():
     assert values_equal({"a": [1, 2]}, {"a": [1.0, 2]}) and not values_equal([1, 2], [2, 1])
     with pytest.raises(ValueError):
         type_ok(1, "int")
+
+_ARGS = st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                        st.one_of(st.integers(-5, 5), st.booleans(), st.text(max_size=3), st.lists(st.integers(0, 3), max_size=2)),
+                        max_size=3)
+_CALLS = st.lists(st.tuples(st.sampled_from(["f", "g"]), _ARGS), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_CALLS, st.randoms())
+def test_matching_is_order_free_and_exact(calls, rnd):
+    """Any permutation of the expected calls matches; changing one argument value breaks it."""
+    expected = [ExpectedCall(name, dict(args), allow_extra_args=True) for name, args in calls]
+    actual = [ActualCall(name, dict(args)) for name, args in calls]
+    rnd.shuffle(actual)
+    assert match_calls(actual, expected).ok
+    target = next((c for c in actual if c.arguments), None)
+    if target is not None:
+        key = sorted(target.arguments)[0]
+        target.arguments[key] = ["changed"]  # a value no strategy draws
+        assert not match_calls(actual, expected).ok
