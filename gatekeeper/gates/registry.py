@@ -5,10 +5,11 @@ from __future__ import annotations
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.golden import GoldenGate
 from gatekeeper.gates.interface import Gate
+from gatekeeper.gates.longctx import LongContextGate
 from gatekeeper.gates.numerics import NumericsGate
 from gatekeeper.gates.startup import StartupGate
 
-GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, GoldenGate)}
+GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, GoldenGate, LongContextGate)}
 
 
 def gate_defaults() -> dict[str, dict]:

@@ -1,0 +1,140 @@
+"""Gate 4 — long context and tool calling: does the candidate stay right as contexts grow?
+
+Seed 000's bug is why this gate exists: with prefix caching on, prompts near a multiple of the
+KV block size, uneven growth per turn and many concurrent sessions, a reused KV block leaks one
+conversation into another. Round 1 is fine, round 5 is wrong — and startup, short golden
+prompts, latency and HTTP codes all stay green. Every request here goes to both targets
+verbatim and greedy, and a check fails on what the candidate gets wrong that the reference gets
+right (or on answers that differ where both should be equal):
+
+- `longctx.needle_grid`: a secret at several depths of prompts of several lengths;
+- `longctx.block_boundary`: prompts of exactly B·k−1, B·k and B·k+1 tokens;
+- `longctx.prefix_cache.cold_warm` / `.shared_prefix`: cache hits must answer as misses do;
+- `longctx.tool_calls`, `.tool_result`, `.tool_stream`, `.json_schema`: tool calls (BFCL-style,
+  parallel calls order-free, a tool result used, streamed = non-streamed) and JSON to a schema
+  after a long chat;
+- `longctx.session_decay`: N concurrent multi-turn sessions with uneven growth, recall scored
+  round by round; the candidate's session quality decay rate (SQDR) above the reference's by
+  more than the policy allows fails; `longctx.session_agreement` limits answers that differ
+  from the reference's; `longctx.trigger_conditions` says which of seed 000's conditions the run
+  exercised (WARN naming the absent ones);
+- `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
+  hit rate and KV usage from the candidate's Prometheus metrics, before and after.
+
+Token counts come from `/tokenize` where a target has it, else they are estimated (reported).
+A failure looks like: recall falling away from the reference round after round while the early
+rounds agree (stale KV blocks), long needle rows failing while short ones pass (RoPE), a warm
+answer that differs from the cold one, `!!!!` with NaN logprobs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from gatekeeper.errors import EndpointError
+from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.longctx import (
+    block_sweep,
+    needle_grid,
+    prefix_cache,
+    session_decay,
+    tool_checks,
+)
+from gatekeeper.longctx.scrape import Snapshot, delta, scrape
+from gatekeeper.longctx.tokens import TokenCounter
+from gatekeeper.longctx.traffic import non_finite
+from gatekeeper.results import Evidence, Status
+
+_FALLBACK_CONTEXT = 2048
+
+
+class LongContextGate(Gate):
+    """See the module docstring."""
+
+    id = "longctx"
+    stage = 4
+    title = "Long context and tool calling"
+    defaults: ClassVar[dict[str, Any]] = {
+        "block_size": 16, "context_tokens": 0, "answer_tokens": 16, "concurrency": 4,
+        "needle_lengths": [256, 512, 1024, 1536, 2000], "needle_depths": [0.0, 0.25, 0.5, 0.75, 1.0],
+        "needle_max_regressions": 0,
+        "boundary_tokens": [256, 1024, 2000], "boundary_max_mismatches": 0,
+        "prefix_tokens": 1536, "prefix_suffixes": 5, "prefix_unrelated": 6, "prefix_max_mismatches": 0,
+        "tool_cases": 6, "tool_history_tokens": 400, "tool_answer_tokens": 128, "json_cases": 3,
+        "json_history_tokens": 800,
+        "decay_sessions": 12, "decay_rounds": 12, "decay_concurrency": 12, "decay_facts": 3,
+        "decay_growth": [100, 5, 200], "sqdr_max_excess": 0.005, "decay_alpha": 0.01, "max_disagreement": 0.05,
+    }
+
+    def run(self, ctx: GateContext) -> None:
+        """The check families in order; the cache-churning session decay runs last."""
+        s = {**self.defaults, **(ctx.settings or {})}
+        counter = TokenCounter(_tokenizer(ctx))
+        context, where = _context(ctx, int(s["context_tokens"]))
+        max_prompt = context - int(s["answer_tokens"]) - 4
+        ctx.notes.append(f"context {context} tokens ({where}); token counts "
+                         + (f"estimated: {counter.why_estimated}" if counter.estimated else f"from {counter.endpoint.role}'s /tokenize"))  # type: ignore[union-attr]
+        logprobs = bool(ctx.capabilities.get("candidate", {}).get("logprobs"))
+        before = scrape(ctx.candidate)
+        t0 = time.perf_counter()
+        answers = needle_grid.run(ctx, s, counter, max_prompt, logprobs)
+        answers += block_sweep.run(ctx, s, counter, max_prompt, logprobs)
+        _nan_check(ctx, answers, logprobs, t0)
+        prefix_cache.run(ctx, s, counter, max_prompt)
+        tool_checks.run(ctx, s)
+        session_decay.run(ctx, s, counter, max_prompt)
+        _metrics_check(ctx, before, scrape(ctx.candidate))
+        ctx.notes.append(f"{counter.calls} /tokenize calls")
+
+
+def _tokenizer(ctx: GateContext):
+    """The endpoint whose /tokenize counts tokens: the reference's, else the candidate's, else None."""
+    for role in ("reference", "candidate"):
+        if ctx.capabilities.get(role, {}).get("tokenize"):
+            return ctx.endpoints[role]
+    return None
+
+
+def _context(ctx: GateContext, configured: int) -> tuple[int, str]:
+    """The context length: the policy's, else the smaller `max_model_len` the targets' /tokenize report."""
+    if configured > 0:
+        return configured, "policy"
+    found = []
+    for ep in ctx.endpoints.values():
+        try:
+            n = ep.post_json("/tokenize", {"model": ep.model, "prompt": "x"}).get("max_model_len")
+        except EndpointError:
+            continue
+        if isinstance(n, int) and n > 0:
+            found.append(n)
+    if found:
+        return min(found), "max_model_len from /tokenize"
+    return _FALLBACK_CONTEXT, "assumed: no target reports max_model_len; set gates.longctx.context_tokens"
+
+
+def _nan_check(ctx: GateContext, answers: list, logprobs: bool, t0: float) -> None:
+    bad = sum(non_finite(a) for a in answers)
+    hit = sum(1 for a in answers if non_finite(a))
+    if not logprobs:
+        ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
+        return
+    ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
+              f"NaN/Inf logprobs: {bad} in {hit} of {len(answers)} long-context answers of the candidate" if bad else
+              f"no NaN/Inf logprobs in {len(answers)} long-context answers", {"non_finite": bad, "answers": hit}, started=t0)
+
+
+def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:
+    if not after.available:
+        ctx.skip("metrics", "the candidate exposes no Prometheus /metrics: prefix-cache hit rate and KV usage unknown")
+        return
+    hits, queries = delta(before, after, "vllm:prefix_cache_hits"), delta(before, after, "vllm:prefix_cache_queries")
+    rows = [[name, before.get(name), after.get(name)] for name in
+            ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries", "vllm:kv_cache_usage_perc", "vllm:num_preemptions",
+             "gatekeeper:blocks_evicted", "gatekeeper:blocks_stale_rejected") if after.get(name) is not None]
+    rate = f"{hits / queries:.0%}" if hits is not None and queries else "n/a"
+    ctx.check("metrics", Status.PASS, f"prefix-cache hit rate over the gate {rate}"
+              + (f" ({hits:.0f} of {queries:.0f} tokens)" if hits is not None and queries else ""),
+              {"prefix_cache_hits": hits, "prefix_cache_queries": queries},
+              [Evidence("table", "candidate metrics before and after gate 4", {"columns": ["metric", "before", "after"],
+                                                                                "rows": rows})])

@@ -1,0 +1,64 @@
+"""The KV-block-boundary sweep: prompts of exactly B·k−1, B·k and B·k+1 tokens.
+
+Off-by-one errors in paged caches live at block edges: the last partial block, a prompt that
+fills its blocks exactly, a prefix-cache hit that must stop one token short. For each policy
+length (rounded to a multiple of the block size B) the three prompts share their filler and
+secret and differ only in padding; they are sent in order, so on a prefix-caching target the
+later ones hit the earlier ones' blocks. Each answer must equal the reference's
+(`longctx.block_boundary`, limit `boundary_max_mismatches`, 0 by default).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.longctx.prompts import NeedlePrompt, padded_variants
+from gatekeeper.longctx.tokens import TokenCounter
+from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
+from gatekeeper.results import Evidence, Status
+
+OFFSETS = [-1, 0, 1]
+
+
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int, logprobs: bool) -> list[Answer]:
+    """Build the triples, ask both targets, record `longctx.block_boundary`; returns the candidate's answers."""
+    t0 = time.perf_counter()
+    block = int(s["block_size"])
+    centers = sorted({min(int(n), max_prompt - 1) // block * block for n in s["boundary_tokens"]} - {0})
+    triples = [padded_variants(counter, random.Random(f"{ctx.seed}:longctx:boundary:{c}"), c, OFFSETS) for c in centers]
+    ctx.progress(f"longctx: block-boundary sweep at {centers} (B={block})")
+    limit = int(s["answer_tokens"])
+    extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 0} if logprobs else {}
+
+    def ask(ep) -> list[list[Answer]]:
+        kw = extra if ep is ctx.candidate else {}
+        return fan_out(lambda tri: [chat(ep, p.messages, max_tokens=limit, **kw) for p in tri], triples, int(s["concurrency"]))
+
+    ref, cand = both(ask, ctx.reference, ctx.candidate)
+    flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
+    err = first_error([x[1] for x in flat], [x[2] for x in flat])
+    if err is not None:
+        ctx.error_check("block_boundary", err)
+        return []
+    rows, bad = [], []
+    for p, a, b in flat:
+        same = text(a) == text(b)
+        if not same:
+            bad.append(p.tokens)
+        rows.append([p.tokens, f"B·{p.tokens // block}{'' if p.tokens % block == 0 else '+1' if p.tokens % block == 1 else ''}"
+                     if p.tokens % block in (0, 1) else f"B·{p.tokens // block + 1}−1", p.value, text(a), text(b),
+                     "same" if same else "DIFFERENT"])
+    inexact = [p.tokens for p, _, _ in flat if not p.exact]
+    note = f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}" if inexact else ""
+    mm = int(s["boundary_max_mismatches"])
+    ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
+              f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
+              + (f" at {bad} tokens" if bad else "") + note,
+              {"lengths": [p.tokens for p, _, _ in flat], "mismatches": len(bad), "block_size": block,
+               "exact_lengths": not inexact},
+              [Evidence("table", f"block-boundary sweep (B={block})", {
+                  "columns": ["tokens", "position", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
+    return [x[2] for x in flat]

@@ -1,0 +1,74 @@
+"""The needle grid: a secret planted at several depths of prompts of several lengths.
+
+Every cell (length × depth) is one greedy request to each target; a cell the reference answers
+right and the candidate wrong is a regression (`longctx.needle_grid` fails beyond the policy's
+`needle_max_regressions`, 0 by default). Cells both get wrong do not suit the model and are
+reported, not held against the candidate. The grid is the evidence: a rope or position bug
+fails the long rows while the short ones pass; a cache bug fails scattered cells.
+
+Candidate answers carry logprobs when the target offers them, so NaN/Inf logits are caught
+here too (`longctx.nan_inf`, together with the block sweep's answers).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.longctx.prompts import NeedlePrompt, needle_prompts
+from gatekeeper.longctx.tokens import TokenCounter
+from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
+from gatekeeper.results import Evidence, Status
+
+MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}
+
+
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int, logprobs: bool) -> list[Answer]:
+    """Build the grid, ask both targets, record `longctx.needle_grid`; returns the candidate's answers."""
+    t0 = time.perf_counter()
+    lengths = sorted({min(int(n), max_prompt) for n in s["needle_lengths"]})
+    depths = [float(d) for d in s["needle_depths"]]
+    grid: list[NeedlePrompt] = []
+    for n in lengths:
+        grid += needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:needle:{n}"), n, depths)
+    ctx.progress(f"longctx: needle grid, {len(lengths)} lengths x {len(depths)} depths")
+    conc = int(s["concurrency"])
+    extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 0} if logprobs else {}
+    ref, cand = both(lambda ep: fan_out(lambda p: chat(ep, p.messages, max_tokens=int(s["answer_tokens"]),
+                                                       **(extra if ep is ctx.candidate else {})), grid, conc),
+                     ctx.reference, ctx.candidate)
+    err = first_error(ref, cand)
+    if err is not None:
+        ctx.error_check("needle_grid", err)
+        return []
+    ok_ref = [text(a) == p.value for p, a in zip(grid, ref)]
+    ok_cand = [text(a) == p.value for p, a in zip(grid, cand)]
+    regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand)) if a and not b]
+    both_fail = sum(1 for a, b in zip(ok_ref, ok_cand) if not a and not b)
+    rows = []
+    for li, n in enumerate(lengths):
+        cells = [MARK[(ok_ref[li * len(depths) + di], ok_cand[li * len(depths) + di])] for di in range(len(depths))]
+        rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
+    table = Evidence("table", "needle grid (reference, candidate): rows are prompt lengths, columns needle depths", {
+        "columns": ["length", *(f"depth {d:g}" for d in depths)], "rows": rows})
+    ev = [table]
+    if regressions:
+        i = regressions[0]
+        ev.append(Evidence("text_pair", f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "
+                                        f"secret {grid[i].kind} {grid[i].value!r}",
+                           {"reference": text(ref[i]), "candidate": text(cand[i]), "divergence": 0,
+                            "prompt": grid[i].question}))
+    limit = int(s["needle_max_regressions"])
+    longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
+    status = Status.FAIL if len(regressions) > limit else Status.PASS
+    reason = (f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"
+              + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
+              + f"; {both_fail} cells neither answers (not held against the candidate)")
+    ctx.check("needle_grid", status, reason, {
+        "cells": len(grid), "regressions": len(regressions), "both_fail": both_fail, "limit": limit,
+        "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
+        "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "exact_lengths": all(p.exact for p in grid)},
+        ev, started=t0)
+    return cand

@@ -1,0 +1,138 @@
+"""Prefix-cache consistency: a cache hit must give the same answer as a miss.
+
+`longctx.prefix_cache.cold_warm`: one long prompt no earlier request shares, sent to the
+candidate twice in a row (cold, then warm) and to the reference; greedy answers must all be
+equal. The warm request's cached tokens (from the response or the metrics) show whether the
+cache was actually hit — if not, the reason says the comparison did not exercise it.
+
+`longctx.prefix_cache.shared_prefix`: one long context holding several secrets, asked about
+each in turn by requests that share it as a prefix and differ only in the question, interleaved
+with unrelated long prompts that churn the cache, all in flight together. Each answer must equal
+the reference's; a mismatch beyond `prefix_max_mismatches` (0) fails.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.longctx import tasks
+from gatekeeper.longctx.prompts import needle_prompts, words_for
+from gatekeeper.longctx.scrape import delta, scrape
+from gatekeeper.longctx.tokens import Messages, TokenCounter
+from gatekeeper.longctx.traffic import (
+    both,
+    cached_tokens,
+    chat,
+    fan_out,
+    first_error,
+    text,
+)
+from gatekeeper.results import Evidence, Status
+
+
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    """Both prefix-cache checks."""
+    _cold_warm(ctx, s, counter, max_prompt)
+    _shared_prefix(ctx, s, counter, max_prompt)
+
+
+def _cold_warm(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    t0 = time.perf_counter()
+    n = min(int(s["prefix_tokens"]), max_prompt)
+    prompt = needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:coldwarm"), n, [0.3])[0]
+    limit = int(s["answer_tokens"])
+    ref = chat(ctx.reference, prompt.messages, max_tokens=limit)
+    cold = chat(ctx.candidate, prompt.messages, max_tokens=limit)
+    before = scrape(ctx.candidate)
+    warm = chat(ctx.candidate, prompt.messages, max_tokens=limit)
+    after = scrape(ctx.candidate)
+    err = first_error([ref, cold, warm])
+    if err is not None:
+        ctx.error_check("prefix_cache.cold_warm", err)
+        return
+    hits = cached_tokens(warm)
+    if hits is None:
+        d = delta(before, after, "vllm:prefix_cache_hits")
+        hits = None if d is None else int(d)
+    seen = ("the warm request was not served from the cache (0 cached tokens): this comparison did not exercise it"
+            if hits == 0 else "cache use not observable" if hits is None else f"{hits} of {prompt.tokens} tokens served from the cache")
+    texts = {"reference": text(ref), "cold": text(cold), "warm": text(warm)}
+    same = len(set(texts.values())) == 1
+    ev = [] if same else [Evidence("text_pair", "cold vs warm (candidate)", {
+        "reference": texts["cold"], "candidate": texts["warm"], "divergence": 0, "prompt": prompt.question}),
+        Evidence("json", "answers", texts)]
+    ctx.check("prefix_cache.cold_warm", Status.PASS if same else Status.FAIL,
+              ("cold, warm and reference answers are equal" if same else
+               f"answers differ: reference {texts['reference']!r}, cold {texts['cold']!r}, warm {texts['warm']!r}")
+              + f" ({prompt.tokens}-token prompt; {seen})",
+              {"tokens": prompt.tokens, "warm_cached_tokens": hits, **texts}, ev, started=t0)
+
+
+def _shared_context(counter: TokenCounter, rng: random.Random, target: int, kinds: list[str]) -> tuple[str, dict[str, str]]:
+    """A filler text with one secret per kind spread through it, sized so that the context plus
+    the longest question is at most `target` tokens."""
+    pool = " ".join(tasks.filler(rng, max(8, target // 6))).split(" ")
+    values = {k: tasks.needle_value(rng, k) for k in kinds}
+    longest = max(kinds, key=lambda k: len(tasks.needle_question(k)))
+
+    def context(n: int) -> str:
+        words = pool[:n]
+        ends = [i + 1 for i, w in enumerate(words) if w.endswith(".")] or [len(words)]
+        for j, k in reversed(list(enumerate(kinds))):
+            at = ends[min(len(ends) - 1, (j * len(ends)) // len(kinds))]
+            words[at:at] = tasks.needle_sentence(k, values[k]).split(" ")
+        return " ".join(words)
+
+    def make(n: int) -> Messages:
+        return [{"role": "user", "content": f"{context(n)}\n\n{tasks.needle_question(longest)}"}]
+
+    return context(words_for(counter, make, target, target // 3)), values
+
+
+def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    t0 = time.perf_counter()
+    rng = random.Random(f"{ctx.seed}:longctx:shared")
+    kinds = list(tasks.NEEDLE_KINDS)[: max(1, int(s["prefix_suffixes"]))]
+    context, values = _shared_context(counter, rng, min(int(s["prefix_tokens"]), max_prompt), kinds)
+    asks: list[tuple[Messages, str | None]] = [
+        ([{"role": "user", "content": f"{context}\n\n{tasks.needle_question(k)}"}], values[k]) for k in kinds]
+    other: list[tuple[Messages, str | None]] = []
+    for i in range(int(s["prefix_unrelated"])):
+        size = [256, 768, 1280][i % 3]
+        p = needle_prompts_quick(rng, size)
+        other.append((p, None))
+    items: list[tuple[Messages, str | None]] = []
+    for i in range(max(len(asks), len(other))):
+        items += asks[i:i + 1] + other[i:i + 1]
+    limit = int(s["answer_tokens"])
+    ref, cand = both(lambda ep: fan_out(lambda it: chat(ep, it[0], max_tokens=limit), items, int(s["concurrency"])),
+                     ctx.reference, ctx.candidate)
+    err = first_error(ref, cand)
+    if err is not None:
+        ctx.error_check("prefix_cache.shared_prefix", err)
+        return
+    rows, mismatches = [], 0
+    for (messages, want), a, b in zip(items, ref, cand):
+        if want is None and text(a) == text(b):
+            continue
+        mismatches += text(a) != text(b)
+        rows.append([messages[-1]["content"][-60:], want or "(unrelated)", text(a), text(b), "same" if text(a) == text(b) else "DIFFERENT"])
+    right = sum(1 for (_, want), b in zip(items, cand) if want is not None and text(b) == want)
+    limit_mm = int(s["prefix_max_mismatches"])
+    ctx.check("prefix_cache.shared_prefix", Status.FAIL if mismatches > limit_mm else Status.PASS,
+              f"{mismatches} of {len(items)} answers differ from the reference (limit {limit_mm}); {len(asks)} questions "
+              f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets",
+              {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right},
+              [Evidence("table", "answers (questions on the shared prefix, and any unrelated prompt that differs)", {
+                  "columns": ["question", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
+
+
+def needle_prompts_quick(rng: random.Random, size: int) -> Messages:
+    """An unrelated needle prompt of roughly `size` tokens (about 16 a sentence; it only churns the cache)."""
+    kind = rng.choice(tasks.NEEDLE_KINDS)
+    words = " ".join(tasks.filler(rng, max(4, size // 16))).split(" ")
+    return [{"role": "user", "content": f"{tasks.needle_sentence(kind, tasks.needle_value(rng, kind))} {' '.join(words)}"
+             f"\n\n{tasks.needle_question(kind)}"}]

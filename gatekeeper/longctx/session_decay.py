@@ -1,0 +1,159 @@
+"""The session-decay check family: concurrent scripted sessions, scored round by round.
+
+Checks: `longctx.session_decay` (the candidate's SQDR excess over the reference, with the sign
+test of `decay.py`), `longctx.session_agreement` (how often the candidate's answer differs from
+the reference's on the identical request) and `longctx.trigger_conditions` (seed 000's
+conditions the run exercised; WARN when some were absent, so a pass says what it did not cover).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from typing import Any
+
+from gatekeeper.errors import EndpointError
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.longctx import conditions as cond
+from gatekeeper.longctx.decay import Cell, Decay, score
+from gatekeeper.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
+from gatekeeper.longctx.sessions import Round, SessionPlan, build_session
+from gatekeeper.longctx.tokens import TokenCounter
+from gatekeeper.longctx.traffic import (
+    Answer,
+    Flight,
+    both,
+    cached_tokens,
+    chat,
+    fan_out,
+)
+from gatekeeper.results import Evidence, Status
+
+
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    """Script the sessions, drive both targets, record the three checks."""
+    started = time.perf_counter()
+    block = int(s["block_size"])
+    plan = SessionPlan(int(s["decay_sessions"]), int(s["decay_rounds"]), int(s["decay_facts"]),
+                       tuple(int(g) for g in s["decay_growth"]), block, max_prompt)
+    ctx.progress(f"longctx: scripting {plan.sessions} sessions x {plan.rounds} rounds")
+    sessions = fan_out(lambda i: build_session(counter, plan, ctx.seed, i), list(range(plan.sessions)), 4)
+    conc = max(1, int(s["decay_concurrency"]))
+    ctx.progress(f"longctx: session decay, {sum(map(len, sessions))} requests per target at concurrency {conc}")
+    before = scrape(ctx.candidate)
+
+    def drive(ep) -> tuple[list[list[Answer]], int]:
+        flight = Flight()
+        answers = fan_out(lambda sess: [chat(ep, r.messages, flight=flight, max_tokens=int(s["answer_tokens"])) for r in sess],
+                          sessions, conc)
+        return answers, flight.peak
+
+    with UsageSampler(ctx.candidate) as sampler:
+        (ref_ans, _), (cand_ans, peak) = both(drive, ctx.reference, ctx.candidate)
+    after = scrape(ctx.candidate)
+    for role, answers in (("reference", ref_ans), ("candidate", cand_ans)):
+        errors = [a for sess in answers for a in sess if isinstance(a, EndpointError)]
+        if errors:
+            ctx.check("session_decay", Status.ERROR, f"{len(errors)} {role} request(s) failed: {errors[0]}",
+                      {"error_kind": errors[0].kind, "role": role}, started=started)
+            return
+    rounds = [r for sess in sessions for r in sess]
+    cells = [_cell(r, a, b) for sess, ra, ca in zip(sessions, ref_ans, cand_ans) for r, a, b in zip(sess, ra, ca)]
+    d = score(cells)
+    _decay_check(ctx, s, d, cells, rounds, started)
+    _agreement_check(ctx, s, d, cells)
+    found = [
+        cond.concurrency(peak, plan.sessions, sampler.max_running),
+        cond.prefix_caching(delta(before, after, "vllm:prefix_cache_hits"), delta(before, after, "vllm:prefix_cache_queries"),
+                            _sum_cached(cand_ans)),
+        cond.eviction_pressure(sum(sorted(max((r.tokens for r in sess), default=0) for sess in sessions)[-conc:]),
+                               pool_tokens(after, block), delta(before, after, "gatekeeper:blocks_evicted"),
+                               sampler.max_usage),
+        cond.block_boundaries([r.tokens for r in rounds], block),
+        cond.uneven_growth([b.tokens - a.tokens for sess in sessions for a, b in itertools.pairwise(sess)]),
+    ]
+    _conditions_check(ctx, found, counter)
+
+
+def _cell(r: Round, ref: Answer, cand: Answer) -> Cell:
+    assert not isinstance(ref, EndpointError) and not isinstance(cand, EndpointError)
+    a, b = ref.text.strip(), cand.text.strip()
+    return Cell(r.session, r.index, r.tokens, a == r.answer, b == r.answer, a == b, a, b)
+
+
+def _sum_cached(answers: list[list[Answer]]) -> int | None:
+    values = [cached_tokens(a) for sess in answers for a in sess]
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _curve(d: Decay) -> Evidence:
+    return Evidence("series", "recall by round (and the candidate's agreement with the reference)", {
+        "x": d.rounds, "series": {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement},
+        "x_label": "round", "y_label": "pass rate"})
+
+
+def _decay_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell], rounds: list[Round], t0: float) -> None:
+    limit, alpha = float(s["sqdr_max_excess"]), float(s["decay_alpha"])
+    significant = d.p_value < alpha
+    status = Status.FAIL if d.excess > limit and significant else Status.WARN if d.excess > limit else Status.PASS
+    why = (f"SQDR candidate {d.sqdr_cand:.4f}/round vs reference {d.sqdr_ref:.4f} (excess {d.excess:+.4f}, limit {limit:g}); "
+           f"{d.regressions} (session, round) cells the reference recalls and the candidate does not, "
+           f"{d.improvements} the other way (sign test p={d.p_value:.2g})")
+    if status is Status.WARN:
+        why += f"; above the limit but within chance at alpha {alpha:g}"
+    table = Evidence("table", "per round", {
+        "columns": ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
+        "rows": [[r, _median([c.tokens for c in cells if c.round == r]), round(a, 3), round(b, 3), round(g, 3)]
+                 for r, a, b, g in zip(d.rounds, d.ref_rates, d.cand_rates, d.agreement)]})
+    ev = [_curve(d), table]
+    worst = next((c for c in cells if c.ref_ok and not c.cand_ok), None)
+    if worst is not None:
+        ev.append(_pair(worst, rounds))
+    ctx.check("session_decay", status, why, {
+        "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess, "limit": limit,
+        "regressions": d.regressions, "improvements": d.improvements, "p_value": d.p_value, "cells": d.cells,
+        "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0)
+
+
+def _agreement_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell]) -> None:
+    limit = float(s["max_disagreement"])
+    rate = d.disagreements / d.cells if d.cells else 0.0
+    first = next((c for c in cells if not c.agree), None)
+    where = f"; first at session {first.session} round {first.round}" if first else ""
+    ctx.check("session_agreement", Status.FAIL if rate > limit else Status.PASS,
+              f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
+              f"({rate:.1%}, limit {limit:.0%}){where}",
+              {"disagreements": d.disagreements, "cells": d.cells, "rate": rate, "limit": limit,
+               "agreement_by_round": d.agreement}, [_curve(d)] if first else [])
+
+
+def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: TokenCounter) -> None:
+    absent = [c for c in found if c.present is not True]
+    lines = [f"{c.name}: {c.label} — {c.detail}" for c in found]
+    if counter.estimated:
+        lines.append(f"token counts are estimated ({counter.why_estimated})")
+    table = Evidence("table", "seed 000 trigger conditions (candidate)", {
+        "columns": ["condition", "exercised", "evidence"], "rows": [[c.name, c.label, c.detail] for c in found]})
+    reason = ("all of seed 000's trigger conditions were exercised" if not absent else
+              "not exercised: " + "; ".join(f"{c.name} ({c.label}: {c.detail})" for c in absent))
+    ctx.notes.append("session decay trigger conditions — " + "; ".join(lines))
+    ctx.check("trigger_conditions", Status.WARN if absent else Status.PASS, reason,
+              {c.name: c.label for c in found}, [table])
+
+
+def _median(xs: list[int]) -> int:
+    return sorted(xs)[len(xs) // 2] if xs else 0
+
+
+def _pair(c: Cell, rounds: list[Round]) -> Evidence:
+    r = next(x for x in rounds if x.session == c.session and x.index == c.round)
+    return Evidence("text_pair", f"session {c.session}, round {c.round} ({c.tokens} tokens): expected {r.answer!r}", {
+        "reference": c.ref_text, "candidate": c.cand_text, "divergence": _diverge(c.ref_text, c.cand_text),
+        "prompt": r.messages[-1]["content"]})
+
+
+def _diverge(a: str, b: str) -> int | None:
+    if a == b:
+        return None
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))

@@ -1,0 +1,156 @@
+"""Tool calling and structured output deep into a long conversation, against the reference.
+
+After `tool_history_tokens` of earlier chat (canonical exchanges), each case asks for tool
+calls from a menu of OpenAI-style tools. Calls are judged BFCL-style by the golden gate's
+matcher (`golden/tool_match.py`: name, required and undeclared arguments, JSON types, enums,
+values; parallel calls order-free). Checks:
+
+- `longctx.tool_calls`: single and parallel calls; a case the reference gets right and the
+  candidate wrong is a regression; arguments that are not a JSON object fail on their own;
+- `longctx.tool_result`: a tool result fed back, the final answer must use it (exact text);
+- `longctx.tool_stream`: the candidate's streamed calls, assembled from deltas, must equal its
+  non-streamed calls;
+- `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` of chat,
+  validated with jsonschema (the golden gate's `json_schema` assertion).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.golden.structured import JsonSchema
+from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
+from gatekeeper.longctx import tasks
+from gatekeeper.longctx.tokens import Messages
+from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
+from gatekeeper.responses import ChatResponse
+from gatekeeper.results import Evidence, Status
+
+_CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
+
+
+def history(rng: random.Random, tokens: int) -> Messages:
+    """Canonical chatter of about `tokens` tokens (estimated at four characters a token)."""
+    out: Messages = []
+    while sum(len(m["content"]) for m in out) // 4 < tokens:
+        user, reply = tasks.chatter(rng)
+        out += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
+    return out
+
+
+def _calls_ok(a: Answer, expected: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[bool, str, bool]:
+    """(matches, problems, hard) for an answer's calls: hard when arguments are not a JSON object."""
+    assert isinstance(a, ChatResponse)
+    if any(not isinstance(c.parsed, dict) for c in a.tool_calls):
+        return False, "tool-call arguments are not a JSON object", True
+    exp = [ExpectedCall(n, args) for n, args in tasks.call_expectations(expected)]
+    m = match_calls([ActualCall(c.name, c.parsed) for c in a.tool_calls], exp, tools)
+    return m.ok, "; ".join(m.problems), False
+
+
+def _render(a: Answer) -> str:
+    if not isinstance(a, ChatResponse):
+        return str(a)
+    return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in a.tool_calls)
+
+
+def run(ctx: GateContext, s: dict[str, Any]) -> None:
+    """The tool and JSON checks (tool checks SKIP where a target has no tool calling)."""
+    rng = random.Random(f"{ctx.seed}:longctx:tools")
+    no_tools = [r for r in ("reference", "candidate") if ctx.capabilities.get(r, {}).get("tools") is False]
+    if no_tools:
+        for name in ("tool_calls", "tool_result", "tool_stream"):
+            ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
+    else:
+        _tools(ctx, s, rng)
+    _json(ctx, s, rng)
+
+
+def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
+    t0 = time.perf_counter()
+    pre = history(rng, int(s["tool_history_tokens"]))
+    n = int(s["tool_cases"])
+    cases = []
+    for i in range(n):
+        msgs, tools, expected = tasks.tool_sample(rng, _CALL_CASES[i % len(_CALL_CASES)], with_result=False)
+        cases.append((msgs[:1] + pre + msgs[1:], tools, expected))
+    msgs, tools, final = tasks.tool_sample(rng, 1, with_result=True)
+    result_case = (msgs[:1] + pre + msgs[1:], tools, final)
+    limit = int(s["tool_answer_tokens"])
+    items = [*cases, result_case]
+
+    def ask(ep) -> list[Answer]:
+        return fan_out(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items, int(s["concurrency"]))
+
+    ref, cand = both(ask, ctx.reference, ctx.candidate)
+    streamed = [chat(ctx.candidate, c[0], max_tokens=limit, tools=c[1], tool_choice="auto", stream=True) for c in cases]
+    err = first_error(ref, cand, streamed)
+    if err is not None:
+        ctx.error_check("tool_calls", err)
+        return
+    rows, regressions, hard, both_fail = [], 0, 0, 0
+    for (m, tools, expected), a, b in zip(cases, ref[:n], cand[:n]):
+        ra, _, _ = _calls_ok(a, expected, tools)
+        cb, problems, is_hard = _calls_ok(b, expected, tools)
+        regressions += ra and not cb
+        hard += is_hard
+        both_fail += not ra and not cb
+        rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", problems or ""])
+    status = Status.FAIL if regressions or hard else Status.WARN if both_fail == n else Status.PASS
+    ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
+              f"{int(s['tool_history_tokens'])} tokens of chat; {both_fail} case(s) neither target gets right",
+              {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail},
+              [Evidence("table", "tool-call cases (calls, reference, candidate, problems)", {
+                  "columns": ["calls", "reference", "candidate", "candidate problems"], "rows": rows})], started=t0)
+    final_ref, final_cand = text(ref[-1]), text(cand[-1])
+    want = result_case[2]
+    ok_a, ok_b = final_ref == want, final_cand == want
+    ctx.check("tool_result", Status.FAIL if ok_a and not ok_b else Status.PASS if ok_b else Status.WARN,
+              f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
+              f"{'uses' if ok_b else 'misses'} it (expected {want!r})", {"expected": want, "reference": final_ref, "candidate": final_cand},
+              [] if ok_b else [Evidence("text_pair", "final answer after the tool result", {
+                  "reference": final_ref, "candidate": final_cand, "divergence": 0, "prompt": want})])
+    diff = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if _key(p) != _key(q)]
+    ctx.check("tool_stream", Status.FAIL if diff else Status.PASS,
+              f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
+              f"all {n} streamed tool-call answers equal the non-streamed ones",
+              {"cases": n, "differ": len(diff)},
+              [Evidence("text_pair", "non-streamed vs streamed (candidate)", {
+                  "reference": _render(cand[diff[0]]), "candidate": _render(streamed[diff[0]]), "divergence": 0,
+                  "prompt": None})] if diff else [])
+
+
+def _key(a: Answer) -> Any:
+    assert isinstance(a, ChatResponse)
+    return (text(a), tuple((c.name, repr(c.parsed)) for c in a.tool_calls))
+
+
+def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
+    t0 = time.perf_counter()
+    cases = []
+    for i in range(int(s["json_cases"])):
+        prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
+        cases.append(([*history(rng, int(s["json_history_tokens"])), {"role": "user", "content": prompt}], schema))
+    limit = int(s["tool_answer_tokens"])
+    ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, int(s["concurrency"])),
+                     ctx.reference, ctx.candidate)
+    err = first_error(ref, cand)
+    if err is not None:
+        ctx.error_check("json_schema", err)
+        return
+    rows, regressions, hard = [], 0, 0
+    for (m, schema), a, b in zip(cases, ref, cand):
+        oa, ob = JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None)  # type: ignore[arg-type]
+        regressions += oa.ok and not ob.ok
+        hard += ob.hard and not oa.hard
+        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗", ob.reason[:160]])
+    both_fail = sum(1 for r in rows if r[0] == r[1] == "✗")
+    status = Status.FAIL if regressions or hard else Status.WARN if both_fail == len(cases) else Status.PASS
+    ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
+              f"in {len(cases)} cases after {int(s['json_history_tokens'])} tokens of chat; {both_fail} neither gets right",
+              {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail},
+              [Evidence("table", "JSON-schema cases", {"columns": ["reference", "candidate", "candidate problem"],
+                                                         "rows": rows})], started=t0)

@@ -1,0 +1,93 @@
+"""Sending the same requests to both targets at once, and counting what was in flight.
+
+Gate 4 sends each target the identical request list; the two targets are driven at the same
+time (each from its own threads), which halves the wall time on a shared machine and keeps the
+candidate's traffic pattern independent of the reference's speed. `Flight` records the peak
+number of requests a target had in flight — the concurrency the run actually exercised.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Self, TypeVar
+
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
+from gatekeeper.responses import ChatResponse
+
+T = TypeVar("T")
+Answer = ChatResponse | EndpointError
+
+
+class Flight:
+    """Counts requests in flight and remembers the peak."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def __enter__(self) -> Self:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self.now -= 1
+
+
+def chat(ep: Endpoint, messages: list[dict[str, Any]], *, flight: Flight | None = None, **kw: Any) -> Answer:
+    """One greedy chat request; an EndpointError is returned, not raised."""
+    try:
+        if flight is None:
+            return ep.chat(messages, temperature=0.0, **kw)
+        with flight:
+            return ep.chat(messages, temperature=0.0, **kw)
+    except EndpointError as e:
+        return e
+
+
+def both(run: Callable[[Endpoint], T], reference: Endpoint, candidate: Endpoint) -> tuple[T, T]:
+    """run(reference) and run(candidate) at the same time; returns (reference's, candidate's)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        ref = pool.submit(run, reference)
+        cand = pool.submit(run, candidate)
+        return ref.result(), cand.result()
+
+
+def fan_out(fn: Callable[[T], Any], items: list[T], concurrency: int) -> list[Any]:
+    """fn over items on `concurrency` threads, results in order (fn must not raise)."""
+    if concurrency <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(fn, items))
+
+
+def cached_tokens(answer: Answer) -> int | None:
+    """`usage.prompt_tokens_details.cached_tokens` of a non-streamed answer, when reported."""
+    if not isinstance(answer, ChatResponse) or not answer.raw:
+        return None
+    details = (answer.raw.get("usage") or {}).get("prompt_tokens_details") or {}
+    value = details.get("cached_tokens")
+    return value if isinstance(value, int) else None
+
+
+def non_finite(answer: Answer) -> int:
+    """How many logprobs of an answer are NaN or infinite (0 when none were returned)."""
+    if not isinstance(answer, ChatResponse) or not answer.logprobs:
+        return 0
+    return sum(1 for t in answer.logprobs if t.logprob is None or t.logprob != t.logprob or abs(t.logprob) == float("inf"))
+
+
+def text(answer: Answer) -> str:
+    """An answer's text with surrounding whitespace removed ("" for a failed request)."""
+    return answer.text.strip() if isinstance(answer, ChatResponse) else ""
+
+
+def first_error(*groups: list[Answer]) -> EndpointError | None:
+    """The first failed request among the answer lists, if any."""
+    return next((a for g in groups for a in g if isinstance(a, EndpointError)), None)

@@ -1,0 +1,120 @@
+"""Gate 4's pure parts: length steering, SQDR and its sign test, metrics parsing, trigger
+conditions, exact-length fitting and the session script (no model needed)."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from gatekeeper.longctx import conditions as cond
+from gatekeeper.longctx import tasks
+from gatekeeper.longctx.decay import Cell, score, sqdr
+from gatekeeper.longctx.prompts import needle_prompts, padded_variants
+from gatekeeper.longctx.scrape import delta, parse, pool_tokens
+from gatekeeper.longctx.sessions import SessionPlan, build_session, steer
+from gatekeeper.longctx.tokens import TokenCounter, estimate
+
+METRICS = """# HELP vllm:prefix_cache_hits Prefix cache hits, in tokens.
+# TYPE vllm:prefix_cache_hits counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 1488.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 3400.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:cache_config_info{block_size="16",num_gpu_blocks="512",engine="0"} 1.0
+"""
+
+
+class CharTokenizer:
+    """Stands in for an endpoint's /tokenize: one token per character plus 3 per message."""
+
+    role = "reference"
+
+    def tokenize(self, text=None, messages=None):
+        return [0] * sum(len(m["content"]) + 3 for m in messages)
+
+
+def test_steer_lands_at_and_around_block_boundaries():
+    for prev, growth, offset in [(0, 100, -1), (96, 5, 0), (161, 200, 1), (500, 5, -1)]:
+        n = steer(prev, growth, offset, 16, 10)
+        assert n % 16 == offset % 16 and n >= prev + 10
+
+
+def test_sqdr_is_first_minus_last_over_rounds():
+    assert sqdr([1.0, 0.9, 0.5]) == (1.0 - 0.5) / 3
+    assert sqdr([0.7]) == 0.0
+
+
+def _cells(fail_from: int | None, sessions: int = 12, rounds: int = 12, flips: int = 0) -> list[Cell]:
+    out = []
+    for s in range(sessions):
+        for r in range(1, rounds + 1):
+            bad = (fail_from is not None and r >= fail_from) or (s < flips and r == rounds)
+            out.append(Cell(s, r, 100 * r, True, not bad, not bad, "x", "y" if bad else "x"))
+    return out
+
+
+def test_decay_of_a_stale_cache_is_significant_and_one_flip_is_not():
+    fault = score(_cells(fail_from=5))
+    assert fault.excess > 0.005 and fault.p_value < 1e-6 and fault.regressions == 12 * 8
+    flip = score(_cells(fail_from=None, flips=1))
+    assert flip.excess > 0.005  # one unlucky answer at the last round crosses the raw threshold...
+    assert flip.p_value > 0.01  # ...but is not beyond chance, so the gate only WARNs
+    clean = score(_cells(fail_from=None))
+    assert clean.excess == 0 and clean.p_value == 1.0 and clean.disagreements == 0
+
+
+def test_prometheus_text_is_parsed_with_vllm_names():
+    before = parse(METRICS)
+    after = parse(METRICS.replace("1488.0", "2000.0"))
+    assert before.get("vllm:prefix_cache_hits") == 1488.0
+    assert delta(before, after, "vllm:prefix_cache_hits") == 512.0
+    assert pool_tokens(before, 16) == 512 * 16
+    assert not parse("").available
+
+
+def test_conditions_name_what_was_absent():
+    one = cond.concurrency(1, 12, None)
+    assert one.present is False and "more than 8" in one.detail
+    off = cond.prefix_caching(0.0, 5000.0, None)
+    assert off.present is False and "0 of 5000" in off.detail
+    assert cond.prefix_caching(None, None, None).present is None
+    assert cond.eviction_pressure(1600, 8192, None, None).present is False
+    assert cond.eviction_pressure(17000, 8192, 900.0, 0.97).present is True
+    assert cond.block_boundaries([255, 256, 257, 300], 16).detail.startswith("3 of 4")
+    assert cond.uneven_growth([12, 100, 200]).present and not cond.uneven_growth([100, 110]).present
+
+
+def test_fit_reaches_exact_lengths_with_a_measured_pad_unit():
+    counter = TokenCounter(CharTokenizer())  # type: ignore[arg-type]
+    assert counter.pad_unit() == "-"  # " the" is four tokens here; "-" is one
+    prompts = needle_prompts(counter, random.Random(0), 300, [0.0, 0.5, 1.0])
+    assert [p.tokens for p in prompts] == [300, 300, 300] and all(p.exact for p in prompts)
+    assert all(p.value in p.messages[-1]["content"] for p in prompts)
+    triple = padded_variants(counter, random.Random(1), 512, [-1, 0, 1])
+    assert [p.tokens for p in triple] == [511, 512, 513]
+    assert triple[0].messages[-1]["content"][:400] == triple[2].messages[-1]["content"][:400]  # shared prefix
+
+
+def test_estimated_counts_are_flagged():
+    counter = TokenCounter(None)
+    assert counter.estimated and "no target" in counter.why_estimated
+    assert counter.count([{"role": "user", "content": "x" * 40}]) == estimate([{"role": "user", "content": "x" * 40}])
+
+
+def test_sessions_are_identical_requests_with_canonical_history():
+    counter = TokenCounter(CharTokenizer())  # type: ignore[arg-type]
+    plan = SessionPlan(sessions=2, rounds=8, facts=3, growth=(100, 5, 200), block_size=16, max_tokens=2000)
+    a = build_session(counter, plan, seed=7, index=1)
+    b = build_session(counter, plan, seed=7, index=1)
+    assert [r.messages for r in a] == [r.messages for r in b]  # deterministic in (seed, index)
+    for prev, cur in itertools.pairwise(a):
+        assert cur.messages[:len(prev.messages) - 1] == prev.messages[:-1]  # history only grows
+        assert cur.tokens > prev.tokens
+    assert all(r.tokens % 16 in (15, 0, 1) for r in a if r.exact)
+    for r in a:
+        planted = " ".join(m["content"] for m in r.messages[:-1])
+        assert r.answer in planted and r.messages[-1]["content"] == tasks.fact_question(r.slot)
+
+
+def test_json_sample_exposes_its_schema():
+    prompt, schema, expected = tasks.json_sample(random.Random(3), 3)
+    assert schema["required"] == list(expected) and "JSON schema" in prompt
