@@ -10,7 +10,7 @@ import re
 import pytest
 
 from gatekeeper.engine import tasks
-from gatekeeper.engine.tasks import multilingual, refusal, tool_call
+from gatekeeper.engine.tasks import multi_turn, multilingual, refusal, tool_call
 
 N = 200
 
@@ -113,7 +113,8 @@ def test_multi_turn_answer_was_stated_in_an_earlier_round():
         assert len(users) == s.meta["round"]
         assert s.meta["slot"] in users[-1]
         stated = users[s.meta["fact_round"] - 1]
-        assert s.answer in stated and ("my " + s.meta["slot"]).lower() in stated.lower() or s.meta["slot"] == "city"
+        assert stated == multi_turn.FACTS[s.meta["slot"]][0].format(v=s.answer)
+        assert sum(s.answer in u for u in users[:-1]) >= 1
     rounds = {len([m for m in s.messages if m["role"] == "user"]) for s in _samples("multi_turn", rounds=12, n=5)}
     assert rounds == {12}
 

@@ -1,20 +1,25 @@
 """Train gk-tiny from scratch on the synthetic task families, on CPU.
 
-    python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--minutes M] [--resume]
+    python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--threads T] [--resume]
+        [--minutes M] [--stop-at K] [--ship DIR]
 
 What makes a model this small copy at all (see notes/training.md):
-- Dense copy data from the first step: random-token (or filler-text) haystacks with segments
-  planted at any distance up to the full context, repeated at the end; the loss is on every
-  repeated token after a two-token key. This grows induction heads, which echo, needle, JSON,
-  tool arguments and multi-turn recall all rely on; haystacks reach 2,048 tokens so retrieval is
-  trained at the lengths it is tested at.
+- Dense copy data first: random sequences repeated after a short gap, loss on every repeated
+  token (about half of all tokens supervised), until the copy loss shows induction heads have
+  formed. Echo, needle, JSON, tool arguments and multi-turn recall all rely on them. (A first
+  attempt that mixed sparse haystack copies with chats from step 0 learned no copying at all
+  in 550 steps of 3k tokens.)
+- Later, copy data moves to haystacks: random-token or filler-text contexts up to 2,048 tokens
+  with segments planted anywhere and repeated at the end, loss after a two-token key, so
+  retrieval is trained at the lengths it is tested at.
 - The loss covers every assistant turn of a chat (earlier turns are correct by construction
   too), not just the last, to make supervision less sparse.
 - A staged mix: copy-heavy and short chats first, the full family mix with long needles later.
 
 Determinism: the batch of step k is a function of (seed, k) only, the model's initial weights of
 the seed; checkpoints hold the optimizer state, so a resumed run continues the same trajectory.
-The schedule is fixed by --steps; --minutes only stops early (and says so).
+The schedule is fixed by --steps (and float results by --threads); --minutes only stops early
+(and says so); --stop-at K stops deterministically after step K of the same schedule.
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ from gatekeeper.engine.tokenizer_train import EOS_TOKEN, PAD_TOKEN, build as bui
 from gatekeeper.engine.tokenizer_train import save as save_tokenizer
 
 MAX_LEN = 2048
-TOKENS_PER_STEP = 4096
+TOKENS_PER_STEP = 3072
 MICRO_BATCH_TOKENS = 4096  # padded tokens per forward pass
 CHECKPOINT_SECONDS = 180
+COPY_READY_LOSS = 1.0  # nats per copied token; from ~7.6 (guessing) it falls fast once heads form
 
 
 @dataclass(frozen=True)
@@ -80,12 +86,23 @@ class DataSource:
         self.tok = tok
         self.seed = seed
         self.total_steps = total_steps
+        self.copy_ema: float | None = None  # running mean of the copy loss
+        self.copy_ready_step: int | None = None  # first step after which the copy loss was low
         self.renderer = chat_renderer()
         self.im_start = tok.encode("<|im_start|>")[0]
         self.im_end = tok.encode(EOS_TOKEN)[0]
         self.assistant_head = tok.encode("<|im_start|>assistant\n")
         self.num_plain = tok.vocab_size - 3  # ids below this are ordinary (non-special) tokens
         self._sentence_cache: dict[str, list[int]] = {}
+
+    def observe(self, step: int, copy_loss: float) -> None:
+        """Feed a step's copy loss back. The losses are deterministic for a seed and thread
+        count, so the step at which copying counts as learned is too."""
+        if math.isnan(copy_loss):
+            return
+        self.copy_ema = copy_loss if self.copy_ema is None else 0.9 * self.copy_ema + 0.1 * copy_loss
+        if self.copy_ready_step is None and self.copy_ema < COPY_READY_LOSS:
+            self.copy_ready_step = step + 1
 
     def count_tokens(self, text: str) -> int:
         return len(self.tok.encode(text))
@@ -120,6 +137,19 @@ class DataSource:
             out += self._sentence_cache[s]
         return out[:n]
 
+    def repeat_example(self, rng: random.Random, length: int) -> Example:
+        """Random sequences each followed (after a short gap) by themselves; the loss is on every
+        repeated token after the first. About half of all tokens are supervised: the densest
+        signal there is for growing induction heads."""
+        ids: list[int] = []
+        targets: list[bool] = []
+        while len(ids) < length:
+            seq = [rng.randrange(self.num_plain) for _ in range(rng.randint(8, 96))]
+            gap = [rng.randrange(self.num_plain) for _ in range(rng.choice((0, 0, rng.randint(1, 64))))]
+            ids += seq + gap + seq
+            targets += [False] * (len(seq) + len(gap)) + [True] * (len(seq) - 1) + [False]
+        return Example(ids[:length], targets[:length], "copy")
+
     def copy_example(self, rng: random.Random, length: int) -> Example:
         """Segments planted in a haystack, then all repeated (shuffled) at the end.
 
@@ -151,29 +181,39 @@ class DataSource:
         return Example(ids[:MAX_LEN], targets[:MAX_LEN], "copy")
 
     # schedule
-    def mix(self, frac: float) -> tuple[float, dict[str, float], int]:
-        """(share of step tokens spent on copy, family weights, longest needle) at `frac`."""
-        if frac < 0.15:
+    def mix(self, step: int) -> tuple[float, dict[str, float], int]:
+        """(share of step tokens spent on copy, family weights, longest needle) at `step`.
+
+        Dense plain repeats until copying is learned (copy loss below COPY_READY_LOSS) or 40% of
+        the run has passed; then the full mix with needles up to 1,024 tokens for at least 15%
+        of the run and until half-way; then needles up to the full context.
+        """
+        frac = step / self.total_steps
+        ready = self.copy_ready_step
+        if ready is None and frac < 0.4 or ready is not None and step < ready:
             fam = {"echo": 4, "eos": 1, "arithmetic": 1, "multi_turn": 1, "multilingual": 1, "refusal": 0.3}
-            return 0.6, fam, 0
+            return 0.85, fam, 0
         fam = {"echo": 3, "arithmetic": 3, "json": 2.5, "tool_call": 2.5, "needle": 0.8, "multi_turn": 1.2,
                "long_output": 1, "code": 1.5, "multilingual": 2, "refusal": 0.5, "eos": 1}
-        if frac < 0.4:
-            return 0.35, fam, 1024
-        return 0.2, fam, MAX_LEN
+        switched = (ready if ready is not None and ready < 0.4 * self.total_steps else 0.4 * self.total_steps)
+        if frac < 0.5 or step < switched + 0.15 * self.total_steps:
+            return 0.4, fam, 1024
+        return 0.25, fam, MAX_LEN
 
     def step_examples(self, step: int) -> list[Example]:
         rng = random.Random(f"{self.seed}:{step}")
-        copy_share, fam, longest = self.mix(step / self.total_steps)
+        copy_share, fam, longest = self.mix(step)
         out: list[Example] = []
         used = 0
         copy_budget = int(TOKENS_PER_STEP * copy_share)
-        copy_max = MAX_LEN if longest else 512  # short gaps while induction heads form
         while used < copy_budget:
-            length = min(copy_budget - used, int(math.exp(rng.uniform(math.log(96), math.log(copy_max)))))
-            if length < 64:
-                break
-            ex = self.copy_example(rng, length)
+            if not longest:  # while induction heads form: dense plain repeats only
+                ex = self.repeat_example(rng, min(512, copy_budget - used))
+            else:
+                length = int(math.exp(rng.uniform(math.log(96), math.log(MAX_LEN))))
+                if used and used + length > copy_budget:
+                    break  # the first copy example may overrun the share: long gaps must occur
+                ex = self.copy_example(rng, length) if rng.random() < 0.75 else self.repeat_example(rng, length)
             out.append(ex)
             used += len(ex.ids)
         names, weights = list(fam), list(fam.values())
@@ -255,10 +295,12 @@ def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Examp
     return {k: (s / n if n else float("nan")) for k, (s, n) in sums.items()}
 
 
-def save_all(model: CausalLM, cfg: ModelConfig, opt, step: int, out: Path, args: argparse.Namespace) -> None:
+def save_all(model: CausalLM, cfg: ModelConfig, opt, data: DataSource, step: int, out: Path,
+             args: argparse.Namespace) -> None:
     """Checkpoint for resuming (state.pt, written atomically) plus the HF export."""
     tmp = out / "state.pt.tmp"
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
+                "copy_ema": data.copy_ema, "copy_ready_step": data.copy_ready_step,
                 "args": {"seed": args.seed, "steps": args.steps}}, tmp)
     tmp.replace(out / "state.pt")
     save_checkpoint(model, cfg, out)
@@ -280,6 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=4000, help="optimizer steps; fixes the schedule")
     p.add_argument("--minutes", type=float, default=None, help="stop early after this wall time")
+    p.add_argument("--stop-at", type=int, default=None,
+                   help="stop after this step, schedule unchanged: reproduces the state an interrupted run saved there")
     p.add_argument("--resume", action="store_true", help="continue from DIR/state.pt")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--layers", type=int, default=Hyper.num_hidden_layers)
@@ -310,6 +354,7 @@ def main(argv: list[str] | None = None) -> None:
     no_decay = [p_ for n, p_ in model.named_parameters() if p_.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": h.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=h.lr, betas=(0.9, 0.95))
+    data = DataSource(tok, args.seed, args.steps)
     start = 0
     if args.resume and (out / "state.pt").is_file():
         state = torch.load(out / "state.pt", weights_only=False)
@@ -318,21 +363,26 @@ def main(argv: list[str] | None = None) -> None:
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]
+        data.copy_ema, data.copy_ready_step = state["copy_ema"], state["copy_ready_step"]
         print(f"resumed at step {start}", flush=True)
     n_params = sum(p_.numel() for p_ in model.parameters())
     print(f"gk-tiny: {n_params / 1e6:.2f}M params, {cfg.num_hidden_layers} layers, d{cfg.hidden_size}, "
           f"vocab {cfg.vocab_size}, {args.steps} steps of {TOKENS_PER_STEP} tokens", flush=True)
 
-    data = DataSource(tok, args.seed, args.steps)
     model.train()
     t0 = last_save = time.time()
     tokens = 0
     step = start
-    while step < args.steps:
+    last = min(args.steps, args.stop_at or args.steps)
+    while step < last:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps, h)
         examples = data.step_examples(step)
         losses = train_step(model, opt, examples, pad_id)
+        was_ready = data.copy_ready_step
+        data.observe(step, losses["copy"])
+        if data.copy_ready_step != was_ready:
+            print(f"copying learned at step {data.copy_ready_step} (copy loss ema {data.copy_ema:.3f})", flush=True)
         tokens += sum(len(e.ids) for e in examples)
         step += 1
         elapsed = time.time() - t0
@@ -341,14 +391,14 @@ def main(argv: list[str] | None = None) -> None:
                   f"lr {lr_at(step - 1, args.steps, h):.2e} {tokens / elapsed:.0f} tok/s {elapsed / 60:.1f} min",
                   flush=True)
         if time.time() - last_save > CHECKPOINT_SECONDS:
-            save_all(model, cfg, opt, step, out, args)
+            save_all(model, cfg, opt, data, step, out, args)
             last_save = time.time()
         if args.minutes is not None and elapsed > args.minutes * 60 and step < args.steps:
             print(f"stopping early at step {step}/{args.steps} (--minutes {args.minutes}); "
                   "the schedule is incomplete, resume with --resume", flush=True)
             break
-    save_all(model, cfg, opt, step, out, args)
-    if args.ship and step == args.steps:
+    save_all(model, cfg, opt, data, step, out, args)
+    if args.ship and step == last:
         export(out, Path(args.ship))
     print(f"done: step {step}, {(time.time() - t0) / 60:.1f} min, checkpoint in {out}", flush=True)
 
