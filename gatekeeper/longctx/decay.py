@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest  # type: ignore[import-untyped]
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,8 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
                                         f"secret {grid[i].kind} {grid[i].value!r}",
                            {"reference": text(ref[i]), "candidate": text(cand[i]), "divergence": 0,
                             "prompt": grid[i].question}))
+    by_length = {str(grid[li * len(depths)].tokens): sum(1 for i in regressions if i // len(depths) == li)
+                 for li in range(len(lengths))}
     limit = int(s["needle_max_regressions"])
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
     status = Status.FAIL if len(regressions) > limit else Status.PASS
@@ -69,6 +71,7 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
     ctx.check("needle_grid", status, reason, {
         "cells": len(grid), "regressions": len(regressions), "both_fail": both_fail, "limit": limit,
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
-        "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "exact_lengths": all(p.exact for p in grid)},
+        "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
+        "exact_lengths": all(p.exact for p in grid)},
         ev, started=t0)
     return cand

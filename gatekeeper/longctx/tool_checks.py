@@ -9,7 +9,7 @@ values; parallel calls order-free). Checks:
   candidate wrong is a regression; arguments that are not a JSON object fail on their own;
 - `longctx.tool_result`: a tool result fed back, the final answer must use it (exact text);
 - `longctx.tool_stream`: the candidate's streamed calls, assembled from deltas, must equal its
-  non-streamed calls;
+  non-streamed calls (each streamed twin is sent right behind its non-streamed request);
 - `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` of chat,
   validated with jsonschema (the golden gate's `json_schema` assertion).
 """
@@ -85,8 +85,18 @@ def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
     def ask(ep) -> list[Answer]:
         return fan_out(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items, int(s["concurrency"]))
 
-    ref, cand = both(ask, ctx.reference, ctx.candidate)
-    streamed = [chat(ctx.candidate, c[0], max_tokens=limit, tools=c[1], tool_choice="auto", stream=True) for c in cases]
+    def ask_twice(ep) -> list[tuple[Answer, Answer | None]]:
+        """Each case non-streamed then at once streamed (the twin right behind it, so the check
+        isolates the streaming parser from whatever other traffic does to the cache)."""
+        def pair(i: int) -> tuple[Answer, Answer | None]:
+            c = items[i]
+            plain = chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto")
+            return plain, (chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto", stream=True) if i < n else None)
+        return fan_out(pair, list(range(len(items))), int(s["concurrency"]))
+
+    ref, pairs = both(ask, ctx.reference, ctx.candidate, ask_twice)
+    cand: list[Answer] = [p[0] for p in pairs]
+    streamed: list[Answer] = [p[1] for p in pairs[:n]]
     err = first_error(ref, cand, streamed)
     if err is not None:
         ctx.error_check("tool_calls", err)

@@ -51,11 +51,13 @@ def chat(ep: Endpoint, messages: list[dict[str, Any]], *, flight: Flight | None 
         return e
 
 
-def both(run: Callable[[Endpoint], T], reference: Endpoint, candidate: Endpoint) -> tuple[T, T]:
-    """run(reference) and run(candidate) at the same time; returns (reference's, candidate's)."""
+def both(run: Callable[[Endpoint], T], reference: Endpoint, candidate: Endpoint,
+         run_candidate: Callable[[Endpoint], Any] | None = None) -> tuple[T, Any]:
+    """run(reference) and run(candidate) — or run_candidate(candidate) — at the same time;
+    returns (reference's, candidate's)."""
     with ThreadPoolExecutor(max_workers=2) as pool:
         ref = pool.submit(run, reference)
-        cand = pool.submit(run, candidate)
+        cand = pool.submit(run_candidate or run, candidate)
         return ref.result(), cand.result()
 
 

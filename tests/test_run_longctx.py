@@ -1,0 +1,104 @@
+"""Gate 4 end to end: `gatekeeper run` on the bundled engines with the trained gk-tiny, faults
+injected through the candidate's fault switches (seed 000's stale KV blocks, seed 001's NaN
+residue, a RoPE theta drift). These need the shipped checkpoint, which the training script
+writes; until it exists they skip. The five-seed false-alarm test is marked slow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from run_util import RunOutcome, gk_run
+
+GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
+LONGCTX = ("--gates", "longctx")
+
+
+@pytest.fixture(scope="module")
+def gk_tiny() -> Path:
+    """The shipped, trained gk-tiny (skip with the reason when it has not been written yet)."""
+    if not (GK_TINY / "model.safetensors").is_file():
+        pytest.skip(f"gk-tiny is not trained yet: no {GK_TINY}/model.safetensors (run the training script "
+                    "with --ship gatekeeper/models/gk-tiny)")
+    return GK_TINY
+
+
+def _failed(out: RunOutcome) -> dict[str, str]:
+    assert out.summary is not None, out.stderr
+    return {c["id"]: c["reason"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL"}
+
+
+def _policy(tmp_path: Path, **settings: object) -> str:
+    """The default policy with some `longctx` settings replaced."""
+    text = (Path(__file__).resolve().parents[1] / "gates" / "default.yaml").read_text()
+    lines = [ln for ln in text.splitlines() if not any(ln.strip().startswith(f"{k}:") for k in settings)]
+    at = lines.index("  longctx:") + 1
+    lines[at:at] = [f"    {k}: {v}" for k, v in settings.items()]
+    path = tmp_path / "policy.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), *LONGCTX)
+    assert out.gate("longctx")["status"] == "PASS", _failed(out) or out.gate("longctx")
+    assert out.summary["verdict"] == "PROMOTE"
+    assert out.check("longctx.trigger_conditions")["status"] == "PASS"  # the clean pass did exercise them all
+
+
+def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    for gate in ("startup", "numerics", "golden"):
+        assert out.gate(gate)["status"] in ("PASS", "WARN"), (gate, _failed(out))
+    assert not [c for c in _failed(out) if not c.startswith("longctx.")]
+    decay = out.check("longctx.session_decay")
+    assert decay["status"] == "FAIL", decay["reason"]
+    m = decay["metrics"]
+    assert m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01
+    # The curve: the candidate keeps up in the first round and falls away from the reference after.
+    ref, cand = m["reference_by_round"], m["candidate_by_round"]
+    assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:])
+    curve = next(e for e in decay["evidence"] if e["kind"] == "series")
+    assert set(curve["data"]["series"]) >= {"reference", "candidate"}
+
+
+@pytest.mark.parametrize("how", ["concurrency-1", "no-prefix-caching"])
+def test_kv_stale_reuse_does_not_trigger_without_its_conditions(tmp_path, gk_tiny, how):
+    if how == "concurrency-1":
+        args = ("--policy", _policy(tmp_path, concurrency=1, decay_concurrency=1))
+        absent = "concurrency"
+    else:
+        args = ("--candidate-opt", "prefix_caching=false")
+        absent = "prefix caching"
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX, *args)
+    assert not _failed(out), _failed(out)
+    assert out.summary["verdict"] == "PROMOTE"
+    conditions = out.check("longctx.trigger_conditions")
+    assert conditions["status"] == "WARN" and conditions["metrics"][absent] == "absent"
+    assert f"not exercised: {absent}" in conditions["reason"] or f"; {absent} (absent" in conditions["reason"]
+
+
+def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    assert any("NaN" in reason for reason in _failed(out).values()), _failed(out)
+
+
+def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
+    grid = out.check("longctx.needle_grid")
+    assert grid["status"] == "FAIL", grid["reason"]
+    by_length = grid["metrics"]["regressions_by_length"]
+    lengths = sorted(by_length, key=int)
+    assert by_length[lengths[0]] == 0 and by_length[lengths[-1]] > 0, by_length
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--seed", str(seed), *LONGCTX)
+    assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
