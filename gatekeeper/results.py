@@ -43,6 +43,8 @@ class Evidence:
     - "table": data = {"columns": [str], "rows": [[cell]]};
     - "histogram": data = {"values": [float], "label": str, "threshold": float | None};
     - "series": data = {"x": [num], "series": {name: [num]}, "x_label": str, "y_label": str};
+    - "heatmap": data = {"rows": [str], "columns": [str], "values": [[num | None]] in [0, 1],
+      "labels": [[str]] | None} — a grid coloured red (0) to green (1), grey for None;
     - "log": data = {"lines": [str]};
     - "json": data = any JSON value.
     """

@@ -118,3 +118,15 @@ def test_sessions_are_identical_requests_with_canonical_history():
 def test_json_sample_exposes_its_schema():
     prompt, schema, expected = tasks.json_sample(random.Random(3), 3)
     assert schema["required"] == list(expected) and "JSON schema" in prompt
+
+
+def test_heatmap_evidence_renders_as_an_svg_grid():
+    from gatekeeper.report.viewmodel import evidence_view
+    from gatekeeper.results import Evidence
+
+    view = evidence_view(Evidence("heatmap", "needle grid", {
+        "rows": ["256 tokens", "2000 tokens"], "columns": ["depth 0", "depth 1"],
+        "values": [[1.0, None], [0.0, 1.0]], "labels": [["✓ ✓", "✗ ✗"], ["✓ ✗ regression", "✓ ✓"]]}))
+    assert view.kind == "chart"
+    svg = str(view.chart)
+    assert svg.count("<rect") == 4 and "✓ ✗ regression" in svg and "#bbbbbb" in svg

@@ -22,7 +22,7 @@ from gatekeeper.longctx.tokens import TokenCounter
 from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
 from gatekeeper.results import Evidence, Status
 
-MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}
+MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
 
 def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int, logprobs: bool) -> list[Answer]:
@@ -53,7 +53,12 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
     table = Evidence("table", "needle grid (reference, candidate): rows are prompt lengths, columns needle depths", {
         "columns": ["length", *(f"depth {d:g}" for d in depths)], "rows": rows})
-    ev = [table]
+    heat = Evidence("heatmap", "needle grid: green the candidate answers, red a regression, grey neither answers", {
+        "rows": [r[0] for r in rows], "columns": [f"depth {d:g}" for d in depths],
+        "values": [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else None for i in range(li * len(depths), (li + 1) * len(depths))]
+                   for li in range(len(lengths))],
+        "labels": [r[1:] for r in rows]})
+    ev = [heat, table]
     if regressions:
         i = regressions[0]
         ev.append(Evidence("text_pair", f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "

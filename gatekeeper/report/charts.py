@@ -160,3 +160,31 @@ def line_chart_svg(x: Sequence[float], series: dict[str, Sequence[float]], x_lab
         body.append(f'<rect x="{lx}" y="{ly}" width="10" height="10" fill="{color}"/>')
         body.append(_text(lx + 14, ly + 9, str(name)[:24], "start"))
     return _svg(body, f"{y_label} by {x_label}")
+
+
+def heatmap_svg(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[object]],
+                labels: Sequence[Sequence[str]] | None, label: str) -> Markup:
+    """A grid of cells coloured by value in [0, 1] (red 0 → green 1; grey when not a number),
+    each with its text label: e.g. a needle grid of prompt length × depth."""
+    if not rows or not columns:
+        return Markup(f'<p class="muted">{escape(label)}: no data.</p>')
+    row_h, label_w = 26, 110
+    cell_w = (W - label_w - RIGHT) / len(columns)
+    height = TOP + 18 + row_h * len(rows) + 8
+    body = [_text(label_w + cell_w * (j + 0.5), TOP + 10, str(c)[:16]) for j, c in enumerate(columns)]
+    for i, name in enumerate(rows):
+        y = TOP + 18 + i * row_h
+        body.append(_text(label_w - 8, y + 17, str(name)[:16], "end"))
+        for j in range(len(columns)):
+            v = values[i][j] if j < len(values[i]) else None
+            if _ok(v):
+                f = min(max(float(v), 0.0), 1.0)  # type: ignore[arg-type]
+                fill = f"rgb({int(214 - 170 * f)},{int(39 + 121 * f)},{int(40 + 4 * f)})"
+            else:
+                fill = "#bbbbbb"
+            text = labels[i][j] if labels and j < len(labels[i]) else ("" if not _ok(v) else fmt_num(float(v)))  # type: ignore[arg-type]
+            x = label_w + j * cell_w
+            body.append(f'<rect x="{x + 1:.1f}" y="{y + 1}" width="{cell_w - 2:.1f}" height="{row_h - 2}" fill="{fill}">'
+                        f"<title>{escape(str(name))}, {escape(str(columns[j]))}: {escape(text)}</title></rect>")
+            body.append(f'<text x="{x + cell_w / 2:.1f}" y="{y + 17}" text-anchor="middle" fill="#fff">{escape(text)}</text>')
+    return _svg(body, label, height)

@@ -195,6 +195,10 @@ def evidence_view(ev: Evidence) -> EvidenceView:
                 list(data["x"]), dict(data["series"]), str(data.get("x_label", "x")), str(data.get("y_label", "y"))
             )
             return EvidenceView("chart", ev.title, chart=chart)
+        if ev.kind == "heatmap":
+            chart = charts.heatmap_svg(list(data["rows"]), list(data["columns"]), list(data["values"]),
+                                       data.get("labels"), ev.title)
+            return EvidenceView("chart", ev.title, chart=chart)
         if ev.kind == "log":
             lines = [str(line) for line in data["lines"]]
             note = f"first {len(lines) - MAX_LOG_LINES} lines not shown" if len(lines) > MAX_LOG_LINES else ""
