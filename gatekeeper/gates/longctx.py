@@ -30,6 +30,7 @@ answer that differs from the cold one, `!!!!` with NaN logprobs.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from gatekeeper.errors import EndpointError
@@ -43,7 +44,7 @@ from gatekeeper.longctx import (
 )
 from gatekeeper.longctx.scrape import Snapshot, delta, scrape
 from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import non_finite
+from gatekeeper.longctx.traffic import Watched
 from gatekeeper.results import Evidence, Status
 
 _FALLBACK_CONTEXT = 2048
@@ -75,15 +76,16 @@ class LongContextGate(Gate):
         max_prompt = context - int(s["answer_tokens"]) - 4
         ctx.notes.append(f"context {context} tokens ({where}); token counts "
                          + (f"estimated: {counter.why_estimated}" if counter.estimated else f"from {counter.endpoint.role}'s /tokenize"))  # type: ignore[union-attr]
-        logprobs = bool(ctx.capabilities.get("candidate", {}).get("logprobs"))
+        watched = Watched(ctx.candidate, bool(ctx.capabilities.get("candidate", {}).get("logprobs")))
+        ctx = replace(ctx, candidate=watched)  # type: ignore[arg-type]  # same checks, notes and records
         before = scrape(ctx.candidate)
         t0 = time.perf_counter()
-        answers = needle_grid.run(ctx, s, counter, max_prompt, logprobs)
-        answers += block_sweep.run(ctx, s, counter, max_prompt, logprobs)
-        _nan_check(ctx, answers, logprobs, t0)
+        needle_grid.run(ctx, s, counter, max_prompt)
+        block_sweep.run(ctx, s, counter, max_prompt)
         prefix_cache.run(ctx, s, counter, max_prompt)
         tool_checks.run(ctx, s)
         session_decay.run(ctx, s, counter, max_prompt)
+        _nan_check(ctx, watched, t0)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} /tokenize calls")
 
@@ -113,15 +115,14 @@ def _context(ctx: GateContext, configured: int) -> tuple[int, str]:
     return _FALLBACK_CONTEXT, "assumed: no target reports max_model_len; set gates.longctx.context_tokens"
 
 
-def _nan_check(ctx: GateContext, answers: list, logprobs: bool, t0: float) -> None:
-    bad = sum(non_finite(a) for a in answers)
-    hit = sum(1 for a in answers if non_finite(a))
-    if not logprobs:
+def _nan_check(ctx: GateContext, w: Watched, t0: float) -> None:
+    if not w.logprobs:
         ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
-    ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
-              f"NaN/Inf logprobs: {bad} in {hit} of {len(answers)} long-context answers of the candidate" if bad else
-              f"no NaN/Inf logprobs in {len(answers)} long-context answers", {"non_finite": bad, "answers": hit}, started=t0)
+    ctx.check("nan_inf", Status.FAIL if w.non_finite else Status.PASS,
+              f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
+              f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers",
+              {"non_finite": w.non_finite, "answers_hit": w.answers_hit, "answers": w.answers}, started=t0)
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:

@@ -23,26 +23,24 @@ from gatekeeper.results import Evidence, Status
 OFFSETS = [-1, 0, 1]
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int, logprobs: bool) -> list[Answer]:
-    """Build the triples, ask both targets, record `longctx.block_boundary`; returns the candidate's answers."""
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    """Build the triples, ask both targets, record `longctx.block_boundary`."""
     t0 = time.perf_counter()
     block = int(s["block_size"])
     centers = sorted({min(int(n), max_prompt - 1) // block * block for n in s["boundary_tokens"]} - {0})
     triples = [padded_variants(counter, random.Random(f"{ctx.seed}:longctx:boundary:{c}"), c, OFFSETS) for c in centers]
     ctx.progress(f"longctx: block-boundary sweep at {centers} (B={block})")
     limit = int(s["answer_tokens"])
-    extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 0} if logprobs else {}
 
     def ask(ep) -> list[list[Answer]]:
-        kw = extra if ep is ctx.candidate else {}
-        return fan_out(lambda tri: [chat(ep, p.messages, max_tokens=limit, **kw) for p in tri], triples, int(s["concurrency"]))
+        return fan_out(lambda tri: [chat(ep, p.messages, max_tokens=limit) for p in tri], triples, int(s["concurrency"]))
 
     ref, cand = both(ask, ctx.reference, ctx.candidate)
     flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
     err = first_error([x[1] for x in flat], [x[2] for x in flat])
     if err is not None:
         ctx.error_check("block_boundary", err)
-        return []
+        return
     rows, bad = [], []
     for p, a, b in flat:
         same = text(a) == text(b)
@@ -61,4 +59,3 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
                "exact_lengths": not inexact},
               [Evidence("table", f"block-boundary sweep (B={block})", {
                   "columns": ["tokens", "position", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
-    return [x[2] for x in flat]

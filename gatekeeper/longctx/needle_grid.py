@@ -5,9 +5,6 @@ right and the candidate wrong is a regression (`longctx.needle_grid` fails beyon
 `needle_max_regressions`, 0 by default). Cells both get wrong do not suit the model and are
 reported, not held against the candidate. The grid is the evidence: a rope or position bug
 fails the long rows while the short ones pass; a cache bug fails scattered cells.
-
-Candidate answers carry logprobs when the target offers them, so NaN/Inf logits are caught
-here too (`longctx.nan_inf`, together with the block sweep's answers).
 """
 
 from __future__ import annotations
@@ -19,14 +16,14 @@ from typing import Any
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
+from gatekeeper.longctx.traffic import both, chat, fan_out, first_error, text
 from gatekeeper.results import Evidence, Status
 
 MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int, logprobs: bool) -> list[Answer]:
-    """Build the grid, ask both targets, record `longctx.needle_grid`; returns the candidate's answers."""
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+    """Build the grid, ask both targets, record `longctx.needle_grid`."""
     t0 = time.perf_counter()
     lengths = sorted({min(int(n), max_prompt) for n in s["needle_lengths"]})
     depths = [float(d) for d in s["needle_depths"]]
@@ -35,14 +32,12 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         grid += needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:needle:{n}"), n, depths)
     ctx.progress(f"longctx: needle grid, {len(lengths)} lengths x {len(depths)} depths")
     conc = int(s["concurrency"])
-    extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 0} if logprobs else {}
-    ref, cand = both(lambda ep: fan_out(lambda p: chat(ep, p.messages, max_tokens=int(s["answer_tokens"]),
-                                                       **(extra if ep is ctx.candidate else {})), grid, conc),
+    ref, cand = both(lambda ep: fan_out(lambda p: chat(ep, p.messages, max_tokens=int(s["answer_tokens"])), grid, conc),
                      ctx.reference, ctx.candidate)
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("needle_grid", err)
-        return []
+        return
     ok_ref = [text(a) == p.value for p, a in zip(grid, ref)]
     ok_cand = [text(a) == p.value for p, a in zip(grid, cand)]
     regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand)) if a and not b]
@@ -79,4 +74,3 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "exact_lengths": all(p.exact for p in grid)},
         ev, started=t0)
-    return cand

@@ -93,3 +93,34 @@ def text(answer: Answer) -> str:
 def first_error(*groups: list[Answer]) -> EndpointError | None:
     """The first failed request among the answer lists, if any."""
     return next((a for g in groups for a in g if isinstance(a, EndpointError)), None)
+
+
+class Watched:
+    """The candidate's endpoint as gate 4 uses it: every chat asks for the chosen tokens'
+    logprobs (when the target offers them) and NaN/Inf among them is counted, so a poisoned
+    cache is named wherever in the gate it shows. Everything else is the wrapped endpoint's."""
+
+    def __init__(self, endpoint: Endpoint, logprobs: bool) -> None:
+        self.endpoint, self.logprobs = endpoint, logprobs
+        self._lock = threading.Lock()
+        self.answers = 0
+        self.non_finite = 0
+        self.answers_hit = 0
+        self.example = ""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.endpoint, name)
+
+    def chat(self, messages: list[dict[str, Any]], **kw: Any) -> ChatResponse:
+        """The wrapped chat, with logprobs requested and checked."""
+        if self.logprobs and not kw.get("logprobs"):
+            kw.update(logprobs=True, top_logprobs=0)
+        answer = self.endpoint.chat(messages, **kw)
+        bad = non_finite(answer)
+        with self._lock:
+            self.answers += 1
+            if bad:
+                self.non_finite += bad
+                self.answers_hit += 1
+                self.example = self.example or answer.text[:60]
+        return answer
