@@ -29,7 +29,6 @@ answer that differs from the cold one, `!!!!` with NaN logprobs.
 
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -79,13 +78,12 @@ class LongContextGate(Gate):
         watched = Watched(ctx.candidate, bool(ctx.capabilities.get("candidate", {}).get("logprobs")))
         ctx = replace(ctx, candidate=watched)  # type: ignore[arg-type]  # same checks, notes and records
         before = scrape(ctx.candidate)
-        t0 = time.perf_counter()
         needle_grid.run(ctx, s, counter, max_prompt)
         block_sweep.run(ctx, s, counter, max_prompt)
         prefix_cache.run(ctx, s, counter, max_prompt)
         tool_checks.run(ctx, s)
         session_decay.run(ctx, s, counter, max_prompt)
-        _nan_check(ctx, watched, t0)
+        _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} /tokenize calls")
 
@@ -115,14 +113,14 @@ def _context(ctx: GateContext, configured: int) -> tuple[int, str]:
     return _FALLBACK_CONTEXT, "assumed: no target reports max_model_len; set gates.longctx.context_tokens"
 
 
-def _nan_check(ctx: GateContext, w: Watched, t0: float) -> None:
+def _nan_check(ctx: GateContext, w: Watched) -> None:
     if not w.logprobs:
         ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
     ctx.check("nan_inf", Status.FAIL if w.non_finite else Status.PASS,
               f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
               f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers",
-              {"non_finite": w.non_finite, "answers_hit": w.answers_hit, "answers": w.answers}, started=t0)
+              {"non_finite": w.non_finite, "answers_hit": w.answers_hit, "answers": w.answers})
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:
