@@ -1,6 +1,6 @@
 """Tool calling and structured output deep into a long conversation, against the reference.
 
-After `tool_history_tokens` of earlier chat (canonical exchanges), each case asks for tool
+After at least `tool_history_tokens` of earlier chat (canonical exchanges), each case asks for tool
 calls from a menu of OpenAI-style tools. Calls are judged BFCL-style by the golden gate's
 matcher (`golden/tool_match.py`: name, required and undeclared arguments, JSON types, enums,
 values; parallel calls order-free). Checks:
@@ -10,7 +10,7 @@ values; parallel calls order-free). Checks:
 - `longctx.tool_result`: a tool result fed back, the final answer must use it (exact text);
 - `longctx.tool_stream`: the candidate's streamed calls, assembled from deltas, must equal its
   non-streamed calls (each streamed twin is sent right behind its non-streamed request);
-- `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` of chat,
+- `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` or more of chat,
   validated with jsonschema (the golden gate's `json_schema` assertion).
 """
 
@@ -24,7 +24,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
 from gatekeeper.longctx import tasks
-from gatekeeper.longctx.tokens import Messages
+from gatekeeper.longctx.tokens import Messages, TokenCounter
 from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Evidence, Status
@@ -32,10 +32,10 @@ from gatekeeper.results import Evidence, Status
 _CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
 
 
-def history(rng: random.Random, tokens: int) -> Messages:
-    """Canonical chatter of about `tokens` tokens (estimated at four characters a token)."""
+def history(rng: random.Random, tokens: int, counter: TokenCounter) -> Messages:
+    """Canonical chatter (correct replies) of at least `tokens` tokens, counted."""
     out: Messages = []
-    while sum(len(m["content"]) for m in out) // 4 < tokens:
+    while counter.count(out or [{"role": "user", "content": ""}]) < tokens:
         user, reply = tasks.chatter(rng)
         out += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
     return out
@@ -57,7 +57,7 @@ def _render(a: Answer) -> str:
     return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in a.tool_calls)
 
 
-def run(ctx: GateContext, s: dict[str, Any]) -> None:
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter) -> None:
     """The tool and JSON checks (tool checks SKIP where a target has no tool calling)."""
     rng = random.Random(f"{ctx.seed}:longctx:tools")
     no_tools = [r for r in ("reference", "candidate") if ctx.capabilities.get(r, {}).get("tools") is False]
@@ -65,13 +65,13 @@ def run(ctx: GateContext, s: dict[str, Any]) -> None:
         for name in ("tool_calls", "tool_result", "tool_stream"):
             ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
     else:
-        _tools(ctx, s, rng)
-    _json(ctx, s, rng)
+        _tools(ctx, s, rng, counter)
+    _json(ctx, s, rng, counter)
 
 
-def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
+def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter) -> None:
     t0 = time.perf_counter()
-    pre = history(rng, int(s["tool_history_tokens"]))
+    pre = history(rng, int(s["tool_history_tokens"]), counter)
     n = int(s["tool_cases"])
     cases = []
     for i in range(n):
@@ -111,7 +111,7 @@ def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", problems or ""])
     status = Status.FAIL if regressions or hard else Status.WARN if both_fail == n else Status.PASS
     ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
-              f"{int(s['tool_history_tokens'])} tokens of chat; {both_fail} case(s) neither target gets right",
+              f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right",
               {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail},
               [Evidence("table", "tool-call cases (calls, reference, candidate, problems)", {
                   "columns": ["calls", "reference", "candidate", "candidate problems"], "rows": rows})], started=t0)
@@ -133,17 +133,23 @@ def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
                   "prompt": None})] if diff else [])
 
 
+def _span(answers: list[Answer]) -> str:
+    """The range of prompt lengths the target reported, e.g. "612-980"."""
+    n = [a.prompt_tokens for a in answers if isinstance(a, ChatResponse) and a.prompt_tokens]
+    return f"{min(n)}-{max(n)}" if n else "unreported"
+
+
 def _key(a: Answer) -> Any:
     assert isinstance(a, ChatResponse)
     return (text(a), tuple((c.name, repr(c.parsed)) for c in a.tool_calls))
 
 
-def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
+def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter) -> None:
     t0 = time.perf_counter()
     cases = []
     for i in range(int(s["json_cases"])):
         prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
-        cases.append(([*history(rng, int(s["json_history_tokens"])), {"role": "user", "content": prompt}], schema))
+        cases.append(([*history(rng, int(s["json_history_tokens"]), counter), {"role": "user", "content": prompt}], schema))
     limit = int(s["tool_answer_tokens"])
     ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, int(s["concurrency"])),
                      ctx.reference, ctx.candidate)
@@ -160,7 +166,7 @@ def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random) -> None:
     both_fail = sum(1 for r in rows if r[0] == r[1] == "✗")
     status = Status.FAIL if regressions or hard else Status.WARN if both_fail == len(cases) else Status.PASS
     ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
-              f"in {len(cases)} cases after {int(s['json_history_tokens'])} tokens of chat; {both_fail} neither gets right",
+              f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right",
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail},
               [Evidence("table", "JSON-schema cases", {"columns": ["reference", "candidate", "candidate problem"],
                                                          "rows": rows})], started=t0)
