@@ -5,6 +5,7 @@ writes; until it exists they skip. The five-seed false-alarm test is marked slow
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,9 @@ pytest.importorskip("torch")
 
 from run_util import RunOutcome, gk_run
 
-GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
+# GATEKEEPER_TEST_GK_TINY points these tests at another trained checkpoint (e.g. one mid-training).
+GK_TINY = Path(os.environ.get("GATEKEEPER_TEST_GK_TINY")
+               or Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny")
 LONGCTX = ("--gates", "longctx")
 
 

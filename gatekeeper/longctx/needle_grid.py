@@ -4,7 +4,9 @@ Every cell (length × depth) is one greedy request to each target; a cell the re
 right and the candidate wrong is a regression (`longctx.needle_grid` fails beyond the policy's
 `needle_max_regressions`, 0 by default). Cells both get wrong do not suit the model and are
 reported, not held against the candidate. The grid is the evidence: a rope or position bug
-fails the long rows while the short ones pass; a cache bug fails scattered cells.
+fails the long rows while the short ones pass; a cache bug fails scattered cells. Cells where
+the two answers merely differ are shown (mid-colour, ≠) and counted, not judged: a model too weak for a
+cell answers it with noise.
 """
 
 from __future__ import annotations
@@ -42,16 +44,19 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
     ok_cand = [text(a) == p.value for p, a in zip(grid, cand)]
     regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand)) if a and not b]
     both_fail = sum(1 for a, b in zip(ok_ref, ok_cand) if not a and not b)
+    differ = [text(a) != text(b) for a, b in zip(ref, cand)]
     rows = []
-    for li, n in enumerate(lengths):
-        cells = [MARK[(ok_ref[li * len(depths) + di], ok_cand[li * len(depths) + di])] for di in range(len(depths))]
+    for li in range(len(lengths)):
+        cells = [MARK[(ok_ref[i], ok_cand[i])] + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
+                 for i in range(li * len(depths), (li + 1) * len(depths))]
         rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
     table = Evidence("table", "needle grid (reference, candidate): rows are prompt lengths, columns needle depths", {
         "columns": ["length", *(f"depth {d:g}" for d in depths)], "rows": rows})
-    heat = Evidence("heatmap", "needle grid: green the candidate answers, red a regression, grey neither answers", {
+    heat = Evidence("heatmap", "needle grid (reference, candidate): green the candidate answers, red a regression, "
+                               "mid-colour neither answers but their answers differ (≠), grey neither answers", {
         "rows": [r[0] for r in rows], "columns": [f"depth {d:g}" for d in depths],
-        "values": [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else None for i in range(li * len(depths), (li + 1) * len(depths))]
-                   for li in range(len(lengths))],
+        "values": [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if differ[i] else None
+                    for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
         "labels": [r[1:] for r in rows]})
     ev = [heat, table]
     if regressions:
@@ -62,15 +67,18 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
                             "prompt": grid[i].question}))
     by_length = {str(grid[li * len(depths)].tokens): sum(1 for i in regressions if i // len(depths) == li)
                  for li in range(len(lengths))}
+    differ_by_length = {str(grid[li * len(depths)].tokens): sum(differ[li * len(depths):(li + 1) * len(depths)])
+                        for li in range(len(lengths))}
     limit = int(s["needle_max_regressions"])
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
     status = Status.FAIL if len(regressions) > limit else Status.PASS
     reason = (f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
-              + f"; {both_fail} cells neither answers (not held against the candidate)")
+              + f"; {both_fail} cells neither answers (not held against the candidate)"
+              + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else ""))
     ctx.check("needle_grid", status, reason, {
         "cells": len(grid), "regressions": len(regressions), "both_fail": both_fail, "limit": limit,
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
-        "exact_lengths": all(p.exact for p in grid)},
+        "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid)},
         ev, started=t0)
