@@ -47,9 +47,11 @@ def _policy(tmp_path: Path, **settings: object) -> str:
 
 def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), *LONGCTX)
-    assert out.gate("longctx")["status"] == "PASS", _failed(out) or out.gate("longctx")
-    assert out.summary["verdict"] == "PROMOTE"
+    assert out.summary["verdict"] == "PROMOTE" and not _failed(out), _failed(out)
     assert out.check("longctx.trigger_conditions")["status"] == "PASS"  # the clean pass did exercise them all
+    # A WARN here may only say that a case does not suit the model (the reference fails it too).
+    warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
+    assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
 
 
 def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
