@@ -64,7 +64,8 @@ class LongContextGate(Gate):
         "tool_cases": 6, "tool_history_tokens": 400, "tool_answer_tokens": 128, "json_cases": 3,
         "json_history_tokens": 800,
         "decay_sessions": 12, "decay_rounds": 12, "decay_concurrency": 12, "decay_facts": 3,
-        "decay_growth": [100, 5, 200], "sqdr_max_excess": 0.005, "decay_alpha": 0.01, "max_disagreement": 0.05,
+        "decay_growth": [100, 5, 200], "sqdr_max_excess": 0.005, "decay_alpha": 0.01, "decay_min_recall": 0.5,
+        "max_disagreement": 0.05,
     }
 
     def run(self, ctx: GateContext) -> None:

@@ -1,7 +1,8 @@
 """The session-decay check family: concurrent scripted sessions, scored round by round.
 
 Checks: `longctx.session_decay` (the candidate's SQDR excess over the reference, with the sign
-test of `decay.py`), `longctx.session_agreement` (how often the candidate's answer differs from
+test of `decay.py`; WARN when the reference recalls less than `decay_min_recall` at round 1,
+since a model that cannot recall cannot show decay), `longctx.session_agreement` (how often the candidate's answer differs from
 the reference's on the identical request) and `longctx.trigger_conditions` (seed 000's
 conditions the run exercised; WARN when some were absent, so a pass says what it did not cover).
 """
@@ -97,11 +98,17 @@ def _decay_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell
     limit, alpha = float(s["sqdr_max_excess"]), float(s["decay_alpha"])
     significant = d.p_value < alpha
     status = Status.FAIL if d.excess > limit and significant else Status.WARN if d.excess > limit else Status.PASS
+    weak = d.ref_rates[0] < float(s["decay_min_recall"]) if d.ref_rates else True
     why = (f"SQDR candidate {d.sqdr_cand:.4f}/round vs reference {d.sqdr_ref:.4f} (excess {d.excess:+.4f}, limit {limit:g}); "
            f"{d.regressions} (session, round) cells the reference recalls and the candidate does not, "
            f"{d.improvements} the other way (sign test p={d.p_value:.2g})")
     if status is Status.WARN:
         why += f"; above the limit but within chance at alpha {alpha:g}"
+    if weak and status is Status.PASS:
+        status = Status.WARN  # a decay the model cannot show is not a pass: say so, and lean on agreement
+        why = (f"neither target recalls enough to measure decay (the reference recalls {d.ref_rates[0] if d.ref_rates else 0:.0%} "
+               f"at round 1, below decay_min_recall {float(s['decay_min_recall']):g}): the sessions are judged by "
+               f"longctx.session_agreement; " + why)
     table = Evidence("table", "per round", {
         "columns": ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
         "rows": [[r, _median([c.tokens for c in cells if c.round == r]), round(a, 3), round(b, 3), round(g, 3)]
