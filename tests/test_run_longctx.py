@@ -97,9 +97,14 @@ def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
 
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
+    assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
     grid = out.check("longctx.needle_grid")
+    m = grid["metrics"]
+    if m["reference_pass"] == 0:
+        pytest.skip(f"the model answers no needle cell, so drift cannot show as needle regressions "
+                    f"(gate 4 failed on {sorted(_failed(out))})")
     assert grid["status"] == "FAIL", grid["reason"]
-    by_length = grid["metrics"]["regressions_by_length"]
+    by_length = m["regressions_by_length"]
     lengths = sorted(by_length, key=int)
     assert by_length[lengths[0]] == 0 and by_length[lengths[-1]] > 0, by_length
 
