@@ -6,7 +6,7 @@ about a fact planted earlier, so round r is byte-for-byte the same request for t
 and the candidate, and a wrong answer is the engine's doing, not an earlier wrong answer.
 
 Histories grow unevenly (the policy's pattern, e.g. +100, +5, +200 tokens; a round cannot add
-less than one short exchange, so tiny steps come out at about a dozen tokens), each session
+less than one short exchange, so tiny steps come out at some 20-35 tokens), each session
 starting at a different point of the pattern, and every request is steered to B·k−1, B·k or
 B·k+1 tokens (cycling), so the rounds cross KV-block boundaries at and around the edge.
 """
