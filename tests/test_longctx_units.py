@@ -130,3 +130,27 @@ def test_heatmap_evidence_renders_as_an_svg_grid():
     assert view.kind == "chart"
     svg = str(view.chart)
     assert svg.count("<rect") == 4 and "✓ ✗ regression" in svg and "#bbbbbb" in svg
+
+
+def test_watched_candidate_asks_for_logprobs_and_counts_nan():
+    from gatekeeper.longctx.traffic import Watched
+    from gatekeeper.responses import ChatResponse, TokenLogprob
+
+    class Fake:
+        role = "candidate"
+
+        def __init__(self):
+            self.kw = {}
+
+        def chat(self, messages, **kw):
+            self.kw = kw
+            poisoned = "poison" in messages[0]["content"]
+            lp = (TokenLogprob("!", float("nan")),) * 2 if poisoned else (TokenLogprob("OK", -0.1),)
+            return ChatResponse(text="!!" if lp[0].token == "!" else "OK", logprobs=lp)
+
+    fake = Fake()
+    w = Watched(fake, logprobs=True)  # type: ignore[arg-type]
+    w.chat([{"role": "user", "content": "fine"}], max_tokens=4)
+    assert fake.kw["logprobs"] is True and w.role == "candidate"
+    w.chat([{"role": "user", "content": "poison"}], max_tokens=4)
+    assert (w.answers, w.answers_hit, w.non_finite, w.example) == (2, 1, 2, "!!")
