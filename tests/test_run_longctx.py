@@ -45,6 +45,19 @@ def _policy(tmp_path: Path, **settings: object) -> str:
     return str(path)
 
 
+def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_model_dir):
+    """No trained model needed: the whole gate runs on a 512-token random checkpoint (lengths are
+    capped to its context) and every check reports, with no crash and no false alarm."""
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--policy", "gates/smoke.yaml", *LONGCTX)
+    assert out.summary["verdict"] in ("PROMOTE", "HOLD") and not _failed(out), _failed(out)
+    ids = {c["id"] for c in out.gate("longctx")["checks"]}
+    assert {"longctx.needle_grid", "longctx.block_boundary", "longctx.prefix_cache.cold_warm",
+            "longctx.prefix_cache.shared_prefix", "longctx.session_decay", "longctx.session_agreement",
+            "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
+    assert not [c for c in out.gate("longctx")["checks"] if c["status"] == "ERROR"]
+    assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
+
+
 def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), *LONGCTX)
     assert out.summary["verdict"] == "PROMOTE" and not _failed(out), _failed(out)

@@ -82,7 +82,7 @@ class LongContextGate(Gate):
         needle_grid.run(ctx, s, counter, max_prompt)
         block_sweep.run(ctx, s, counter, max_prompt)
         prefix_cache.run(ctx, s, counter, max_prompt)
-        tool_checks.run(ctx, s, counter)
+        tool_checks.run(ctx, s, counter, context)
         session_decay.run(ctx, s, counter, max_prompt)
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))

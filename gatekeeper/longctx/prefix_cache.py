@@ -101,9 +101,8 @@ def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, m
         ([{"role": "user", "content": f"{context}\n\n{tasks.needle_question(k)}"}], values[k]) for k in kinds]
     other: list[tuple[Messages, str | None]] = []
     for i in range(int(s["prefix_unrelated"])):
-        size = [256, 768, 1280][i % 3]
-        p = needle_prompts_quick(rng, size)
-        other.append((p, None))
+        size = min([256, 768, 1280][i % 3], max_prompt)
+        other.append((needle_prompts(counter, rng, size, [rng.random()])[0].messages, None))
     items: list[tuple[Messages, str | None]] = []
     for i in range(max(len(asks), len(other))):
         items += asks[i:i + 1] + other[i:i + 1]
@@ -128,11 +127,3 @@ def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, m
               {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right},
               [Evidence("table", "answers (questions on the shared prefix, and any unrelated prompt that differs)", {
                   "columns": ["question", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
-
-
-def needle_prompts_quick(rng: random.Random, size: int) -> Messages:
-    """An unrelated needle prompt of roughly `size` tokens (about 16 a sentence; it only churns the cache)."""
-    kind = rng.choice(tasks.NEEDLE_KINDS)
-    words = " ".join(tasks.filler(rng, max(4, size // 16))).split(" ")
-    return [{"role": "user", "content": f"{tasks.needle_sentence(kind, tasks.needle_value(rng, kind))} {' '.join(words)}"
-             f"\n\n{tasks.needle_question(kind)}"}]

@@ -16,6 +16,7 @@ values; parallel calls order-free). Checks:
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from typing import Any
@@ -41,6 +42,24 @@ def history(rng: random.Random, tokens: int, counter: TokenCounter) -> Messages:
     return out
 
 
+def fitted_history(rng: random.Random, want: int, base: Messages, room: int, counter: TokenCounter) -> Messages | None:
+    """History of about `want` tokens that, put before `base`, keeps the prompt within `room`
+    tokens (whole exchanges dropped from the front); None when even `base` alone does not fit."""
+    free = room - counter.count(base)
+    if free < 0:
+        return None
+    pre = history(rng, min(want, free), counter)
+    while pre and counter.count([*pre, *base]) > room:
+        pre = pre[2:]
+    return pre
+
+
+def _with_tools(messages: Messages, tools: list[dict[str, Any]]) -> Messages:
+    """Messages with the tool definitions as text in the system turn: what the template adds,
+    for counting (the /tokenize request of the client carries no tools)."""
+    return [{"role": "system", "content": messages[0]["content"] + json.dumps(tools)}, *messages[1:]]
+
+
 def _calls_ok(a: Answer, expected: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[bool, str, bool]:
     """(matches, problems, hard) for an answer's calls: hard when arguments are not a JSON object."""
     assert isinstance(a, ChatResponse)
@@ -57,28 +76,34 @@ def _render(a: Answer) -> str:
     return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in a.tool_calls)
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter) -> None:
-    """The tool and JSON checks (tool checks SKIP where a target has no tool calling)."""
+def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, context: int) -> None:
+    """The tool and JSON checks (tool checks SKIP where a target has no tool calling); prompts
+    leave room for `tool_answer_tokens` within the `context`."""
+    room = context - int(s["tool_answer_tokens"]) - 8
     rng = random.Random(f"{ctx.seed}:longctx:tools")
     no_tools = [r for r in ("reference", "candidate") if ctx.capabilities.get(r, {}).get("tools") is False]
     if no_tools:
         for name in ("tool_calls", "tool_result", "tool_stream"):
             ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
     else:
-        _tools(ctx, s, rng, counter)
-    _json(ctx, s, rng, counter)
+        _tools(ctx, s, rng, counter, room)
+    _json(ctx, s, rng, counter, room)
 
 
-def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter) -> None:
+def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter, room: int) -> None:
     t0 = time.perf_counter()
-    pre = history(rng, int(s["tool_history_tokens"]), counter)
     n = int(s["tool_cases"])
-    cases = []
-    for i in range(n):
-        msgs, tools, expected = tasks.tool_sample(rng, _CALL_CASES[i % len(_CALL_CASES)], with_result=False)
-        cases.append((msgs[:1] + pre + msgs[1:], tools, expected))
-    msgs, tools, final = tasks.tool_sample(rng, 1, with_result=True)
-    result_case = (msgs[:1] + pre + msgs[1:], tools, final)
+    samples = [tasks.tool_sample(rng, _CALL_CASES[i % len(_CALL_CASES)], with_result=False) for i in range(n)]
+    last = tasks.tool_sample(rng, 1, with_result=True)
+    widest = max([*samples, last], key=lambda c: counter.count(_with_tools(c[0], c[1])))
+    pre = fitted_history(rng, int(s["tool_history_tokens"]), _with_tools(widest[0], widest[1]), room, counter)
+    if pre is None:
+        for name in ("tool_calls", "tool_result", "tool_stream"):
+            ctx.skip(name, f"the context ({room + int(s['tool_answer_tokens']) + 8} tokens) is too short for a tool case "
+                           "and its answer")
+        return
+    cases = [(m[:1] + pre + m[1:], tools, expected) for m, tools, expected in samples]
+    result_case = (last[0][:1] + pre + last[0][1:], last[1], last[2])
     limit = int(s["tool_answer_tokens"])
     items = [*cases, result_case]
 
@@ -144,12 +169,18 @@ def _key(a: Answer) -> Any:
     return (text(a), tuple((c.name, repr(c.parsed)) for c in a.tool_calls))
 
 
-def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter) -> None:
+def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter, room: int) -> None:
     t0 = time.perf_counter()
     cases = []
     for i in range(int(s["json_cases"])):
         prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
-        cases.append(([*history(rng, int(s["json_history_tokens"]), counter), {"role": "user", "content": prompt}], schema))
+        ask = [{"role": "user", "content": prompt}]
+        pre = fitted_history(rng, int(s["json_history_tokens"]), ask, room, counter)
+        if pre is not None:
+            cases.append(([*pre, *ask], schema))
+    if not cases:
+        ctx.skip("json_schema", f"the context ({room + int(s['tool_answer_tokens']) + 8} tokens) is too short for a JSON case")
+        return
     limit = int(s["tool_answer_tokens"])
     ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, int(s["concurrency"])),
                      ctx.reference, ctx.candidate)
