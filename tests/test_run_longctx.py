@@ -103,9 +103,11 @@ def test_kv_stale_reuse_does_not_trigger_without_its_conditions(tmp_path, gk_tin
 
 
 def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
-    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
-    assert any("NaN" in reason for reason in _failed(out).values()), _failed(out)
+    out = gk_run(tmp_path / "all", "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"  # an earlier gate may stop the run first
+    own = gk_run(tmp_path / "g4", "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
+    nan = own.check("longctx.nan_inf")
+    assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 
 
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
