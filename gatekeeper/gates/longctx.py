@@ -56,7 +56,7 @@ class LongContextGate(Gate):
     stage = 4
     title = "Long context and tool calling"
     defaults: ClassVar[dict[str, Any]] = {
-        "block_size": 16, "context_tokens": 0, "answer_tokens": 16, "concurrency": 4,
+        "block_size": 16, "context_tokens": 0, "answer_tokens": 16, "concurrency": 4, "noise_floor": True,
         "needle_lengths": [256, 512, 1024, 1536, 2000], "needle_depths": [0.0, 0.25, 0.5, 0.75, 1.0],
         "needle_max_regressions": 0,
         "boundary_tokens": [256, 1024, 2000], "boundary_max_mismatches": 0,

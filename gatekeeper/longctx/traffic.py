@@ -124,3 +124,20 @@ class Watched:
                 self.answers_hit += 1
                 self.example = self.example or answer.text[:60]
         return answer
+
+
+def twice(ask: Callable[[T], Any], items: list[T], concurrency: int, noise_floor: bool) -> tuple[list[Any], list[Any] | None]:
+    """The reference's answers, and — when `noise_floor` — a second pass at another concurrency
+    (another batch composition), so that answers the reference itself does not repeat are known
+    to be noise and not held against the candidate."""
+    first = fan_out(ask, items, concurrency)
+    if not noise_floor:
+        return first, None
+    return first, fan_out(ask, items, 1 if concurrency > 1 else 2)
+
+
+def unstable(first: list[Answer], second: list[Answer] | None) -> list[bool]:
+    """Per item: whether the reference's two passes answered differently (all False without a second pass)."""
+    if second is None:
+        return [False] * len(first)
+    return [isinstance(b, EndpointError) or text(a) != text(b) for a, b in zip(first, second)]
