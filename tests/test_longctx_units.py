@@ -154,3 +154,19 @@ def test_watched_candidate_asks_for_logprobs_and_counts_nan():
     assert fake.kw["logprobs"] is True and w.role == "candidate"
     w.chat([{"role": "user", "content": "poison"}], max_tokens=4)
     assert (w.answers, w.answers_hit, w.non_finite, w.example) == (2, 1, 2, "!!")
+
+
+def test_reference_noise_floor_marks_answers_it_does_not_repeat():
+    from gatekeeper.longctx.traffic import twice, unstable
+    from gatekeeper.responses import ChatResponse
+
+    calls: list[int] = []
+
+    def ask(i: int) -> ChatResponse:
+        calls.append(i)
+        return ChatResponse(text="x" if i != 2 or calls.count(2) == 1 else "y")  # item 2 flips on its second ask
+
+    first, second = twice(ask, [0, 1, 2], concurrency=1, noise_floor=True)
+    assert unstable(first, second) == [False, False, True]
+    assert twice(ask, [0], concurrency=4, noise_floor=False)[1] is None
+    assert unstable(first, None) == [False, False, False]

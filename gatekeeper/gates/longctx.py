@@ -21,6 +21,9 @@ right (or on answers that differ where both should be equal):
 - `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
   hit rate and KV usage from the candidate's Prometheus metrics, before and after.
 
+Noise floor: with `noise_floor` the reference answers the grid, sweep and prefix-cache prompts a
+second time at another concurrency; an answer it does not repeat is noise, never a regression.
+The sessions instead allow `max_disagreement` and test decay against chance (a sign test).
 Token counts come from `/tokenize` where a target has it, else they are estimated (reported).
 A failure looks like: recall falling away from the reference round after round while the early
 rounds agree (stale KV blocks), long needle rows failing while short ones pass (RoPE), a warm
