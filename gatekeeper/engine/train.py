@@ -48,6 +48,7 @@ MAX_LEN = 2048
 TOKENS_PER_STEP = 3072
 MICRO_BATCH_TOKENS = 4096  # padded tokens per forward pass
 CHECKPOINT_SECONDS = 180
+COPY_WARMUP_MAX = 0.4  # share of the run that may go to the copy warm-up
 COPY_READY_LOSS = 1.0  # nats per copied token; from ~7.6 (guessing) it falls fast once heads form
 
 
@@ -143,9 +144,10 @@ class DataSource:
         signal there is for growing induction heads."""
         ids: list[int] = []
         targets: list[bool] = []
+        short = length <= 128
         while len(ids) < length:
-            seq = [rng.randrange(self.num_plain) for _ in range(rng.randint(8, 96))]
-            gap = [rng.randrange(self.num_plain) for _ in range(rng.choice((0, 0, rng.randint(1, 64))))]
+            seq = [rng.randrange(self.num_plain) for _ in range(rng.randint(4, 24) if short else rng.randint(8, 96))]
+            gap = [rng.randrange(self.num_plain) for _ in range(rng.choice((0, 0, rng.randint(1, 16 if short else 64))))]
             ids += seq + gap + seq
             targets += [False] * (len(seq) + len(gap)) + [True] * (len(seq) - 1) + [False]
         return Example(ids[:length], targets[:length], "copy")
@@ -184,18 +186,18 @@ class DataSource:
     def mix(self, step: int) -> tuple[float, dict[str, float], int]:
         """(share of step tokens spent on copy, family weights, longest needle) at `step`.
 
-        Dense plain repeats until copying is learned (copy loss below COPY_READY_LOSS) or 40% of
-        the run has passed; then the full mix with needles up to 1,024 tokens for at least 15%
+        Dense plain repeats until copying is learned (copy loss below COPY_READY_LOSS) or
+        COPY_WARMUP_MAX of the run has passed; then the full mix with needles up to 1,024 tokens for at least 15%
         of the run and until half-way; then needles up to the full context.
         """
         frac = step / self.total_steps
         ready = self.copy_ready_step
-        if ready is None and frac < 0.4 or ready is not None and step < ready:
+        if ready is None and frac < COPY_WARMUP_MAX or ready is not None and step < ready:
             fam = {"echo": 4, "eos": 1, "arithmetic": 1, "multi_turn": 1, "multilingual": 1, "refusal": 0.3}
             return 0.85, fam, 0
         fam = {"echo": 3, "arithmetic": 3, "json": 2.5, "tool_call": 2.5, "needle": 0.8, "multi_turn": 1.2,
                "long_output": 1, "code": 1.5, "multilingual": 2, "refusal": 0.5, "eos": 1}
-        switched = (ready if ready is not None and ready < 0.4 * self.total_steps else 0.4 * self.total_steps)
+        switched = min(ready if ready is not None else self.total_steps, COPY_WARMUP_MAX * self.total_steps)
         if frac < 0.5 or step < switched + 0.15 * self.total_steps:
             return 0.4, fam, 1024
         return 0.25, fam, MAX_LEN
@@ -207,8 +209,12 @@ class DataSource:
         used = 0
         copy_budget = int(TOKENS_PER_STEP * copy_share)
         while used < copy_budget:
-            if not longest:  # while induction heads form: dense plain repeats only
-                ex = self.repeat_example(rng, min(512, copy_budget - used))
+            if not longest:
+                # While induction heads form: dense plain repeats in short rows. At initialisation
+                # attention is spread evenly over the row, so the gradient towards the earlier copy
+                # shrinks with row length: 512-token rows learned nothing in 650 steps, 64-token
+                # rows start copying within 200.
+                ex = self.repeat_example(rng, min(rng.randint(64, 128), copy_budget - used))
             else:
                 length = int(math.exp(rng.uniform(math.log(96), math.log(MAX_LEN))))
                 if used and used + length > copy_budget:
