@@ -79,7 +79,8 @@ def test_conditions_name_what_was_absent():
     assert cond.prefix_caching(None, None, None).present is None
     assert cond.eviction_pressure(1600, 8192, None, None).present is False
     assert cond.eviction_pressure(17000, 8192, 900.0, 0.97).present is True
-    assert cond.block_boundaries([255, 256, 257, 300], 16).detail.startswith("3 of 4")
+    crossing = cond.block_boundaries([[255, 256, 257], [300]], 16)
+    assert crossing.detail.startswith("3 of 4") and "1 block boundaries crossed" in crossing.detail
     assert cond.uneven_growth([12, 100, 200]).present and not cond.uneven_growth([100, 110]).present
 
 

@@ -11,6 +11,7 @@ does not cover.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 SEED_CONCURRENCY = 8  # seed 000: "并发请求数大于 8"
@@ -60,10 +61,14 @@ def eviction_pressure(working_set: int, pool: int | None, evicted: float | None,
                      f"concurrent histories total {working_set} tokens against a KV pool of {pool} tokens{seen}")
 
 
-def block_boundaries(lengths: list[int], block: int) -> Condition:
-    """Requests sent at B·k−1, B·k or B·k+1 tokens, and block boundaries crossed between rounds."""
+def block_boundaries(sessions: list[list[int]], block: int) -> Condition:
+    """Requests sent at B·k−1, B·k or B·k+1 tokens, and block boundaries crossed between rounds
+    (`sessions`: each session's request lengths in round order)."""
+    lengths = [n for sess in sessions for n in sess]
     at = sum(1 for n in lengths if n % block in (block - 1, 0, 1))
-    return Condition("block-boundary lengths", at > 0, f"{at} of {len(lengths)} requests at B·k−1/B·k/B·k+1 (B={block})")
+    crossed = sum(b // block - a // block for sess in sessions for a, b in itertools.pairwise(sess))
+    return Condition("block-boundary lengths", at > 0, f"{at} of {len(lengths)} requests at B·k−1/B·k/B·k+1 (B={block}); "
+                                                      f"{crossed} block boundaries crossed between rounds")
 
 
 def uneven_growth(growths: list[int]) -> Condition:

@@ -16,7 +16,7 @@ from typing import Any
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.longctx import conditions as cond
-from gatekeeper.longctx.decay import Cell, Decay, score
+from gatekeeper.longctx.decay import Cell, Decay, score, sqdr
 from gatekeeper.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
 from gatekeeper.longctx.sessions import Round, SessionPlan, build_session
 from gatekeeper.longctx.tokens import TokenCounter
@@ -70,7 +70,7 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         cond.eviction_pressure(sum(sorted(max((r.tokens for r in sess), default=0) for sess in sessions)[-conc:]),
                                pool_tokens(after, block), delta(before, after, "gatekeeper:blocks_evicted"),
                                sampler.max_usage),
-        cond.block_boundaries([r.tokens for r in rounds], block),
+        cond.block_boundaries([[r.tokens for r in sess] for sess in sessions], block),
         cond.uneven_growth([b.tokens - a.tokens for sess in sessions for a, b in itertools.pairwise(sess)]),
     ]
     _conditions_check(ctx, found, counter)
@@ -132,7 +132,7 @@ def _agreement_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[
               f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
               f"({rate:.1%}, limit {limit:.0%}){where}",
               {"disagreements": d.disagreements, "cells": d.cells, "rate": rate, "limit": limit,
-               "agreement_by_round": d.agreement}, [_curve(d)] if first else [])
+               "agreement_by_round": d.agreement, "agreement_decay_per_round": sqdr(d.agreement)}, [_curve(d)] if first else [])
 
 
 def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: TokenCounter) -> None:
