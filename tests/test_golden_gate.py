@@ -181,11 +181,12 @@ def test_tool_parser_partial_fails_the_core_stream_case(gk_tiny):
     with running_server(gk_tiny, "--profile", "reference") as ref, \
             running_server(gk_tiny, "--profile", "optimized", "--fault", "tool-parser-partial") as cand:
         checks = run_gate(ref, cand, [tools])
-    if all(checks[f"golden.{c.id}"].status is not Status.PASS for c in tools.cases if c.id.startswith("tool-") and "result" not in c.id):
-        pytest.skip("this gk-tiny checkpoint makes no correct tool calls yet (needs the fully trained model)")
     streams = {k: c for k, c in checks.items() if k.endswith(".stream")}
+    if not any(c.metrics.get("plain_calls") for c in streams.values()):
+        pytest.skip("this gk-tiny checkpoint makes no tool calls yet (needs a better-trained model)")
     assert any(c.status is Status.FAIL for c in streams.values()), {k: c.reason for k, c in streams.items()}
-    assert not any(checks[f"golden.{c.id}"].status is Status.FAIL for c in tools.cases)  # non-streamed answers are fine
+    for c in tools.cases:  # the non-streamed answers are the clean engine's: no regression there
+        assert "regression" not in checks[f"golden.{c.id}"].reason
 
 
 def test_a_gone_endpoint_trips_the_breaker_instead_of_a_request_per_case():
