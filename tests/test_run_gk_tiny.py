@@ -1,0 +1,51 @@
+"""`gatekeeper run` on the shipped gk-tiny: the default run promotes, and candidates carrying
+real bugs end as they should, each caught by the gate and check that exists to catch it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from run_util import gk_run  # noqa: E402
+
+GK_TINY = Path(__file__).resolve().parent.parent / "gatekeeper" / "models" / "gk-tiny"
+pytestmark = pytest.mark.skipif(not (GK_TINY / "model.safetensors").is_file(), reason="needs the shipped gk-tiny")
+GATES_1_3 = ("--gates", "startup,numerics,golden")
+
+
+def _failing(out) -> list[str]:
+    return [c["id"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"]]
+
+
+def test_default_run_promotes(tmp_path):
+    out = gk_run(tmp_path)
+    assert out.code == 0 and out.summary["verdict"] == "PROMOTE", (out.summary or {}).get("reasons", out.stderr)
+    assert {g["id"] for g in out.summary["gates"]} >= {"startup", "numerics", "golden"}
+
+
+def test_eos_ignored_rolls_back_at_golden(tmp_path):
+    out = gk_run(tmp_path, "--candidate-fault", "eos-ignored", *GATES_1_3)
+    assert out.code == 1
+    assert out.gate("golden")["status"] == "FAIL"
+    failing = _failing(out)
+    assert any(cid.startswith("golden.") for cid in failing), failing
+    assert not any(cid.startswith("numerics.") for cid in failing), failing
+
+
+def test_tool_parser_partial_rolls_back_at_the_streaming_tool_case(tmp_path):
+    out = gk_run(tmp_path, "--candidate-fault", "tool-parser-partial", *GATES_1_3)
+    assert out.code == 1
+    failing = _failing(out)
+    assert failing and all(cid.startswith("golden.") and cid.endswith(".stream") for cid in failing), failing
+
+
+@pytest.mark.parametrize("tp,verdict", [(4, "ROLLBACK"), (1, "PROMOTE")])
+def test_fused_norm_dtype_depends_on_tp(tmp_path, tp, verdict):
+    opts = ("--candidate-opt", "dtype=bf16", "--candidate-opt", f"tp={tp}", "--candidate-opt", "fused_norm=true")
+    out = gk_run(tmp_path, *opts, "--candidate-fault", "fused-norm-dtype", *GATES_1_3)
+    assert out.summary["verdict"] == verdict, out.summary["reasons"]
+    if verdict == "ROLLBACK":
+        assert any(cid.startswith(("startup.canary", "numerics.", "golden.")) for cid in _failing(out))
