@@ -86,7 +86,8 @@ def test_conditions_name_what_was_absent():
 
 def test_fit_reaches_exact_lengths_with_a_measured_pad_unit():
     counter = TokenCounter(CharTokenizer())  # type: ignore[arg-type]
-    assert counter.pad_unit() == "-"  # " the" is four tokens here; "-" is one
+    assert counter.pad_units() == (" a", 2, ".")  # " the" is four tokens here, " a" two, "." one
+    assert counter.pad(5) == " a a." and counter.pad(0) == ""
     prompts = needle_prompts(counter, random.Random(0), 300, [0.0, 0.5, 1.0])
     assert [p.tokens for p in prompts] == [300, 300, 300] and all(p.exact for p in prompts)
     assert all(p.value in p.messages[-1]["content"] for p in prompts)

@@ -4,8 +4,9 @@ Counts come from the target's `/tokenize` (vLLM's endpoint: chat messages in, to
 the chat template applied) when a target has one; otherwise they are estimated at about four
 characters a token, and every report that uses them says "estimated".
 
-Steering pads a prompt with a unit the tokenizer encodes as exactly one token per repetition
-(found by measuring, not assumed), so a prompt can be placed at B·k−1, B·k or B·k+1 tokens.
+Steering pads a prompt with plain words whose token cost is measured, not assumed (" the" is one
+token in most vocabularies, two where spaces are tokens of their own, with "." to make up an odd
+count), so a prompt can be placed at B·k−1, B·k or B·k+1 tokens.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 
 Messages = list[dict[str, Any]]
-PAD_UNITS = (" the", " and", " a", " ok", "-", ",", ";", ".")
+PAD_WORDS = (" the", " and", " a")
+PAD_TAILS = (".", ",", ";")
 _PROBE_BASE = "Padding probe: the river and the bridge."
 _PROBE_REPS = 7
 
@@ -31,7 +33,7 @@ class TokenCounter:
         self.estimated = endpoint is None
         self.why_estimated = "no target exposes /tokenize" if endpoint is None else ""
         self.calls = 0
-        self._unit: str | None = None
+        self._units: tuple[str, int, str | None] | None = None
         self._unit_probed = False
 
     def count(self, messages: Messages) -> int:
@@ -45,30 +47,49 @@ class TokenCounter:
                 self.why_estimated = f"/tokenize failed ({e.kind}: {e.detail[:80]})"
         return estimate(messages)
 
-    def pad_unit(self) -> str | None:
-        """A string that adds exactly one token per repetition at the end of a message, or None."""
+    def _grows(self, text: str, extra: str) -> int:
+        base = self.count([{"role": "user", "content": text}])
+        return self.count([{"role": "user", "content": text + extra}]) - base
+
+    def pad_units(self) -> tuple[str, int, str | None] | None:
+        """(word, its tokens per repetition, a one-token remainder or None), measured once: padding
+        is plain words (" the the the."), since runs of punctuation leak into a small model's
+        answers (codes like "GK-8399" contain dashes). None when nothing adds a fixed count."""
         if not self._unit_probed:
             self._unit_probed = True
             if not self.estimated:
-                base = self.count([{"role": "user", "content": _PROBE_BASE}])
-                for unit in PAD_UNITS:
-                    grown = self.count([{"role": "user", "content": _PROBE_BASE + unit * _PROBE_REPS}])
-                    if grown - base == _PROBE_REPS:
-                        self._unit = unit
+                for word in PAD_WORDS:
+                    cost, rest = divmod(self._grows(_PROBE_BASE, word * _PROBE_REPS), _PROBE_REPS)
+                    if rest or cost not in (1, 2):
+                        continue
+                    if cost == 1:
+                        self._units = (word, 1, None)
                         break
-        return self._unit
+                    tail = next((t for t in PAD_TAILS if self._grows(_PROBE_BASE + word * 3, t) == 1), None)
+                    if tail is not None:
+                        self._units = (word, 2, tail)
+                        break
+        return self._units
+
+    def pad(self, n: int) -> str:
+        """Padding of `n` tokens (as measured at the end of a message)."""
+        units = self.pad_units()
+        if units is None or n <= 0:
+            return ""
+        word, cost, tail = units
+        return word * (n // cost) + (tail or "") * (n % cost)
 
     def fit(self, build: Callable[[str], Messages], target: int, tries: int = 4) -> tuple[Messages, int, bool]:
         """Messages of exactly `target` tokens where possible: `build(pad)` must put `pad` at the
         end of some message's text. Returns (messages, count, exact)."""
-        unit = self.pad_unit()
+        units = self.pad_units()
         messages = build("")
         n = self.count(messages)
-        if unit is None or n > target:
+        if units is None or n > target:
             return messages, n, n == target and not self.estimated
         reps = target - n
         for _ in range(tries):
-            messages = build(unit * reps)
+            messages = build(self.pad(reps))
             n = self.count(messages)
             if n == target:
                 return messages, n, not self.estimated
