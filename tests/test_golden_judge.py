@@ -64,7 +64,9 @@ def test_reference_passing_only_some_runs_is_noise():
 
 
 def test_hard_failures_fail_on_their_own():
-    j = judge_case(GS.case("ok"), r("!!!!!!!!!!!!!!!!!!!!"), [r("!!!!!!!!!!!!!!!!!!!!")] * 2, 0.8)
+    j = judge_case(GS.case("ok"), r("!!!!!!!!!!!!!!!!!!!!"), [r("OK")] * 2, 0.8)
+    assert j.status is Status.FAIL and "char_run" in j.reason
+    j = judge_case(GS.case("ok"), r("!!!!!!!!!!!!!!!!!!!!"), [r("!!!!!!!!!!!!!!!!!!!!")] * 2, 0.8, shared_hard=Status.FAIL)
     assert j.status is Status.FAIL and "char_run" in j.reason and "the reference fails it too" in j.reason
     j = judge_case(GS.case("data"), r('{"a": '), [r('{"a": 1}')], 0.8)
     assert j.status is Status.FAIL and "not JSON" in j.reason
@@ -120,9 +122,9 @@ def test_stream_difference_fails_unless_the_reference_shows_the_same():
     assert j.status is Status.FAIL and "'stop' vs 'tool_calls'" in j.reason
 
 
-def test_shared_hard_failures_can_be_lowered_to_warn():
+def test_shared_hard_failures_warn_by_default():
     loop = r("!!!!!!!!!!!!!!!!!!!!")
-    j = judge_case(GS.case("ok"), loop, [loop, loop], 0.8, shared_hard=Status.WARN)
+    j = judge_case(GS.case("ok"), loop, [loop, loop], 0.8)
     assert j.status is Status.WARN and "the reference fails it too" in j.reason
     j = judge_case(GS.case("ok"), loop, [r("OK"), r("OK")], 0.8, shared_hard=Status.WARN)
     assert j.status is Status.FAIL  # the candidate alone degenerates: always FAIL

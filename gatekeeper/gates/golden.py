@@ -11,8 +11,9 @@ floor) is measured. Each case becomes a check `golden.<case-id>`:
   needed for (empty or degenerate output, `!!!!`-style runs, U+FFFD, invalid JSON where JSON is
   required, tool-call arguments that are not JSON); or it differs from a reference that agrees
   with itself (equals_reference / similar_to_reference);
-- WARN: both fail ("the case does not suit this model" — the golden set needs attention), or the
-  only difference is within the reference's own run-to-run noise;
+- WARN: both fail ("the case does not suit this model" — the golden set needs attention; this
+  includes degenerate output the reference produces too), or the only difference is within the
+  reference's own run-to-run noise;
 - ERROR: an endpoint failed on the case; SKIP: a needed capability (tools, streaming) is missing.
 
 Tool-call and JSON cases marked `stream_variant` also get `golden.<case-id>.stream`: the
@@ -28,9 +29,8 @@ Policy settings (the `golden:` section):
 - `noise_floor_concurrency` (1): concurrency of the reference's second pass;
 - `similar_threshold` (0.8): default threshold of similar_to_reference;
 - `stream_variants` (true): run the streaming variants;
-- `shared_hard_failures` ("FAIL"): the status of a hard failure (degenerate output, invalid JSON)
-  that the reference shows too in every run; "WARN" treats it as a case that does not suit the
-  model rather than a candidate failure;
+- `shared_hard_failures` ("WARN"): the status of a hard failure (degenerate output, invalid JSON)
+  that the reference shows too in every run — a case the model cannot do; "FAIL" blocks on it;
 - `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's,
   beyond the reference's own run-to-run noise, before `golden.pass_rate` fails;
 - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for the
@@ -63,7 +63,7 @@ class GoldenGate(Gate):
     stage = 3
     title = "Golden prompts"
     defaults: dict[str, Any] = {"concurrency": 4, "noise_floor_concurrency": 1, "similar_threshold": 0.8,
-                                "stream_variants": True, "shared_hard_failures": "FAIL", "max_pass_rate_drop": 0.0,
+                                "stream_variants": True, "shared_hard_failures": "WARN", "max_pass_rate_drop": 0.0,
                                 "baseline": None}
 
     def run(self, ctx: GateContext) -> None:

@@ -3,9 +3,10 @@
 Pure logic, no endpoints, so every rule is unit-testable:
 
 - an assertion the candidate passes counts for nothing more;
-- a hard failure (empty, degenerate, invalid JSON, non-JSON tool arguments) is FAIL on its own
-  (when the reference shows the same failure in every run, `shared_hard` decides: FAIL by
-  default, as the design asks; a policy may lower it to WARN);
+- a hard failure (empty, degenerate, invalid JSON, non-JSON tool arguments) is FAIL on its own,
+  whatever the reference does — unless the reference shows the same failure in every run: then
+  the model, not the engine, cannot do the case, and `shared_hard` decides (WARN by default,
+  like any case both fail; a policy may make it FAIL);
 - any other absolute failure is FAIL (a regression) when the reference passes the same assertion
   in every run, WARN ("the case does not suit this model") when the reference fails it in every
   run, and WARN (noise) when the reference passes it in some runs only;
@@ -59,7 +60,7 @@ def passes_absolute(case: GoldenCase, response: ChatResponse) -> bool:
 
 
 def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatResponse],
-               similar_threshold: float, shared_hard: Status = Status.FAIL) -> Judgement:
+               similar_threshold: float, shared_hard: Status = Status.WARN) -> Judgement:
     """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1);
     `shared_hard` is the status of a hard failure the reference shares in every run."""
     j = Judgement()
