@@ -301,13 +301,18 @@ def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Examp
     return {k: (s / n if n else float("nan")) for k, (s, n) in sums.items()}
 
 
+def _run_args(args: argparse.Namespace) -> dict:
+    """The arguments a resumed run must repeat."""
+    return {"seed": args.seed, "steps": args.steps, "lr": args.lr, "init_from": args.init_from}
+
+
 def save_all(model: CausalLM, cfg: ModelConfig, opt, data: DataSource, step: int, out: Path,
              args: argparse.Namespace) -> None:
     """Checkpoint for resuming (state.pt, written atomically) plus the HF export."""
     tmp = out / "state.pt.tmp"
     torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": step,
                 "copy_ema": data.copy_ema, "copy_ready_step": data.copy_ready_step,
-                "args": {"seed": args.seed, "steps": args.steps}}, tmp)
+                "args": _run_args(args)}, tmp)
     tmp.replace(out / "state.pt")
     save_checkpoint(model, cfg, out)
     gen = {"bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, "pad_token_id": cfg.bos_token_id,
@@ -335,15 +340,22 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--layers", type=int, default=Hyper.num_hidden_layers)
     p.add_argument("--hidden", type=int, default=Hyper.hidden_size)
     p.add_argument("--ship", default=None, help="also copy the final checkpoint files here")
+    p.add_argument("--init-from", default=None,
+                   help="continue training from this run directory's weights and tokenizer (fresh optimizer, "
+                        "no copy warm-up); the new run's data comes from --seed")
+    p.add_argument("--lr", type=float, default=Hyper.lr, help="peak learning rate")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
-    h = Hyper(num_hidden_layers=args.layers, hidden_size=args.hidden,
+    h = Hyper(num_hidden_layers=args.layers, hidden_size=args.hidden, lr=args.lr,
               intermediate_size=args.hidden * 8 // 3 // 32 * 32 if args.hidden != 192 else 512,
               num_attention_heads=args.hidden // 32, num_key_value_heads=args.hidden // 32)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not (args.resume and (out / "tokenizer.json").is_file()):
+    if args.init_from:
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            (out / name).write_bytes((Path(args.init_from) / name).read_bytes())
+    elif not (args.resume and (out / "tokenizer.json").is_file()):
         save_tokenizer(build_tokenizer(h.vocab_size, args.seed), out)
     tok = Tokenizer.from_dir(out)
     pad_id = tok.encode(PAD_TOKEN)[0]
@@ -361,10 +373,13 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": h.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=h.lr, betas=(0.9, 0.95))
     data = DataSource(tok, args.seed, args.steps)
+    if args.init_from:
+        model.load_state_dict(torch.load(Path(args.init_from) / "state.pt", weights_only=False)["model"])
+        data.copy_ready_step = 0  # the initial model copies already
     start = 0
     if args.resume and (out / "state.pt").is_file():
         state = torch.load(out / "state.pt", weights_only=False)
-        if state["args"] != {"seed": args.seed, "steps": args.steps}:
+        if state["args"] != _run_args(args):
             raise SystemExit(f"--resume: {out}/state.pt was made with {state['args']}, not these arguments")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
