@@ -5,6 +5,7 @@ writes; until it exists they skip. The five-seed false-alarm test is marked slow
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -32,6 +33,13 @@ def gk_tiny() -> Path:
 def _failed(out: RunOutcome) -> dict[str, str]:
     assert out.summary is not None, out.stderr
     return {c["id"]: c["reason"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL"}
+
+
+def _record(out: RunOutcome, check_id: str) -> dict:
+    """A check's full record (evidence included) from records.jsonl; summary.json leaves evidence out."""
+    assert out.run_dir is not None
+    lines = (out.run_dir / "records.jsonl").read_text().splitlines()
+    return next(r for r in map(json.loads, lines) if r.get("id") == check_id)
 
 
 def _policy(tmp_path: Path, **settings: object) -> str:
@@ -76,7 +84,7 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     assert failed and all(c.startswith("longctx.") for c in failed), failed
     assert {"longctx.session_decay", "longctx.session_agreement"} & set(failed), failed
     decay = out.check("longctx.session_decay")
-    series = next(e for e in decay["evidence"] if e["kind"] == "series")["data"]["series"]
+    series = next(e for e in _record(out, "longctx.session_decay")["evidence"] if e["kind"] == "series")["data"]["series"]
     ref, cand, agree = series["reference"], series["candidate"], series["agreement"]
     # The curve: the candidate keeps up in the first rounds and falls away after.
     assert sum(agree[:3]) / 3 > sum(agree[-3:]) / 3, agree
