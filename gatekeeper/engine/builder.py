@@ -66,8 +66,12 @@ def build_engine(args: EngineArgs) -> EngineParts:
             f"--num-kv-blocks {args.num_kv_blocks} × --block-size {args.block_size} cannot hold one "
             f"sequence of max_model_len {max_model_len}"
         )
-    if optimized and args.tp > 1 and (cfg.num_attention_heads % args.tp or cfg.intermediate_size % args.tp):
-        raise EngineOptionError(f"--tp {args.tp} does not divide the model's heads and MLP width")
+    # Simulated TP splits the row-parallel inputs (attention output features, MLP width) into
+    # equal shards; real engines also need whole heads per rank, the simulation does not.
+    attn_width = cfg.num_attention_heads * cfg.head_dim
+    if optimized and args.tp > 1 and (attn_width % args.tp or cfg.intermediate_size % args.tp):
+        raise EngineOptionError(f"--tp {args.tp} does not divide the model's attention width {attn_width} "
+                                f"and MLP width {cfg.intermediate_size}")
     eos = tokenizer.eos_token_ids or ([tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else [])
     core_cls = OptimizedCore if optimized else ReferenceCore
     torch.manual_seed(args.seed)
