@@ -66,6 +66,7 @@ def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_mod
     assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
 
 
+@pytest.mark.slow  # the default-run test (test_run_gk_tiny.py) already runs gate 4 on the clean candidate
 def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), *LONGCTX)
     assert out.summary["verdict"] == "PROMOTE" and not _failed(out), _failed(out)
@@ -94,7 +95,7 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
         assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:])
 
 
-@pytest.mark.parametrize("how", ["concurrency-1", "no-prefix-caching"])
+@pytest.mark.parametrize("how", [pytest.param("concurrency-1", marks=pytest.mark.slow), "no-prefix-caching"])
 def test_kv_stale_reuse_does_not_trigger_without_its_conditions(tmp_path, gk_tiny, how):
     if how == "concurrency-1":
         args = ("--policy", _policy(tmp_path, concurrency=1, decay_concurrency=1))
@@ -118,6 +119,7 @@ def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
     assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 
 
+@pytest.mark.slow  # until gk-tiny retrieves needles it can only skip its main assertion
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
     assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
