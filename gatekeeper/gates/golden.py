@@ -44,7 +44,7 @@ from typing import Any
 
 from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.golden.answer import first_divergence, render_answer
+from gatekeeper.golden.answer import render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
@@ -52,6 +52,7 @@ from gatekeeper.golden.request import Asker
 from gatekeeper.golden.summary import PassRates
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Evidence, Status
+from gatekeeper.text import first_divergence
 
 Answer = ChatResponse | EndpointError
 

@@ -66,14 +66,3 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, list):
         return ("[]", tuple(_freeze(v) for v in value))
     return (type(value).__name__, value)
-
-
-def first_divergence(a: str, b: str) -> int | None:
-    """Index of the first differing character, or None when the strings are equal."""
-    if a == b:
-        return None
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n

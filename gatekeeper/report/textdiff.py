@@ -9,22 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gatekeeper.text import first_divergence
+
 MAX_PREFIX_CHARS = 2000
 # C0 controls (other than tab and newline) and DEL are invisible on screen but can be the very
 # difference; show them as their Unicode "control picture" (ESC → ␛, NUL → ␀).
 _CONTROL_PICTURES = {c: 0x2400 + c for c in range(0x20) if c not in (0x09, 0x0A)} | {0x7F: 0x2421}
 MAX_TAIL_CHARS = 4000
-
-
-def first_divergence(a: str, b: str) -> int | None:
-    """Index of the first character where `a` and `b` differ; None if they are equal."""
-    if a == b:
-        return None
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 @dataclass(frozen=True)
