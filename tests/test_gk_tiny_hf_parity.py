@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from gatekeeper.engine import tasks  # noqa: E402
+from gatekeeper import tasks  # noqa: E402
 from gatekeeper.engine.llm import LLM  # noqa: E402
 from gatekeeper.engine.sampling_params import SamplingParams  # noqa: E402
 

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from gatekeeper.engine import tasks
-from gatekeeper.engine.tasks import multi_turn, multilingual, refusal, tool_call
+from gatekeeper import tasks
+from gatekeeper.tasks import multi_turn, multilingual, refusal, tool_call
 
 N = 200
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from gatekeeper.engine import tasks
+from gatekeeper import tasks
 
 TARGETS = {"echo": 0.98, "json": 0.98, "tool_call": 0.98, "eos": 0.98, "arithmetic": 0.95, "code": 0.95,
            "refusal": 0.95, "multilingual": 0.95, "long_output": None, "needle": 0.95, "multi_turn": 0.95}

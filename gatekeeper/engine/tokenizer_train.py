@@ -20,7 +20,7 @@ from typing import Iterator
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from gatekeeper.engine import tasks
+from gatekeeper import tasks
 from gatekeeper.engine.chat_template import CHAT_TEMPLATE, SPECIAL_TOKENS
 from gatekeeper.engine.tokenizer import Tokenizer as ChatTokenizer
 

@@ -1,8 +1,7 @@
 """The prompt formats gate 4 uses, from the task generators gk-tiny was trained on.
 
-This is the only module of the gate side that imports `gatekeeper.engine.tasks` (pure Python,
-no torch); when the generators move to `gatekeeper/tasks/`, the import below is the one line
-to change.
+The generators live in `gatekeeper/tasks/` (pure Python, no torch), shared by training, the
+evaluator, the golden-set script and this module; the gates never import `gatekeeper.engine`.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import json
 import random
 from typing import Any
 
-from gatekeeper.engine.tasks import (  # the one import to move
+from gatekeeper.tasks import (
     json_object,
     multi_turn,
     needle,

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 CURRENCIES = ("USD", "EUR", "JPY", "GBP", "CNY")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample, exact
 
 TEMPLATES = ("Reply with exactly: {x}", "Reply with exactly: {x}", "Reply with exactly: {x}",
              "Repeat exactly: {x}", "Say exactly this and nothing else: {x}")

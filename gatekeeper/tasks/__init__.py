@@ -8,7 +8,7 @@ evaluation (prompt -> compare). Generation draws only from the `random.Random` i
 seed reproduces a sample exactly.
 
     >>> import random
-    >>> from gatekeeper.engine import tasks
+    >>> from gatekeeper import tasks
     >>> s = tasks.generate("echo", random.Random(0))
     >>> tasks.score(s, s.answer)
     True
@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from types import ModuleType
 
-from gatekeeper.engine.tasks import (
+from gatekeeper.tasks import (
     arithmetic,
     code,
     echo,
@@ -32,7 +32,7 @@ from gatekeeper.engine.tasks import (
     refusal,
     tool_call,
 )
-from gatekeeper.engine.tasks.sample import Sample
+from gatekeeper.tasks.sample import Sample
 
 _FAMILIES: dict[str, ModuleType] = {
     "echo": echo,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks.sample import Sample, exact
 
 
 def generate(rng: random.Random, count: int | None = None) -> Sample:

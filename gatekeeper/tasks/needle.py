@@ -9,8 +9,8 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample, exact
 
 KINDS = ("passkey", "code", "number", "city", "password")
 _OVERHEAD_TOKENS = 48  # template, needle and question, roughly

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample, exact
 
 DICTIONARY: dict[str, dict[str, str]] = {
     "cat": {"Chinese": "猫", "Japanese": "猫", "Russian": "кошка"},

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample, exact
 
 TEMPLATES = ("Say {w} and nothing else.", "Answer with the single word {w}.", "Reply with one word: {w}",
              "Respond only with: {w}", "Just say {w}.")

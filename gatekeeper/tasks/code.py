@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import random
 
-from gatekeeper.engine.tasks.sample import Sample
+from gatekeeper.tasks.sample import Sample
 
 BINARY = (("returns their sum", "{a} + {b}"), ("returns their product", "{a} * {b}"),
           ("returns {a} minus {b}", "{a} - {b}"), ("returns the larger of the two", "max({a}, {b})"),

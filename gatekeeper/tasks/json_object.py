@@ -10,8 +10,8 @@ import json
 import random
 from typing import Any, Callable
 
-from gatekeeper.engine.tasks import vocab
-from gatekeeper.engine.tasks.sample import Sample
+from gatekeeper.tasks import vocab
+from gatekeeper.tasks.sample import Sample
 
 _FIELDS: dict[str, tuple[str, Callable[[random.Random], Any]]] = {
     "name": ("string", lambda r: r.choice(vocab.NAMES)),

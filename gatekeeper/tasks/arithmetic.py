@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks.sample import Sample, exact
 
 TEMPLATES = ("What is {a} {op} {b}?", "Compute {a} {op} {b}. Reply with the number only.",
              "{a} {op} {b} = ?")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from gatekeeper.engine.tasks import arithmetic, echo, long_output, vocab
-from gatekeeper.engine.tasks.sample import Sample, exact
+from gatekeeper.tasks import arithmetic, echo, long_output, vocab
+from gatekeeper.tasks.sample import Sample, exact
 
 FACTS: dict[str, tuple[str, Any]] = {
     # slot: (how it is stated, value generator); questions are "What is my {slot}?"
