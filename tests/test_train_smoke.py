@@ -7,7 +7,7 @@ import json
 
 import torch
 
-from gatekeeper.engine import train
+from gatekeeper.engine import train, train_data
 from gatekeeper.engine.checkpoint import load_model
 from gatekeeper.engine.tokenizer import Tokenizer
 
@@ -19,8 +19,8 @@ def _weights(run_dir) -> dict[str, torch.Tensor]:
 
 
 def test_few_steps_write_a_loadable_checkpoint_and_resume_is_exact(tmp_path, monkeypatch):
-    monkeypatch.setattr(train, "TOKENS_PER_STEP", 1024)
-    monkeypatch.setattr(train, "MAX_LEN", 512)
+    monkeypatch.setattr(train_data, "TOKENS_PER_STEP", 1024)
+    monkeypatch.setattr(train_data, "MAX_LEN", 512)
     straight, resumed, ship = tmp_path / "straight", tmp_path / "resumed", tmp_path / "ship"
     train.main(["--out", str(straight), "--ship", str(ship), *SMALL])
     train.main(["--out", str(resumed), "--minutes", "0", *SMALL])  # stops after one step
