@@ -55,6 +55,10 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
     golden_paths = [str(find_file(p)) for p in values["golden"]]
     needs_golden = not gates or "golden" in gates
     golden = load_golden(golden_paths) if needs_golden and golden_paths else []
+    if needs_golden and "golden" in policy.enabled:
+        from gatekeeper.gates.golden import validate_settings
+
+        validate_settings(policy.settings("golden"), golden, policy.path)
     return RunPlan(
         reference=reference,
         candidate=candidate,

@@ -141,3 +141,29 @@ def test_baseline_round_trip_and_bad_files(tmp_path):
     with pytest.raises(ConfigError) as e:
         load_baseline(bad)
     assert e.value.line == 1 and "not a golden baseline" in str(e.value)
+
+
+def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error():
+    from gatekeeper.gates.golden import validate_settings
+    from gatekeeper.gates.golden import _named_cases, _select
+
+    core = [load_golden_set(CORE)]
+    chosen = [name for name, _ in _select(_named_cases(core), ["canary-ok", "tool-parallel-*"])]
+    assert chosen == ["canary-ok", "tool-parallel-2", "tool-parallel-3"]
+    with pytest.raises(ConfigError, match=r"gates.yaml: .*'tool-paralel-\*' matches no golden case"):
+        validate_settings({"cases": ["canary-ok", "tool-paralel-*"]}, core, "gates.yaml")
+    with pytest.raises(ConfigError, match="must be a list of glob strings"):
+        validate_settings({"cases": "canary-ok"}, core)
+
+
+def test_the_smoke_policy_subset_names_real_cases_in_every_family():
+    from gatekeeper.config.policy import load_policy
+    from gatekeeper.gates.golden import _named_cases, _select, validate_settings
+    from gatekeeper.gates.registry import gate_defaults
+
+    core = [load_golden_set(CORE)]
+    smoke = load_policy(ROOT / "gates" / "smoke.yaml", gate_defaults()).settings("golden")
+    validate_settings(smoke, core)
+    chosen = _select(_named_cases(core), smoke["cases"])
+    assert {c.family for _, c in chosen} == {c.family for c in core[0].cases}
+    assert len(chosen) < len(core[0].cases) / 2

@@ -76,3 +76,11 @@ def test_policy_with_unknown_setting_names_the_key_and_line(tmp_path):
 def test_unknown_gate_and_bad_target_exit_3(tmp_path):
     assert gk_run(tmp_path, "--gates", "startup,nope").code == 3
     assert gk_run(tmp_path, "--candidate", "bundled:turbo").code == 3
+
+
+def test_golden_case_glob_matching_nothing_exits_3_before_any_engine_starts(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, no-such-case]\n")
+    out = gk_run(tmp_path / "r", "--policy", str(bad))
+    assert out.code == 3 and out.summary is None
+    assert f"{bad}: gates.golden.cases: 'no-such-case' matches no golden case" in out.stderr

@@ -34,11 +34,14 @@ Policy settings (the `golden:` section):
 - `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's,
   beyond the reference's own run-to-run noise, before `golden.pass_rate` fails;
 - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for the
-  live reference.
+  live reference;
+- `cases` (["*"]): globs over check names (case ids) choosing the cases to run, e.g. a smoke subset;
+  a glob that matches no case is a configuration error (a typo would silently drop cases).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import time
 from typing import Any
 
@@ -65,13 +68,13 @@ class GoldenGate(Gate):
     title = "Golden prompts"
     defaults: dict[str, Any] = {"concurrency": 4, "noise_floor_concurrency": 1, "similar_threshold": 0.8,
                                 "stream_variants": True, "shared_hard_failures": "WARN", "max_pass_rate_drop": 0.0,
-                                "baseline": None}
+                                "baseline": None, "cases": ["*"]}
 
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
         settings = {**self.defaults, **(ctx.settings or {})}
         settings["shared_hard_failures"] = _status(settings["shared_hard_failures"])  # ConfigError before any request
-        cases = _named_cases(ctx.golden)
+        cases = _select(_named_cases(ctx.golden), settings["cases"])
         if not cases:
             ctx.skip("cases", "no golden set loaded (pass --golden FILE)")
             return
@@ -180,6 +183,15 @@ class GoldenGate(Gate):
                   j.metrics, ev, family=case.family, started=started)
 
 
+def validate_settings(settings: dict[str, Any], sets: list[GoldenSet], policy_path: str | None = None) -> None:
+    """Check the settings a run cannot recover from before any engine starts (ConfigError, exit 3)."""
+    try:
+        _status(settings.get("shared_hard_failures", "WARN"))
+        _select(_named_cases(sets), settings.get("cases", ["*"]))
+    except ConfigError as e:
+        raise ConfigError(str(e), policy_path, key=None) from None
+
+
 def _status(value: Any) -> Status:
     """A policy's FAIL/WARN setting as a Status (ConfigError otherwise)."""
     if str(value).upper() not in ("FAIL", "WARN"):
@@ -191,6 +203,17 @@ def _named_cases(sets: list[GoldenSet]) -> list[tuple[str, GoldenCase]]:
     """Check names per case: the case id, prefixed by the set name when ids collide across sets."""
     ids = [c.id for s in sets for c in s.cases]
     return [(c.id if ids.count(c.id) == 1 else f"{s.name}.{c.id}", c) for s in sets for c in s.cases]
+
+
+def _select(cases: list[tuple[str, GoldenCase]], globs: Any) -> list[tuple[str, GoldenCase]]:
+    """The cases whose check name matches one of `globs`; ConfigError for a bad or unmatched glob."""
+    if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
+        raise ConfigError(f"must be a list of glob strings, got {globs!r}", key="gates.golden.cases")
+    if cases:
+        for glob in globs:
+            if not any(fnmatch.fnmatchcase(name, glob) for name, _ in cases):
+                raise ConfigError(f"{glob!r} matches no golden case", key="gates.golden.cases")
+    return [(name, c) for name, c in cases if any(fnmatch.fnmatchcase(name, g) for g in globs)]
 
 
 def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool) -> str | None:
