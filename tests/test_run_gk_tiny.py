@@ -42,10 +42,17 @@ def test_tool_parser_partial_rolls_back_at_the_streaming_tool_case(tmp_path):
     assert failing and all(cid.startswith("golden.") and cid.endswith(".stream") for cid in failing), failing
 
 
-@pytest.mark.parametrize("tp,verdict", [(4, "ROLLBACK"), (1, "PROMOTE")])
-def test_fused_norm_dtype_depends_on_tp(tmp_path, tp, verdict):
+@pytest.mark.parametrize("tp", [4, 1])
+def test_fused_norm_dtype_breaks_outputs_only_above_tp_1(tmp_path, tp):
+    """At tp 4 the canary and golden cases break (`!!!!`); at tp 1 the same bf16 fused-norm build
+    answers them all. (Plain bf16 may still exceed numerics' half-precision logprob limits:
+    gk-tiny v2 drifts by up to ~9 nats on rare tokens; that is a dtype finding, not this fault.)"""
     opts = ("--candidate-opt", "dtype=bf16", "--candidate-opt", f"tp={tp}", "--candidate-opt", "fused_norm=true")
     out = gk_run(tmp_path, *opts, "--candidate-fault", "fused-norm-dtype", *GATES_1_3)
-    assert out.summary["verdict"] == verdict, out.summary["reasons"]
-    if verdict == "ROLLBACK":
-        assert any(cid.startswith(("startup.canary", "numerics.", "golden.")) for cid in _failing(out))
+    failing = _failing(out)
+    broken = [cid for cid in failing if cid.startswith(("startup.", "golden.")) or cid == "numerics.nan_inf"]
+    if tp > 1:
+        assert out.summary["verdict"] == "ROLLBACK" and broken, out.summary["reasons"]
+    else:
+        assert out.summary["verdict"] in ("PROMOTE", "ROLLBACK") and not broken, out.summary["reasons"]
+        assert all(c.startswith("numerics.") for c in failing), failing

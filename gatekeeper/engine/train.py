@@ -16,6 +16,11 @@ What makes a model this small copy at all (see notes/training.md):
   too), not just the last, to make supervision less sparse.
 - A staged mix: copy-heavy and short chats first, the full family mix with long needles later.
 
+The defaults are the shipped gk-tiny's recipe: `--out runs/gk-tiny --seed 0 --ship
+gatekeeper/models/gk-tiny` (10,000 steps, 2 threads, about 100 minutes on an otherwise idle
+2-core machine; anything else running on the same cores slows 2-thread OpenMP badly, so train
+alone, or with `--threads 1` at about half the speed and different float results).
+
 Determinism: the batch of step k is a function of (seed, k) only, the model's initial weights of
 the seed; checkpoints hold the optimizer state, so a resumed run continues the same trajectory.
 The schedule is fixed by --steps (and float results by --threads); --minutes only stops early
@@ -131,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="run directory (checkpoint, tokenizer, state)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=4000, help="optimizer steps; fixes the schedule")
+    p.add_argument("--steps", type=int, default=10000, help="optimizer steps; fixes the schedule (10,000: the shipped gk-tiny)")
     p.add_argument("--minutes", type=float, default=None, help="stop early after this wall time")
     p.add_argument("--stop-at", type=int, default=None,
                    help="stop after this step, schedule unchanged: reproduces the state an interrupted run saved there")
