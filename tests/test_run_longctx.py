@@ -119,7 +119,7 @@ def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
     assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 
 
-@pytest.mark.slow  # until gk-tiny retrieves needles it can only skip its main assertion
+@pytest.mark.slow  # ~40 s; passes its main assertion since gk-tiny v2 (needle grid: short cells pass, long fail)
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
     assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
