@@ -21,10 +21,10 @@ from typing import Any, Callable
 import yaml
 
 from gatekeeper import tasks
-from gatekeeper.tasks.sample import Sample
-from gatekeeper.tasks.tool_call import parse_calls
 from gatekeeper.golden.assertions import build_assertion
 from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.tasks.sample import Sample
+from gatekeeper.tasks.tool_call import parse_calls
 
 VERSION = "1.0"
 NO_DEGEN = {"type": "no_degeneration"}

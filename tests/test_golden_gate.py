@@ -202,3 +202,13 @@ def test_a_gone_endpoint_trips_the_breaker_instead_of_a_request_per_case():
         reasons.append(e.value.detail)
     assert "not sent" not in reasons[0] and "not sent" not in reasons[1]
     assert all("not sent: the candidate stopped answering (2 consecutive failures" in r for r in reasons[2:])
+
+
+def test_an_empty_case_selection_skips_with_its_reason():
+    """No request is made: both endpoints point at a closed port."""
+    golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
+    ends = [Endpoint(role, "http://127.0.0.1:9", "m") for role in ("reference", "candidate")]
+    ctx = GateContext("golden", *ends, {"cases": []}, lambda check_id: True, {}, golden, 0, {}, lambda result: None)
+    GoldenGate().run(ctx)
+    assert [(c.id, c.status) for c in ctx.checks] == [("golden.cases", Status.SKIP)]
+    assert "selects no case" in ctx.checks[0].reason

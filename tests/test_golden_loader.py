@@ -13,7 +13,12 @@ import pytest
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.golden import load_golden_set, parse_golden_set
-from gatekeeper.golden.baseline import FORMAT, load_baseline, response_from_dict, response_to_dict
+from gatekeeper.golden.baseline import (
+    FORMAT,
+    load_baseline,
+    response_from_dict,
+    response_to_dict,
+)
 from gatekeeper.responses import ChatResponse, ToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,8 +149,7 @@ def test_baseline_round_trip_and_bad_files(tmp_path):
 
 
 def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error():
-    from gatekeeper.gates.golden import validate_settings
-    from gatekeeper.gates.golden import _named_cases, _select
+    from gatekeeper.gates.golden import _named_cases, _select, validate_settings
 
     core = [load_golden_set(CORE)]
     chosen = [name for name, _ in _select(_named_cases(core), ["canary-ok", "tool-parallel-*"])]

@@ -17,7 +17,7 @@ What makes a model this small copy at all (see notes/training.md):
 - A staged mix: copy-heavy and short chats first, the full family mix with long needles later.
 
 The defaults are the shipped gk-tiny's recipe: `--out runs/gk-tiny --seed 0 --ship
-gatekeeper/models/gk-tiny` (10,000 steps, 2 threads, about 100 minutes on an otherwise idle
+gatekeeper/models/gk-tiny` (10,000 steps, 2 threads, 120 minutes on an otherwise idle
 2-core machine; anything else running on the same cores slows 2-thread OpenMP badly, so train
 alone, or with `--threads 1` at about half the speed and different float results).
 
@@ -44,7 +44,8 @@ from gatekeeper.engine.checkpoint import save_checkpoint
 from gatekeeper.engine.config import ModelConfig
 from gatekeeper.engine.model import CausalLM
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.engine.tokenizer_train import PAD_TOKEN, build as build_tokenizer
+from gatekeeper.engine.tokenizer_train import PAD_TOKEN
+from gatekeeper.engine.tokenizer_train import build as build_tokenizer
 from gatekeeper.engine.tokenizer_train import save as save_tokenizer
 from gatekeeper.engine.train_data import DataSource, Example, collate, micro_batches
 

@@ -24,7 +24,6 @@ COPY_WARMUP_MAX = 0.4  # share of the run that may go to the copy warm-up
 COPY_READY_LOSS = 1.0  # nats per copied token; from ~7.6 (guessing) it falls fast once heads form
 
 
-
 @dataclass(frozen=True)
 class Example:
     """One training sequence: token ids and the positions whose next token is supervised."""

@@ -76,7 +76,8 @@ class GoldenGate(Gate):
         settings["shared_hard_failures"] = _status(settings["shared_hard_failures"])  # ConfigError before any request
         cases = _select(_named_cases(ctx.golden), settings["cases"])
         if not cases:
-            ctx.skip("cases", "no golden set loaded (pass --golden FILE)")
+            ctx.skip("cases", "no golden set loaded (pass --golden FILE)" if not ctx.golden
+                     else "the policy's golden.cases selects no case")
             return
         baseline = load_baseline(settings["baseline"]) if settings.get("baseline") else None
         runnable = []
