@@ -84,15 +84,37 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     failed = _failed(out)
     assert failed and all(c.startswith("longctx.") for c in failed), failed
     assert {"longctx.session_decay", "longctx.session_agreement"} & set(failed), failed
-    decay = out.check("longctx.session_decay")
-    series = next(e for e in _record(out, "longctx.session_decay")["evidence"] if e["kind"] == "series")["data"]["series"]
-    ref, cand, agree = series["reference"], series["candidate"], series["agreement"]
+    series = _series(out)
     # The curve: the candidate keeps up in the first rounds and falls away after.
-    assert sum(agree[:3]) / 3 > sum(agree[-3:]) / 3, agree
-    if ref[0] >= 0.5:  # recall is measurable on this model: the decay itself must fail
-        m = decay["metrics"]
-        assert decay["status"] == "FAIL" and m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01, decay["reason"]
-        assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:])
+    assert sum(series["agreement"][:3]) / 3 > sum(series["agreement"][-3:]) / 3, series["agreement"]
+    # How many cached blocks go stale depends on how the 12 concurrent sessions interleave, i.e. on
+    # the machine's timing: one CI run lost 6 recalls (sign test p=0.016: decay WARN, agreement
+    # FAIL) where this machine loses 13-16. The decay's excess is over the limit either way; that
+    # it is beyond chance is asserted under more eviction pressure below.
+    m = out.check("longctx.session_decay")["metrics"]
+    assert m["sqdr_excess"] > m["limit"], m
+
+
+def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
+    """Half the KV pool (seed 000's high-usage regime) evicts more: 30+ lost recalls on a quiet or a
+    loaded machine, so the decay check's FAIL does not hinge on scheduling luck. (Gate 3 would
+    catch this one already, through streamed-vs-plain answers that hit stale blocks; gate 4 alone
+    here.)"""
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse",
+                 "--candidate-opt", "num_kv_blocks=256", *LONGCTX)
+    decay = out.check("longctx.session_decay")
+    ref, cand = _series(out)["reference"], _series(out)["candidate"]
+    assert ref[0] >= 0.5, f"the reference recalls too little to measure decay: {ref}"
+    m = decay["metrics"]
+    assert decay["status"] == "FAIL" and m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01, decay["reason"]
+    assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:]), (ref, cand)
+    assert out.summary["verdict"] == "ROLLBACK"
+
+
+def _series(out: RunOutcome) -> dict[str, list[float]]:
+    """The session-decay curves: reference and candidate recall and their agreement, by round."""
+    evidence = _record(out, "longctx.session_decay")["evidence"]
+    return next(e for e in evidence if e["kind"] == "series")["data"]["series"]
 
 
 @pytest.mark.parametrize("how", [pytest.param("concurrency-1", marks=pytest.mark.slow), "no-prefix-caching"])
