@@ -18,7 +18,7 @@ from typing import AsyncIterator
 
 from gatekeeper.engine.builder import build_engine
 from gatekeeper.engine.engine_args import EngineArgs
-from gatekeeper.engine.errors import EngineError, RequestError
+from gatekeeper.engine.errors import EngineDeadError, EngineError, RequestError
 from gatekeeper.engine.faults import FaultSet
 from gatekeeper.engine.output_processor import RequestState
 from gatekeeper.engine.outputs import RequestOutput
@@ -26,10 +26,6 @@ from gatekeeper.engine.sampling_params import SamplingParams
 from gatekeeper.engine.sequence import Sequence
 
 log = logging.getLogger("gatekeeper.engine")
-
-
-class EngineDeadError(EngineError):
-    """The engine loop stopped; every request fails until restart (the server answers 503)."""
 
 
 @dataclass

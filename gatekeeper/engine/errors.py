@@ -15,3 +15,7 @@ class EngineOptionError(EngineError):
 
 class RequestError(EngineError):
     """A request the engine cannot serve (too long, bad token ids); the server answers 400."""
+
+
+class EngineDeadError(EngineError):
+    """The engine loop stopped; every request fails until restart (the server answers 503)."""

@@ -2,7 +2,8 @@
 
 `build_app(engine)` takes a started engine (see launch.py); nothing here loads models. Every
 handler answers OpenAI-shaped errors, never a traceback: malformed JSON and wrong types are
-pydantic validation errors (400), the engine's RequestError is a 400, a dead engine a 503.
+pydantic validation errors (400), the engine's RequestError is a 400, a dead engine a 503, a
+request whose engine step failed (the engine serving on) a 500.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import gatekeeper
-from gatekeeper.engine.errors import EngineError, RequestError
+from gatekeeper.engine.errors import EngineDeadError, EngineError, RequestError
 from gatekeeper.engine.server import sse
 from gatekeeper.engine.server.errors import ApiError, error_response
 from gatekeeper.engine.server.metrics import CONTENT_TYPE, ServerMetrics
@@ -148,7 +149,9 @@ def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
         if isinstance(exc, RequestError):
             return ApiError(str(exc), 400).response()
         log.error("engine error: %s", exc)
-        return ApiError(str(exc), 503).response()
+        # A dead engine fails every request until restarted (503); a step that failed only its
+        # own requests is an internal error of this request (500), and the server keeps serving.
+        return ApiError(str(exc), 503 if isinstance(exc, EngineDeadError) else 500).response()
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> Response:
