@@ -149,6 +149,9 @@ def evaluate(model_dir: str, n: int, seed: int, log=print) -> dict:
         elif family == "multi_turn":
             per = max(4, n // 4)
             samples = [tasks.generate("multi_turn", rng, rounds=r) for r in ROUNDS for _ in range(per)]
+            # The target is at round 10: it gets n chats in all (the extra ones drawn last, so the
+            # curve's samples are the same as with fewer).
+            samples += [tasks.generate("multi_turn", rng, rounds=10) for _ in range(n - per)]
         else:
             samples = [tasks.generate(family, rng) for _ in range(n)]
         by_family[family] = run_cases(dec, samples, MAX_TOKENS.get(family, 48))
