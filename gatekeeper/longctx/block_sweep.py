@@ -20,12 +20,10 @@ from gatekeeper.longctx.prompts import NeedlePrompt, padded_variants
 from gatekeeper.longctx.tokens import TokenCounter
 from gatekeeper.longctx.traffic import (
     Answer,
-    both,
     chat,
-    fan_out,
     first_error,
+    side_by_side,
     text,
-    twice,
     unstable,
 )
 from gatekeeper.results import Evidence, Status
@@ -46,8 +44,7 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         return [chat(ep, p.messages, max_tokens=limit) for p in tri]
 
     conc = int(s["concurrency"])
-    (ref, ref2), cand = both(lambda ep: twice(lambda t: triple(ep, t), triples, conc, s["noise_floor"]),
-                             ctx.reference, ctx.candidate, lambda ep: fan_out(lambda t: triple(ep, t), triples, conc))
+    ref, ref2, cand = side_by_side(triple, triples, ctx.reference, ctx.candidate, conc, s["noise_floor"])
     flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
     err = first_error([x[1] for x in flat], [x[2] for x in flat])
     if err is not None:

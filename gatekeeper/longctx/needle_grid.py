@@ -21,12 +21,10 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.longctx.tokens import TokenCounter
 from gatekeeper.longctx.traffic import (
-    both,
     chat,
-    fan_out,
     first_error,
+    side_by_side,
     text,
-    twice,
     unstable,
 )
 from gatekeeper.results import Evidence, Status
@@ -44,9 +42,8 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
         grid += needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:needle:{n}"), n, depths)
     ctx.progress(f"longctx: needle grid, {len(lengths)} lengths x {len(depths)} depths")
     conc, limit = int(s["concurrency"]), int(s["answer_tokens"])
-    (ref, ref2), cand = both(lambda ep: twice(lambda p: chat(ep, p.messages, max_tokens=limit), grid, conc, s["noise_floor"]),
-                             ctx.reference, ctx.candidate,
-                             lambda ep: fan_out(lambda p: chat(ep, p.messages, max_tokens=limit), grid, conc))
+    ref, ref2, cand = side_by_side(lambda ep, p: chat(ep, p.messages, max_tokens=limit), grid,
+                                   ctx.reference, ctx.candidate, conc, s["noise_floor"])
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("needle_grid", err)

@@ -25,13 +25,11 @@ from gatekeeper.longctx.prompts import needle_prompts, words_for
 from gatekeeper.longctx.scrape import delta, scrape
 from gatekeeper.longctx.tokens import Messages, TokenCounter
 from gatekeeper.longctx.traffic import (
-    both,
     cached_tokens,
     chat,
-    fan_out,
     first_error,
+    side_by_side,
     text,
-    twice,
     unstable,
 )
 from gatekeeper.results import Evidence, Status
@@ -117,9 +115,8 @@ def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, m
     for i in range(max(len(asks), len(other))):
         items += asks[i:i + 1] + other[i:i + 1]
     limit, conc = int(s["answer_tokens"]), int(s["concurrency"])
-    (ref, ref2), cand = both(lambda ep: twice(lambda it: chat(ep, it[0], max_tokens=limit), items, conc, s["noise_floor"]),
-                             ctx.reference, ctx.candidate,
-                             lambda ep: fan_out(lambda it: chat(ep, it[0], max_tokens=limit), items, conc))
+    ref, ref2, cand = side_by_side(lambda ep, it: chat(ep, it[0], max_tokens=limit), items,
+                                   ctx.reference, ctx.candidate, conc, s["noise_floor"])
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)

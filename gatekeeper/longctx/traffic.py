@@ -136,6 +136,16 @@ def twice(ask: Callable[[T], Any], items: list[T], concurrency: int, noise_floor
     return first, fan_out(ask, items, 1 if concurrency > 1 else 2)
 
 
+def side_by_side(ask: Callable[[Endpoint, T], Any], items: list[T], reference: Endpoint, candidate: Endpoint,
+                 concurrency: int, noise_floor: bool) -> tuple[list[Any], list[Any] | None, list[Any]]:
+    """Every item asked of both targets at the same time: the reference through `twice` (with the
+    noise-floor pass when asked), the candidate once. Returns (reference's answers, the
+    reference's second pass or None, candidate's answers)."""
+    (ref, ref2), cand = both(lambda ep: twice(lambda item: ask(ep, item), items, concurrency, noise_floor),
+                             reference, candidate, lambda ep: fan_out(lambda item: ask(ep, item), items, concurrency))
+    return ref, ref2, cand
+
+
 def unstable(first: list[Answer], second: list[Answer] | None) -> list[bool]:
     """Per item: whether the reference's two passes answered differently (all False without a second pass)."""
     if second is None:
