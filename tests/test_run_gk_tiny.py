@@ -56,3 +56,12 @@ def test_fused_norm_dtype_breaks_outputs_only_above_tp_1(tmp_path, tp):
     else:
         assert out.summary["verdict"] in ("PROMOTE", "ROLLBACK") and not broken, out.summary["reasons"]
         assert all(c.startswith("numerics.") for c in failing), failing
+
+
+def test_the_smoke_subset_passes_on_the_shipped_model(tmp_path):
+    """gates/smoke.yaml's golden cases are chosen among those gk-tiny passes: a case both endpoints
+    fail only WARNs, so it could not catch a regression. A retrained gk-tiny must keep this true
+    (or the subset be chosen again)."""
+    out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "golden")
+    not_passing = {c["id"]: c["reason"] for c in out.gate("golden")["checks"] if c["status"] != "PASS"}
+    assert out.summary["verdict"] == "PROMOTE" and not not_passing, not_passing
