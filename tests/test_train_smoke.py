@@ -40,3 +40,36 @@ def test_few_steps_write_a_loadable_checkpoint_and_resume_is_exact(tmp_path, mon
     model, _ = load_model(ship)
     logits = model(torch.tensor([tok.encode("Reply with exactly: OK")]))
     assert torch.isfinite(logits).all()
+
+
+def _examples(lengths: list[int]) -> list[train_data.Example]:
+    return [train_data.Example([1] * n, [True] * n, "chat") for n in lengths]
+
+
+def test_least_cost_batches_keep_every_example_under_the_cap_with_less_padding():
+    lengths = [40, 45, 90, 300, 310, 520, 600, 1433, 2048, 64, 64, 66, 128, 1000, 1010, 33]
+    exs = _examples(lengths)
+    for split in (train_data.micro_batches, train_data.least_cost_batches):
+        batches = split(exs)
+        assert sorted(id(e) for b in batches for e in b) == sorted(id(e) for e in exs)
+        assert all(len(b) == 1 or max(len(e.ids) for e in b) * len(b) <= train_data.MICRO_BATCH_TOKENS for b in batches)
+
+    def padded(batches):
+        return sum(max(len(e.ids) for e in b) * len(b) for b in batches)
+
+    assert padded(train_data.least_cost_batches(exs)) < padded(train_data.micro_batches(exs))
+    assert train_data.least_cost_batches([]) == []
+
+
+def test_batching_flag_trains_and_resume_demands_the_same_split(tmp_path, monkeypatch):
+    monkeypatch.setattr(train_data, "TOKENS_PER_STEP", 1024)
+    monkeypatch.setattr(train_data, "MAX_LEN", 512)
+    run = tmp_path / "run"
+    train.main(["--out", str(run), "--minutes", "0", "--batching", "least-cost", *SMALL])
+    assert torch.load(run / "state.pt", weights_only=False)["args"]["batching"] == "least-cost"
+    try:
+        train.main(["--out", str(run), "--resume", *SMALL])  # greedy now: another trajectory
+    except SystemExit as e:
+        assert "--resume" in str(e) and "least-cost" in str(e)
+    else:
+        raise AssertionError("resuming with another --batching must refuse")

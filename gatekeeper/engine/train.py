@@ -47,7 +47,13 @@ from gatekeeper.engine.tokenizer import Tokenizer
 from gatekeeper.engine.tokenizer_train import PAD_TOKEN
 from gatekeeper.engine.tokenizer_train import build as build_tokenizer
 from gatekeeper.engine.tokenizer_train import save as save_tokenizer
-from gatekeeper.engine.train_data import DataSource, Example, collate, micro_batches
+from gatekeeper.engine.train_data import (
+    DataSource,
+    Example,
+    collate,
+    least_cost_batches,
+    micro_batches,
+)
 
 CHECKPOINT_SECONDS = 180
 
@@ -87,12 +93,13 @@ def make_config(tok: Tokenizer, h: Hyper) -> ModelConfig:
     )
 
 
-def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Example], pad_id: int) -> dict[str, float]:
-    """One optimizer step over all examples; returns mean losses by kind (copy / chat)."""
+def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Example], pad_id: int,
+               split=micro_batches) -> dict[str, float]:
+    """One optimizer step over all examples (micro-batched by `split`); returns mean losses by kind (copy / chat)."""
     n_sup = sum(sum(e.targets[: len(e.ids) - 1]) for e in examples)
     opt.zero_grad(set_to_none=True)
     sums = {"copy": [0.0, 0], "chat": [0.0, 0]}
-    for batch in micro_batches(examples):
+    for batch in split(examples):
         ids, mask, targets = collate(batch, pad_id)
         hidden = model.hidden_states(ids)  # [B, T, H]
         logits = model.compute_logits(hidden[mask])  # [N, V], only supervised positions
@@ -109,7 +116,8 @@ def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Examp
 
 def _run_args(args: argparse.Namespace) -> dict:
     """The arguments a resumed run must repeat."""
-    return {"seed": args.seed, "steps": args.steps, "lr": args.lr, "init_from": args.init_from}
+    extra = {"batching": args.batching} if args.batching != "greedy" else {}  # older state.pt files lack it
+    return {"seed": args.seed, "steps": args.steps, "lr": args.lr, "init_from": args.init_from, **extra}
 
 
 def save_all(model: CausalLM, cfg: ModelConfig, opt, data: DataSource, step: int, out: Path,
@@ -150,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="continue training from this run directory's weights and tokenizer (fresh optimizer, "
                         "no copy warm-up); the new run's data comes from --seed")
     p.add_argument("--lr", type=float, default=Hyper.lr, help="peak learning rate")
+    p.add_argument("--batching", choices=("greedy", "least-cost"), default="greedy",
+                   help="micro-batch split: greedy (the shipped gk-tiny) or least-cost (1.4x faster, other floats)")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -205,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps, h)
         examples = data.step_examples(step)
-        losses = train_step(model, opt, examples, pad_id)
+        losses = train_step(model, opt, examples, pad_id, least_cost_batches if args.batching == "least-cost" else micro_batches)
         was_ready = data.copy_ready_step
         data.observe(step, losses["copy"])
         if data.copy_ready_step != was_ready:
