@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> None:
                         "no copy warm-up); the new run's data comes from --seed")
     p.add_argument("--lr", type=float, default=Hyper.lr, help="peak learning rate")
     p.add_argument("--batching", choices=("greedy", "least-cost"), default="greedy",
-                   help="micro-batch split: greedy (the shipped gk-tiny) or least-cost (1.4x faster, other floats)")
+                   help="micro-batch split: greedy (the shipped gk-tiny) or least-cost (1.35x faster, other floats)")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)

@@ -208,10 +208,10 @@ def micro_batches(examples: list[Example]) -> list[list[Example]]:
 def least_cost_batches(examples: list[Example]) -> list[list[Example]]:
     """Split the step's examples, sorted by length, into the micro-batches that cost least.
 
-    `micro_batches` (the shipped gk-tiny's recipe) pads 71% more tokens than real in the main
+    `micro_batches` (the shipped gk-tiny's recipe) pads 58-71% more tokens than real in the main
     phase; this picks the contiguous split of the sorted list that minimises padded tokens
     (weighted by row length, for attention) plus a fixed cost per forward pass, under
-    MICRO_BATCH_TOKENS: 7% padding, 1.4x the training throughput (`benchmarks/train_batching.py`).
+    MICRO_BATCH_TOKENS: 5-7% padding, 1.35x the training throughput (`benchmarks/train_batching.py`).
     Gradients are sums over examples, so the split changes float rounding only, but that is
     enough to make a run differ from one with the other split (`train --batching`).
     """
