@@ -1,7 +1,7 @@
 """Train gk-tiny from scratch on the synthetic task families, on CPU.
 
     python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--threads T] [--resume]
-        [--minutes M] [--stop-at K] [--ship DIR]
+        [--minutes M] [--stop-at K] [--ship DIR] [--batching greedy|least-cost]
 
 What makes a model this small copy at all (see notes/training.md):
 - Dense copy data first: random sequences repeated after a short gap, loss on every repeated
