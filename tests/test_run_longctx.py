@@ -103,7 +103,8 @@ def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse",
                  "--candidate-opt", "num_kv_blocks=256", *LONGCTX)
     decay = out.check("longctx.session_decay")
-    ref, cand = _series(out)["reference"], _series(out)["candidate"]
+    series = _series(out)
+    ref, cand = series["reference"], series["candidate"]
     assert ref[0] >= 0.5, f"the reference recalls too little to measure decay: {ref}"
     m = decay["metrics"]
     assert decay["status"] == "FAIL" and m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01, decay["reason"]

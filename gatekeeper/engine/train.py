@@ -48,10 +48,10 @@ from gatekeeper.engine.tokenizer_train import PAD_TOKEN
 from gatekeeper.engine.tokenizer_train import build as build_tokenizer
 from gatekeeper.engine.tokenizer_train import save as save_tokenizer
 from gatekeeper.engine.train_data import (
+    SPLITS,
     DataSource,
     Example,
     collate,
-    least_cost_batches,
     micro_batches,
 )
 
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="continue training from this run directory's weights and tokenizer (fresh optimizer, "
                         "no copy warm-up); the new run's data comes from --seed")
     p.add_argument("--lr", type=float, default=Hyper.lr, help="peak learning rate")
-    p.add_argument("--batching", choices=("greedy", "least-cost"), default="greedy",
+    p.add_argument("--batching", choices=tuple(SPLITS), default="greedy",
                    help="micro-batch split: greedy (the shipped gk-tiny) or least-cost (1.35x faster, other floats)")
     args = p.parse_args(argv)
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> None:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps, h)
         examples = data.step_examples(step)
-        losses = train_step(model, opt, examples, pad_id, least_cost_batches if args.batching == "least-cost" else micro_batches)
+        losses = train_step(model, opt, examples, pad_id, SPLITS[args.batching])
         was_ready = data.copy_ready_step
         data.observe(step, losses["copy"])
         if data.copy_ready_step != was_ready:

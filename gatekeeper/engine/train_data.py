@@ -236,6 +236,9 @@ def least_cost_batches(examples: list[Example]) -> list[list[Example]]:
     return out[::-1]
 
 
+SPLITS = {"greedy": micro_batches, "least-cost": least_cost_batches}  # train --batching
+
+
 def collate(batch: list[Example], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """-> ids [B, T], mask [B, T] (position predicts a supervised token), targets [B, T]."""
     t = max(len(e.ids) for e in batch)
