@@ -47,6 +47,7 @@ class Comparison:
 
     positions: int
     deltas: tuple[float, ...]
+    ranked: tuple[bool, ...]  # per delta: the token is in a's top-k there (True where a has no top-k)
     top1_agreement: float
     topk_overlap: float
     kl_mean: float
@@ -55,19 +56,27 @@ class Comparison:
     bad_b: int
 
     @property
+    def ranked_deltas(self) -> tuple[float, ...]:
+        """The deltas at positions where a ranks the token among its top-k: the tokens the model
+        finds plausible. Far below them (an out-of-distribution prompt token at -15 nats) half
+        precision alone moves a logprob by several nats, and KL and NLL drift cover those
+        positions weighted by their probability."""
+        return tuple(d for d, r in zip(self.deltas, self.ranked) if r)
+
+    @property
     def max_delta(self) -> float:
-        """Largest absolute logprob difference."""
-        return max(self.deltas, default=0.0)
+        """Largest absolute logprob difference, over the ranked positions."""
+        return max(self.ranked_deltas, default=0.0)
 
     @property
     def mean_delta(self) -> float:
-        """Mean absolute logprob difference."""
-        return float(np.mean(self.deltas)) if self.deltas else 0.0
+        """Mean absolute logprob difference, over the ranked positions."""
+        return float(np.mean(self.ranked_deltas)) if self.ranked_deltas else 0.0
 
     @property
     def p99_delta(self) -> float:
-        """99th percentile of the absolute logprob difference."""
-        return float(np.percentile(self.deltas, 99)) if self.deltas else 0.0
+        """99th percentile of the absolute logprob difference, over the ranked positions."""
+        return float(np.percentile(self.ranked_deltas, 99)) if self.ranked_deltas else 0.0
 
     @property
     def nll_rel_drift(self) -> float:
@@ -75,9 +84,19 @@ class Comparison:
         return abs(self.nll_b - self.nll_a) / max(self.nll_a, 1e-9)
 
 
-def compare(a: Scored, b: Scored) -> Comparison:
+def in_top_k(token: str, logprob: float, top: dict[str, float] | None, k: int) -> bool:
+    """Whether `token` ranks among the k most likely at a position (True when no top-k is known).
+
+    Counted as fewer than k other tokens scoring higher, because servers differ: vLLM adds the
+    actual token to the top-k dict (k+1 entries), others return exactly the top-k."""
+    if not top:
+        return True
+    return sum(1 for t, v in top.items() if t != token and v > logprob) < k
+
+
+def compare(a: Scored, b: Scored, top_k: int = 5) -> Comparison:
     """Compare b against a position by position (position 0 has no logprob and is skipped)."""
-    deltas, top1, overlap, kls, nll_a, nll_b = [], [], [], [], [], []
+    deltas, ranked, top1, overlap, kls, nll_a, nll_b = [], [], [], [], [], [], []
     bad_b = sum(1 for x in b.logprobs if is_bad(x)) + sum(
         1 for top in b.tops if top and any(is_bad(v) for v in top.values()))
     for i in range(min(len(a.logprobs), len(b.logprobs))):
@@ -85,6 +104,7 @@ def compare(a: Scored, b: Scored) -> Comparison:
         if la is None or lb is None or is_bad(la) or is_bad(lb):
             continue
         deltas.append(abs(la - lb))
+        ranked.append(in_top_k(a.tokens[i], la, a.tops[i], top_k))
         nll_a.append(-la)
         nll_b.append(-lb)
         ta, tb = a.tops[i] or {}, b.tops[i] or {}
@@ -98,6 +118,7 @@ def compare(a: Scored, b: Scored) -> Comparison:
     return Comparison(
         positions=len(deltas),
         deltas=tuple(deltas),
+        ranked=tuple(ranked),
         top1_agreement=float(np.mean(top1)) if top1 else (0.0 if bad_b else 1.0),
         topk_overlap=float(np.mean(overlap)) if overlap else (0.0 if bad_b else 1.0),
         kl_mean=float(np.mean(kls)) if kls else 0.0,

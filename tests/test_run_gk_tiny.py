@@ -45,17 +45,18 @@ def test_tool_parser_partial_rolls_back_at_the_streaming_tool_case(tmp_path):
 @pytest.mark.parametrize("tp", [4, 1])
 def test_fused_norm_dtype_breaks_outputs_only_above_tp_1(tmp_path, tp):
     """At tp 4 the canary and golden cases break (`!!!!`); at tp 1 the same bf16 fused-norm build
-    answers them all. (Plain bf16 may still exceed numerics' half-precision logprob limits:
-    gk-tiny v2 drifts by up to ~9 nats on rare tokens; that is a dtype finding, not this fault.)"""
+    is plain bf16: its logprobs stay within the half-precision limits at the tokens the reference
+    ranks in its top-k (far below them bf16 moves a rare token by up to ~9 nats), the canary and
+    NaN checks pass. bf16 rounding may still flip a golden answer (a dtype finding, not the fault)."""
     opts = ("--candidate-opt", "dtype=bf16", "--candidate-opt", f"tp={tp}", "--candidate-opt", "fused_norm=true")
     out = gk_run(tmp_path, *opts, "--candidate-fault", "fused-norm-dtype", *GATES_1_3)
     failing = _failing(out)
-    broken = [cid for cid in failing if cid.startswith(("startup.", "golden.")) or cid == "numerics.nan_inf"]
     if tp > 1:
+        broken = [cid for cid in failing if cid.startswith(("startup.", "golden.")) or cid == "numerics.nan_inf"]
         assert out.summary["verdict"] == "ROLLBACK" and broken, out.summary["reasons"]
     else:
-        assert out.summary["verdict"] in ("PROMOTE", "ROLLBACK") and not broken, out.summary["reasons"]
-        assert all(c.startswith("numerics.") for c in failing), failing
+        assert not [cid for cid in failing if cid.startswith(("startup.", "numerics."))], out.summary["reasons"]
+        assert out.gate("numerics")["status"] == "PASS"
 
 
 def test_the_smoke_subset_passes_on_the_shipped_model(tmp_path):

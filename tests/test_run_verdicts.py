@@ -47,6 +47,17 @@ def test_fused_norm_nan_is_caught_by_numerics_when_startup_is_skipped(tmp_path, 
     assert nan["status"] == "FAIL" and nan["metrics"]["nan_inf"] > 0
 
 
+def test_rope_drift_fails_the_logprob_deltas_without_nan(tmp_path, tiny_model_dir):
+    """A finite drift (the wrong rope theta) is caught by the deltas at the reference's own top-k
+    tokens, not by NaN: the numbers are all finite, just wrong."""
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "rope-drift", "--gates", "numerics")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    assert out.check("numerics.nan_inf")["status"] == "PASS"
+    delta = out.check("numerics.max_logprob_delta")
+    assert delta["status"] == "FAIL" and delta["metrics"]["value"] > delta["metrics"]["limit"], delta["reason"]
+    assert "top-5 tokens" in delta["reason"]
+
+
 def test_silent_fallback_warning_is_reported_at_startup(tmp_path, tiny_model_dir):
     out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "silent-fallback", "--gates", "startup")
     new = out.check("startup.new_warnings")
