@@ -55,3 +55,14 @@ def test_render_shows_the_table_the_grid_and_the_curve(report):
         assert f"\n{family:<14}" in text
     assert "needle retrieval, prompt tokens x depth" in text and "multi-turn recall by round" in text
     assert ("SHORT" in text) == any(r["target"] is not None and r["accuracy"] < r["target"] for r in report["families"])
+
+
+def test_breakdown_splits_a_family_by_sample_kind(report):
+    ops = report["breakdown"]["arithmetic"]["op"]
+    cases = report["cases"]["arithmetic"]
+    assert set(ops) == {c["meta"]["op"] for c in cases} and sum(g["n"] for g in ops.values()) == len(cases)
+    for op, g in ops.items():
+        mine = [c for c in cases if c["meta"]["op"] == op]
+        assert g["accuracy"] == sum(c["correct"] for c in mine) / len(mine)
+    assert "round" not in report["breakdown"]["multi_turn"]  # the recall curve shows rounds
+    assert "arithmetic    op: " in evaluate.render(report)

@@ -3,7 +3,8 @@
     python -m gatekeeper.engine.evaluate --model DIR [--n N] [--seed S] [--json PATH]
 
 Prints a per-family accuracy table against gk-tiny's targets, the needle-retrieval grid
-(prompt length x depth, out to 2,048 tokens) and multi-turn recall by round. Prompts come from
+(prompt length x depth, out to 2,048 tokens), multi-turn recall by round, and accuracy by sample
+kind (echo's kind, arithmetic's operator, ...) to show where a family misses. Prompts come from
 streams named `eval:<seed>:<family>`, which training (streams `<seed>:<step>`) never draws from.
 EOS discipline counts a reply right only if it is exact *and* ended with the end-of-turn token.
 
@@ -31,6 +32,8 @@ NEEDLE_LENGTHS = (128, 256, 512, 1024, 1536, 2048)
 NEEDLE_DEPTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
 ROUNDS = (2, 4, 6, 8, 10, 12, 14, 16)
 _ANSWER_ROOM = 24  # tokens kept free after the longest needle prompt
+_GRIDDED = ("grid_length", "context_tokens", "depth", "round")  # shown as the needle grid and recall curve
+_MAX_BREAKDOWN_VALUES = 8
 
 
 @dataclass
@@ -130,6 +133,22 @@ def _acc(rs: list[Result]) -> float:
     return sum(r.correct for r in rs) / max(1, len(rs))
 
 
+def breakdown(results: list[Result]) -> dict[str, dict[str, dict]]:
+    """Accuracy by each sample attribute with a few scalar values (echo's kind, arithmetic's op,
+    JSON's field count...): where a family misses. Lengths, depths and rounds have their own grids."""
+    values: dict[str, set] = {}
+    for r in results:
+        for key, v in r.meta.items():
+            if key not in _GRIDDED and isinstance(v, (str, int, bool)):
+                values.setdefault(key, set()).add(v)
+    out: dict[str, dict[str, dict]] = {}
+    for key, vs in values.items():
+        if 2 <= len(vs) <= _MAX_BREAKDOWN_VALUES:
+            groups = {str(v): [r for r in results if r.meta.get(key) == v] for v in sorted(vs, key=str)}
+            out[key] = {v: {"n": len(rs), "accuracy": _acc(rs)} for v, rs in groups.items()}
+    return out
+
+
 def evaluate(model_dir: str, n: int, seed: int, log=print) -> dict:
     """Run every family; returns a JSON-able report."""
     dec = GreedyDecoder(model_dir)
@@ -172,6 +191,7 @@ def evaluate(model_dir: str, n: int, seed: int, log=print) -> dict:
     return {"model": model_dir, "seed": seed, "n": n, "backend": dec.backend, "families": rows,
             "stopped_at_eos_short_answers": sum(r.stopped for r in short) / max(1, len(short)),
             "needle": needle, "multi_turn_by_round": rounds,
+            "breakdown": {f: b for f, rs in by_family.items() if (b := breakdown(rs))},
             "cases": {f: [asdict(r) for r in rs] for f, rs in by_family.items()}}
 
 
@@ -191,6 +211,11 @@ def render(report: dict) -> str:
         lines.append(f"{length:>6} " + "".join(f"{report['needle'][f'{length}x{d}']:>7.0%}" for d in NEEDLE_DEPTHS))
     lines += ["", "multi-turn recall by round", "round  " + "".join(f"{r:>6}" for r in ROUNDS),
               "acc    " + "".join(f"{report['multi_turn_by_round'][r]:>6.0%}" for r in ROUNDS)]
+    lines += ["", "accuracy by sample kind (cases)"]
+    for family, keys in report["breakdown"].items():
+        for key, groups in keys.items():
+            cells = ", ".join(f"{v} {g['accuracy']:.0%} ({g['n']})" for v, g in groups.items())
+            lines.append(f"{family:<14}{key}: {cells}")
     return "\n".join(lines)
 
 
