@@ -228,7 +228,7 @@ def _chat_logprobs(lp: Any, warnings: list[str]) -> tuple[TokenLogprob, ...] | N
     if isinstance(lp, dict) and "token_logprobs" in lp:
         warnings.append("chat logprobs came in the completions shape (tokens/token_logprobs)")
         tops = lp.get("top_logprobs") or [None] * len(lp["tokens"])
-        return tuple(TokenLogprob(t, l, dict(tp or {})) for t, l, tp in zip(lp["tokens"], lp["token_logprobs"], tops))
+        return tuple(TokenLogprob(t, x, dict(tp or {})) for t, x, tp in zip(lp["tokens"], lp["token_logprobs"], tops))
     warnings.append("chat logprobs in an unknown shape were ignored")
     return None
 

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,7 +20,7 @@ from gatekeeper.capabilities import probe
 from gatekeeper.client import Endpoint
 from gatekeeper.config.policy import Policy
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.interface import Gate, GateContext, TargetRuntime
+from gatekeeper.gates.interface import GateContext, TargetRuntime
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports

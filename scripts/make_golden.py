@@ -126,10 +126,10 @@ def code_cases(rng: random.Random) -> list[dict[str, Any]]:
 def multilingual_cases(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for lang in ("Chinese", "Japanese", "Russian"):
-        s = draw(rng, "multilingual", lambda s: s.meta["language"] == lang, mode="translate")
+        s = draw(rng, "multilingual", lambda s, lang=lang: s.meta["language"] == lang, mode="translate")
         out.append(case(f"translate-{lang.lower()}", "multilingual", s, 32, [exact(s), STOP, NO_DEGEN]))
     for lang in ("Chinese", "Russian", "emoji"):
-        s = draw(rng, "multilingual", lambda s: s.meta["language"] == lang and len(s.answer) > 3, mode="echo")
+        s = draw(rng, "multilingual", lambda s, lang=lang: s.meta["language"] == lang and len(s.answer) > 3, mode="echo")
         out.append(case(f"echo-{lang.lower()}", "multilingual", s, 48, [exact(s), STOP, NO_DEGEN]))
     return out
 
@@ -180,7 +180,7 @@ def tool_cases(rng: random.Random) -> list[dict[str, Any]]:
     out = []
     for label, names in want:
         n = len(names) if names else int(label[-1])
-        s = draw(rng, "tool_call", lambda s: names is None or [c["name"] for c in s.meta["calls"]] == names,
+        s = draw(rng, "tool_call", lambda s, names=names: names is None or [c["name"] for c in s.meta["calls"]] == names,
                  num_calls=n, with_result=False)
         calls = [{"name": c["name"], "arguments": c["arguments"]} for c in s.meta["calls"]]
         out.append(case(f"tool-{label}", "tool_call", s, 256,

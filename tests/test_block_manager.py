@@ -30,7 +30,7 @@ def check_invariants(bm: BlockManager, live: list[Sequence]) -> None:
     owners: dict[int, list[Sequence]] = {}
     for seq in live:
         assert len(seq.block_table) * BS >= seq.num_computed_tokens
-        for i, b in enumerate(seq.block_table):
+        for b in seq.block_table:
             refs[b] = refs.get(b, 0) + 1
             owners.setdefault(b, []).append(seq)
     for block in bm.blocks:

@@ -41,8 +41,16 @@ cases:
     stream_variant: true
     messages: [{role: user, content: "Weather in Paris, and an alarm at 07:30 on mondays."}]
     tools:
-      - {type: function, function: {name: get_weather, parameters: {type: object, properties: {city: {type: string}, unit: {type: string, enum: [celsius, fahrenheit]}}, required: [city, unit]}}}
-      - {type: function, function: {name: set_alarm, parameters: {type: object, properties: {time: {type: string}, days: {type: array, items: {type: string}}}, required: [time, days]}}}
+      - type: function
+        function:
+          name: get_weather
+          parameters: {type: object, properties: {city: {type: string}, unit: {type: string, enum: [celsius, fahrenheit]}},
+                       required: [city, unit]}
+      - type: function
+        function:
+          name: set_alarm
+          parameters: {type: object, properties: {time: {type: string}, days: {type: array, items: {type: string}}},
+                       required: [time, days]}
     max_tokens: 32
     assert:
       - type: tool_call

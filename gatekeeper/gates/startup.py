@@ -74,7 +74,6 @@ class StartupGate(Gate):
         self._logs(ctx)
 
     def _endpoints(self, ctx: GateContext, role: str, ep) -> None:
-        s = ctx.settings
         try:
             r = ep.get("/health")
             ok = r.status_code == 200

@@ -91,7 +91,8 @@ class PassRates:
             status, why = Status.FAIL, (f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)} "
                                         f"(allowed drop {_pct(max_drop)} + reference noise {_pct(m['reference_noise'])})")
         else:
-            status, why = Status.PASS, f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
+            why = f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
+            status = Status.PASS
         ctx.check("pass_rate", status, why, m, [self.table()])
 
 

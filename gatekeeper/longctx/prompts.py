@@ -87,7 +87,9 @@ def padded_variants(counter: TokenCounter, rng: random.Random, center: int, offs
     kind = rng.choice(tasks.NEEDLE_KINDS)
     value = tasks.needle_value(rng, kind)
     pool = " ".join(tasks.filler(rng, max(8, center // 6))).split(" ")
-    make = lambda k: needle_builder(pool, kind, value, 0.0, k)("")
+    def make(k: int) -> str:
+        return needle_builder(pool, kind, value, 0.0, k)("")
+
     n = words_for(counter, make, max(1, center + min(offsets) - 3), center // 3)
     out = []
     for offset in offsets:

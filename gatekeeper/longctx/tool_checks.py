@@ -127,7 +127,7 @@ def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: Tok
         ctx.error_check("tool_calls", err)
         return
     rows, regressions, hard, both_fail = [], 0, 0, 0
-    for (m, tools, expected), a, b in zip(cases, ref[:n], cand[:n]):
+    for (_, tools, expected), a, b in zip(cases, ref[:n], cand[:n]):
         ra, _, _ = _calls_ok(a, expected, tools)
         cb, problems, is_hard = _calls_ok(b, expected, tools)
         regressions += ra and not cb
@@ -189,7 +189,7 @@ def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: Toke
         ctx.error_check("json_schema", err)
         return
     rows, regressions, hard = [], 0, 0
-    for (m, schema), a, b in zip(cases, ref, cand):
+    for (_, schema), a, b in zip(cases, ref, cand):
         oa, ob = JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None)  # type: ignore[arg-type]
         regressions += oa.ok and not ob.ok
         hard += ob.hard and not oa.hard
