@@ -1,5 +1,5 @@
 """Training throughput of gk-tiny's micro-batching: the greedy split of length-sorted examples
-(`train_data.micro_batches`, the shipped recipe) against the least-cost split
+(`train_data.micro_batches`, gk-tiny v2's recipe) against the least-cost split
 (`train_data.least_cost_batches`, `train --batching least-cost`), on the same main-phase steps,
 measured in this run.
 

@@ -2,6 +2,7 @@
 
     python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--threads T] [--resume]
         [--minutes M] [--stop-at K] [--ship DIR] [--batching greedy|least-cost]
+        [--init-from DIR --lr LR --weight FAMILY=W ...]
 
 What makes a model this small copy at all (see notes/training.md):
 - Dense copy data first: random sequences repeated after a short gap, loss on every repeated
@@ -16,10 +17,12 @@ What makes a model this small copy at all (see notes/training.md):
   too), not just the last, to make supervision less sparse.
 - A staged mix: copy-heavy and short chats first, the full family mix with long needles later.
 
-The defaults are the shipped gk-tiny's recipe: `--out runs/gk-tiny --seed 0 --ship
-gatekeeper/models/gk-tiny` (10,000 steps, 2 threads, 120 minutes on an otherwise idle
-2-core machine; anything else running on the same cores slows 2-thread OpenMP badly, so train
-alone, or with `--threads 1` at about half the speed and different float results).
+The shipped gk-tiny is two runs (gatekeeper/models/gk-tiny/README.md has the commands): the
+defaults, `--out runs/gk-tiny-base --seed 0` (13,000 steps, 2 threads, least-cost batching, about
+107 minutes on an otherwise idle 2-core machine), then 1,200 steps from those weights with
+`--init-from`, a lower peak rate and more weight on counting and needles (about 10 minutes).
+Anything else running on the same cores slows 2-thread OpenMP badly, so train alone, or with
+`--threads 1` at about half the speed and different float results.
 
 Determinism: the batch of step k is a function of (seed, k) only, the model's initial weights of
 the seed; checkpoints hold the optimizer state, so a resumed run continues the same trajectory.
@@ -39,6 +42,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from gatekeeper import tasks
 from gatekeeper.engine import train_data
 from gatekeeper.engine.checkpoint import save_checkpoint
 from gatekeeper.engine.config import ModelConfig
@@ -117,7 +121,23 @@ def train_step(model: CausalLM, opt: torch.optim.Optimizer, examples: list[Examp
 def _run_args(args: argparse.Namespace) -> dict:
     """The arguments a resumed run must repeat."""
     extra = {"batching": args.batching} if args.batching != "greedy" else {}  # older state.pt files lack it
+    if args.weight:
+        extra["weights"] = dict(args.weight)
     return {"seed": args.seed, "steps": args.steps, "lr": args.lr, "init_from": args.init_from, **extra}
+
+
+def _family_weight(text: str) -> tuple[str, float]:
+    """FAMILY=WEIGHT, for --weight."""
+    name, sep, value = text.partition("=")
+    if not sep or name not in tasks.FAMILIES:
+        raise argparse.ArgumentTypeError(f"expected FAMILY=WEIGHT with FAMILY one of {', '.join(tasks.FAMILIES)}, got {text!r}")
+    try:
+        weight = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the weight is not a number") from None
+    if weight < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a weight cannot be negative")
+    return name, weight
 
 
 def save_all(model: CausalLM, cfg: ModelConfig, opt, data: DataSource, step: int, out: Path,
@@ -145,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="run directory (checkpoint, tokenizer, state)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=10000, help="optimizer steps; fixes the schedule (10,000: the shipped gk-tiny)")
+    p.add_argument("--steps", type=int, default=13000, help="optimizer steps; fixes the schedule (13,000: the shipped gk-tiny)")
     p.add_argument("--minutes", type=float, default=None, help="stop early after this wall time")
     p.add_argument("--stop-at", type=int, default=None,
                    help="stop after this step, schedule unchanged: reproduces the state an interrupted run saved there")
@@ -158,8 +178,10 @@ def main(argv: list[str] | None = None) -> None:
                    help="continue training from this run directory's weights and tokenizer (fresh optimizer, "
                         "no copy warm-up); the new run's data comes from --seed")
     p.add_argument("--lr", type=float, default=Hyper.lr, help="peak learning rate")
-    p.add_argument("--batching", choices=tuple(SPLITS), default="greedy",
-                   help="micro-batch split: greedy (the shipped gk-tiny) or least-cost (1.35x faster, other floats)")
+    p.add_argument("--weight", type=_family_weight, action="append", default=[], metavar="FAMILY=WEIGHT",
+                   help="override a family's weight in the main-phase mix (repeatable), e.g. long_output=3")
+    p.add_argument("--batching", choices=tuple(SPLITS), default="least-cost",
+                   help="micro-batch split: least-cost (the shipped gk-tiny) or greedy (gk-tiny v2; 1.35x slower)")
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -188,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     no_decay = [p_ for n, p_ in model.named_parameters() if p_.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": h.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=h.lr, betas=(0.9, 0.95))
-    data = DataSource(tok, args.seed, args.steps)
+    data = DataSource(tok, args.seed, args.steps, dict(args.weight))
     if args.init_from:
         model.load_state_dict(torch.load(Path(args.init_from) / "state.pt", weights_only=False)["model"])
         data.copy_ready_step = 0  # the initial model copies already
