@@ -4,7 +4,6 @@ and resumed run lands on exactly the weights of an uninterrupted one."""
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
@@ -72,24 +71,6 @@ def test_batching_flag_trains_and_resume_demands_the_same_split(tmp_path, monkey
     assert torch.load(run / "state.pt", weights_only=False)["args"]["batching"] == "least-cost"  # the default
     with pytest.raises(SystemExit, match="least-cost"):  # greedy now: another trajectory, refused
         train.main(["--out", str(run), "--resume", "--batching", "greedy", *SMALL])
-
-
-def test_small_alphabet_copies_repeat_symbols_and_leave_the_warm_up_alone(monkeypatch):
-    """Main-phase copy segments may come from a few symbols; the copy warm-up never draws them."""
-    shipped = Path(train.__file__).resolve().parents[1] / "models" / "gk-tiny"
-    if not (shipped / "tokenizer.json").is_file():
-        pytest.skip(f"no tokenizer in {shipped}")
-    tok = Tokenizer.from_dir(shipped)
-    data = train_data.DataSource(tok, 0, 1000)
-    rng = random.Random(5)
-    segs = [data._segment(rng, 24, 1.0) for _ in range(50)]
-    assert all(len(set(s)) <= 10 for s in segs)
-    assert sum(set(s) <= set(data.digits) for s in segs) >= 10  # digit strings among them
-    assert all(len(set(s)) > 10 for s in (data._segment(rng, 24, 0.0) for _ in range(20)))
-
-    warm = [e.ids for e in data.step_examples(3)]  # before copying is learned: plain repeats only
-    monkeypatch.setattr(train_data, "SMALL_ALPHABET_SHARE", 1.0)
-    assert [e.ids for e in train_data.DataSource(tok, 0, 1000).step_examples(3)] == warm
 
 
 def test_weight_flag_overrides_the_main_mix_and_is_checked(tmp_path, capsys):

@@ -23,7 +23,6 @@ MICRO_BATCH_TOKENS = 4096  # padded tokens per forward pass
 PASS_COST_TOKENS = 200  # a forward/backward pass's fixed cost, in padded tokens (measured: 100-300 best)
 COPY_WARMUP_MAX = 0.4  # share of the run that may go to the copy warm-up
 COPY_READY_LOSS = 1.0  # nats per copied token; from ~7.6 (guessing) it falls fast once heads form
-SMALL_ALPHABET_SHARE = 0.0  # v4 drew 35% of main-phase copy segments from 2-10 symbols: counting and needles got worse
 
 
 @dataclass(frozen=True)
@@ -51,7 +50,6 @@ class DataSource:
         self.assistant_head = tok.encode("<|im_start|>assistant\n")
         self.num_plain = tok.vocab_size - 3  # ids below this are ordinary (non-special) tokens
         self._sentence_cache: dict[str, list[int]] = {}
-        self.digits = [tok.encode(str(d))[0] for d in range(10)]  # single-digit tokens
 
     def observe(self, step: int, copy_loss: float) -> None:
         """Feed a step's copy loss back. The losses are deterministic for a seed and thread
@@ -95,18 +93,12 @@ class DataSource:
             out += self._sentence_cache[s]
         return out[:n]
 
-    def _segment(self, rng: random.Random, n: int, small_share: float) -> list[int]:
-        """n random tokens; with probability small_share drawn from 2-10 symbols (the digits or a
-        random few), so tokens repeat within the segment. gk-tiny v2 copied random tokens well
-        but lost its place in digit strings ('1138' -> '138', echo of numbers 50%): a copy
-        head keyed on the previous token alone cannot tell which of two '1's it is at."""
-        if small_share and rng.random() < small_share:
-            alphabet = (rng.sample(self.digits, rng.randint(2, 10)) if rng.random() < 0.5
-                        else [rng.randrange(self.num_plain) for _ in range(rng.randint(2, 10))])
-            return [rng.choice(alphabet) for _ in range(n)]
+    def _segment(self, rng: random.Random, n: int) -> list[int]:
+        """n random ordinary tokens. (gk-tiny v4 drew some segments from 2-10 symbols, against
+        the place loss in digit strings; counting and needles got worse, see the model README.)"""
         return [rng.randrange(self.num_plain) for _ in range(n)]
 
-    def repeat_example(self, rng: random.Random, length: int, small_share: float = 0.0) -> Example:
+    def repeat_example(self, rng: random.Random, length: int) -> Example:
         """Random sequences each followed (after a short gap) by themselves; the loss is on every
         repeated token after the first. About half of all tokens are supervised: the densest
         signal there is for growing induction heads."""
@@ -114,20 +106,20 @@ class DataSource:
         targets: list[bool] = []
         short = length <= 128
         while len(ids) < length:
-            seq = self._segment(rng, rng.randint(4, 24) if short else rng.randint(8, 96), small_share)
+            seq = self._segment(rng, rng.randint(4, 24) if short else rng.randint(8, 96))
             gap = [rng.randrange(self.num_plain) for _ in range(rng.choice((0, 0, rng.randint(1, 16 if short else 64))))]
             ids += seq + gap + seq
             targets += [False] * (len(seq) + len(gap)) + [True] * (len(seq) - 1) + [False]
         return Example(ids[:length], targets[:length], "copy")
 
-    def copy_example(self, rng: random.Random, length: int, small_share: float = 0.0) -> Example:
+    def copy_example(self, rng: random.Random, length: int) -> Example:
         """Segments planted in a haystack, then all repeated (shuffled) at the end.
 
         Each repeat starts with the segment's first two tokens (the key, unsupervised); the rest
         is supervised. Haystack is random tokens or filler text.
         """
         m = max(1, length // 48)
-        segs = [self._segment(rng, rng.randint(4, 24), small_share) for _ in range(m)]
+        segs = [self._segment(rng, rng.randint(4, 24)) for _ in range(m)]
         tail = sum(len(s) for s in segs)
         hay_len = max(8, length - 2 * tail)
         hay = (self._filler_tokens(rng, hay_len) if rng.random() < 0.5
@@ -193,8 +185,7 @@ class DataSource:
                 length = int(math.exp(rng.uniform(math.log(96), math.log(MAX_LEN))))
                 if used and used + length > copy_budget:
                     break  # the first copy example may overrun the share: long gaps must occur
-                make = self.copy_example if rng.random() < 0.75 else self.repeat_example
-                ex = make(rng, length, SMALL_ALPHABET_SHARE)
+                ex = self.copy_example(rng, length) if rng.random() < 0.75 else self.repeat_example(rng, length)
             out.append(ex)
             used += len(ex.ids)
         names, weights = list(fam), list(fam.values())
