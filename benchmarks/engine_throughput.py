@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gatekeeper.engine.builder import DEFAULT_MODEL
+from gatekeeper.engine.engine_args import DEFAULT_MODEL
 from gatekeeper.engine.llm import LLM
 from gatekeeper.engine.sampling_params import SamplingParams
 

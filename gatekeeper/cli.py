@@ -1,29 +1,26 @@
 """The `gatekeeper` command line: parse flags, build options, hand over, map errors to exit codes.
 
 Only this module touches argv and the exit code. Every error reaches the user as one line on
-stderr, never a traceback. Exit codes:
-  0  success
-  1  startup failure (missing checkpoint, an engine that cannot start, a port in use)
-  3  usage or configuration error (unknown flag, bad option value, unknown fault)
+stderr, never a traceback: a GatekeeperError carries its exit code (`gatekeeper/exit_codes.py`,
+the one table of them: for `run`, 0 PROMOTE, 1 ROLLBACK, 2 HOLD; for `serve` and `golden record`,
+1 an engine that cannot start; 3 a usage or configuration error everywhere).
+
+The engine's commands (`serve`, `faults`) live in `gatekeeper/engine/commands.py` and are loaded
+only when invoked or listed, so importing this module imports neither torch nor the engine.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from dataclasses import fields
-from pathlib import Path
 from typing import NoReturn
 
 import click
 
-from gatekeeper import __version__
+from gatekeeper import __version__, exit_codes
+from gatekeeper.errors import GatekeeperError
 
-EXIT_OK = 0
-EXIT_STARTUP_FAILURE = 1
-EXIT_HOLD = 2
-EXIT_USAGE = 3
-
-DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "gk-tiny"
+_ENGINE_COMMANDS = {"serve": "serve", "faults": "list_faults"}  # command -> function in gatekeeper.engine.commands
 
 
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
@@ -32,7 +29,24 @@ def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
 
 
 class _Main(click.Group):
-    """A click group whose errors are one line and whose usage errors exit with EXIT_USAGE."""
+    """A click group whose errors are one line with their exit code, and whose engine commands
+    load lazily."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The gate side's commands and the engine's."""
+        return sorted([*super().list_commands(ctx), *_ENGINE_COMMANDS])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """A command by name; the engine's are imported on first use."""
+        if cmd_name not in _ENGINE_COMMANDS:
+            return super().get_command(ctx, cmd_name)
+        try:
+            module = importlib.import_module("gatekeeper.engine.commands")
+        except ImportError as e:
+            raise click.ClickException(f"`gatekeeper {cmd_name}` needs the engine extra "
+                                       f"(pip install torch==2.13.0 && pip install 'gatekeeper[engine]'): {e}") from None
+        command: click.Command = getattr(module, _ENGINE_COMMANDS[cmd_name])
+        return command
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
         try:
@@ -40,98 +54,24 @@ class _Main(click.Group):
                               standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as e:
             click.echo(e.ctx.get_help() if e.ctx else str(e), err=True)
-            sys.exit(EXIT_USAGE)
+            sys.exit(exit_codes.USAGE)
         except click.UsageError as e:
             command = e.ctx.command_path if e.ctx else "gatekeeper"
-            _fail(e.format_message(), EXIT_USAGE, f"see `{command} --help`")
+            _fail(e.format_message(), exit_codes.USAGE, f"see `{command} --help`")
         except click.ClickException as e:
-            _fail(e.format_message(), EXIT_USAGE)
+            _fail(e.format_message(), exit_codes.USAGE)
+        except GatekeeperError as e:
+            _fail(str(e), e.exit_code, e.hint)
         except click.Abort:
             click.echo("gatekeeper: interrupted", err=True)
-            sys.exit(130)
-        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
-
-
-def _default(name: str):
-    from gatekeeper.engine.engine_args import EngineArgs
-
-    return next(f.default for f in fields(EngineArgs) if f.name == name)
+            sys.exit(exit_codes.INTERRUPTED)
+        sys.exit(rv if isinstance(rv, int) else exit_codes.OK)
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="gatekeeper")
 def main() -> None:
     """gatekeeper: a correctness gate for upgrades of LLM inference engines."""
-
-
-@main.command()
-@click.option("--model", type=click.Path(), default=None,
-              help="Checkpoint directory (Hugging Face layout). Default: the shipped gk-tiny.")
-@click.option("--profile", type=click.Choice(["reference", "optimized"]), default=_default("profile"), show_default=True,
-              help="Execution path: slow trusted reference, or the paged/batched optimized path.")
-@click.option("--served-model-name", default=None, help="Model id clients send (default: the checkpoint's name).")
-@click.option("--dtype", default=_default("dtype"), show_default=True, help="fp32|bf16|fp16|fp64 (or the long names).")
-@click.option("--kv-cache-dtype", default=_default("kv_cache_dtype"), show_default=True, help="KV cache dtype; auto = --dtype.")
-@click.option("--block-size", type=int, default=_default("block_size"), show_default=True, help="Tokens per KV block.")
-@click.option("--num-kv-blocks", type=int, default=_default("num_kv_blocks"), show_default=True, help="KV blocks preallocated.")
-@click.option("--max-num-seqs", type=int, default=_default("max_num_seqs"), show_default=True, help="Sequences per batch.")
-@click.option("--max-num-batched-tokens", type=int, default=_default("max_num_batched_tokens"), show_default=True,
-              help="Tokens per engine step.")
-@click.option("--max-model-len", type=int, default=None, help="Context length (default: the model's).")
-@click.option("--tp", type=int, default=_default("tp"), show_default=True, help="Simulated tensor-parallel shards.")
-@click.option("--fused-norm/--no-fused-norm", default=_default("fused_norm"), show_default=True,
-              help="Fused residual-add + RMSNorm path.")
-@click.option("--prefix-caching/--no-prefix-caching", default=_default("prefix_caching"), show_default=True,
-              help="Reuse KV blocks of shared prompt prefixes.")
-@click.option("--disable-logprobs", is_flag=True, help="Ignore logprobs requests (answer logprobs: null).")
-@click.option("--seed", type=int, default=_default("seed"), show_default=True, help="Global random seed.")
-@click.option("--threads", type=int, default=_default("threads"), show_default=True, help="torch intra-op threads.")
-@click.option("--fault", "faults", multiple=True, metavar="NAME[=VALUE]",
-              help="Turn on a fault switch (repeatable; see `gatekeeper faults`).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (loopback by default).")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to bind.")
-@click.option("--api-key", default=None, help="Require `Authorization: Bearer KEY` on /v1/*.")
-@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info", show_default=True)
-def serve(model: str | None, host: str, port: int, api_key: str | None, log_level: str, faults: tuple[str, ...],
-          **options) -> None:
-    """Start the bundled OpenAI-compatible server over a checkpoint."""
-    from gatekeeper.engine.engine_args import EngineArgs
-    from gatekeeper.engine.errors import EngineError, EngineOptionError
-    from gatekeeper.engine.faults import FaultSet
-
-    try:
-        args = EngineArgs(model=str(model or DEFAULT_MODEL), faults=FaultSet.parse(list(faults)), **options)
-    except EngineOptionError as e:
-        _fail(str(e), EXIT_USAGE, "see `gatekeeper serve --help`")
-    if model is None and not DEFAULT_MODEL.is_dir():
-        _fail(f"the shipped model is missing at {DEFAULT_MODEL}", EXIT_STARTUP_FAILURE, "pass --model DIR")
-    from gatekeeper.engine.server.launch import ServerStartupError, serve as run_server
-
-    try:
-        run_server(args, host=host, port=port, api_key=api_key, log_level=log_level)
-    except ServerStartupError as e:
-        _fail(str(e), EXIT_STARTUP_FAILURE)
-    except EngineOptionError as e:
-        _fail(str(e), EXIT_USAGE, "see `gatekeeper serve --help`")
-    except EngineError as e:
-        _fail(str(e), EXIT_STARTUP_FAILURE)
-    except KeyboardInterrupt:
-        pass
-    except Exception as e:  # a startup failure we did not foresee: still one line, no traceback
-        _fail(f"startup failed: {type(e).__name__}: {e}", EXIT_STARTUP_FAILURE)
-
-
-@main.command("faults")
-def list_faults() -> None:
-    """List the engine's fault switches and the bug class each one models."""
-    from gatekeeper.engine.faults import FAULTS
-
-    width = max(len(f.name) for f in FAULTS.values()) + len("=VALUE")
-    for f in FAULTS.values():
-        name = f"{f.name}=PCT" if f.name == "decode-slowdown" else f"{f.name}=VALUE" if f.takes_value else f.name
-        default = f" (default {f.default_value:g})" if f.takes_value and f.default_value is not None else ""
-        click.echo(f"{name:<{width}}  {f.models}{default}")
-        click.echo(f"{'':<{width}}  trigger: {f.trigger}")
 
 
 @main.command()
@@ -158,7 +98,7 @@ def run(config_path: str | None, as_json: bool, **flags) -> None:
     import os
 
     from gatekeeper.config.run_config import resolve
-    from gatekeeper.errors import ConfigError, GatekeeperError
+    from gatekeeper.errors import ConfigError
     from gatekeeper.plan import build_plan
     from gatekeeper.progress import Progress
     from gatekeeper.runner import Runner
@@ -167,14 +107,14 @@ def run(config_path: str | None, as_json: bool, **flags) -> None:
         values, sources = resolve(config_path, os.environ, flags)
         plan = build_plan(values, sources)
     except ConfigError as e:
-        _fail(str(e), EXIT_USAGE)
+        _fail(str(e), exit_codes.USAGE, e.hint)
     progress = Progress()
     try:
         result = Runner(plan, progress).run()
     except GatekeeperError as e:
-        _fail(str(e), EXIT_HOLD, "no verdict: the run could not finish")
+        _fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # fail closed, one line
-        _fail(f"run failed: {type(e).__name__}: {e}", EXIT_HOLD, "no verdict: the run could not finish")
+        _fail(f"run failed: {type(e).__name__}: {e}", exit_codes.HOLD, "no verdict: the run could not finish")
     progress.summary(result, plan.out_dir / plan.run_id)
     if as_json:
         click.echo((plan.out_dir / plan.run_id / "summary.json").read_text())
@@ -193,15 +133,15 @@ def golden() -> None:
 @click.option("--model", default=None, help="Checkpoint for a bundled target.")
 def golden_record(target: str, golden_path: str, out_path: str, model: str | None) -> None:
     """Snapshot a target's answers to the golden set, so later runs compare without it running."""
-    from gatekeeper.errors import ConfigError, GatekeeperError
+    from gatekeeper.errors import ConfigError
     from gatekeeper.golden_record import record_target
 
     try:
         n = record_target(target, golden_path, out_path, model)
-    except ConfigError as e:
-        _fail(str(e), EXIT_USAGE)
-    except GatekeeperError as e:
-        _fail(str(e), EXIT_STARTUP_FAILURE)
+    except ConfigError:
+        raise
+    except GatekeeperError as e:  # the target could not start or answer: there is nothing to record
+        _fail(str(e), exit_codes.STARTUP_FAILURE, e.hint)
     click.echo(f"recorded {n} answers to {out_path}", err=True)
 
 

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from gatekeeper import exit_codes
+
 
 class GatekeeperError(Exception):
-    """Base: anything a user or an endpoint can cause."""
+    """Base: anything a user or an endpoint can cause. `exit_code` is what the CLI exits with
+    when the error ends a command; `hint` is shown after the message."""
 
     hint: str | None = None
+    exit_code: int = exit_codes.HOLD
 
 
 class ConfigError(GatekeeperError):
     """Bad configuration (YAML, flags, environment): exit code 3. Carries file and line."""
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None, key: str | None = None):
+    exit_code = exit_codes.USAGE
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None, key: str | None = None,
+                 hint: str | None = None):
+        if hint is not None:
+            self.hint = hint
         where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
         what = f"{key}: " if key else ""
         super().__init__(f"{where}{what}{message}")
@@ -20,7 +29,15 @@ class ConfigError(GatekeeperError):
 
 
 class TargetError(GatekeeperError):
-    """A target could not be started or reached before the gates could begin."""
+    """A target could not be started or reached before the gates could begin (exit code 1 for
+    the commands that need one engine: serve, golden record)."""
+
+    exit_code = exit_codes.STARTUP_FAILURE
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
 
 
 class EndpointError(GatekeeperError):

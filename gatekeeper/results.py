@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from gatekeeper import exit_codes
+
 
 class Status(str, Enum):
     """How a check ended. ERROR: it could not run (never counts as a pass)."""
@@ -27,10 +29,6 @@ class Verdict(str, Enum):
     PROMOTE = "PROMOTE"
     HOLD = "HOLD"
     ROLLBACK = "ROLLBACK"
-
-
-EXIT_CODES = {Verdict.PROMOTE: 0, Verdict.ROLLBACK: 1, Verdict.HOLD: 2}
-EXIT_USAGE = 3
 
 
 @dataclass(frozen=True)
@@ -151,4 +149,4 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         """The documented process exit code for this verdict."""
-        return EXIT_CODES[self.verdict]
+        return exit_codes.FOR_VERDICT[self.verdict.value]

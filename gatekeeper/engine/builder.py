@@ -19,7 +19,6 @@ from gatekeeper.engine.tokenizer import Tokenizer
 
 log = logging.getLogger("gatekeeper.engine")
 
-DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "gk-tiny"
 OPTIONAL_KERNEL_MODULE = "gk_flash_kernels"
 """An optional accelerated-kernel package the `optional-import` fault insists on importing."""
 

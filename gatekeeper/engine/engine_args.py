@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gatekeeper.engine.errors import EngineOptionError
 from gatekeeper.engine.faults import FaultSet
+
+DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "gk-tiny"  # the shipped gk-tiny
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "auto": "float32"}

@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from gatekeeper.engine.builder import DEFAULT_MODEL, build_engine
-from gatekeeper.engine.engine_args import EngineArgs
+from gatekeeper.engine.builder import build_engine
+from gatekeeper.engine.engine_args import DEFAULT_MODEL, EngineArgs
 from gatekeeper.engine.faults import FaultSet
 from gatekeeper.engine.output_processor import RequestState
 from gatekeeper.engine.outputs import RequestOutput, TokenLogprob
