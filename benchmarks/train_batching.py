@@ -18,11 +18,11 @@ from pathlib import Path
 
 import torch
 
-from gatekeeper.engine import train, train_data
+from gatekeeper.training import train, train_data
 from gatekeeper.engine.model import CausalLM
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.engine.tokenizer_train import PAD_TOKEN
-from gatekeeper.engine.train_data import Example
+from gatekeeper.training.tokenizer_train import PAD_TOKEN
+from gatekeeper.training.train_data import Example
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
 

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("torch")
 
 from gatekeeper import tasks
-from gatekeeper.engine import evaluate
+from gatekeeper.training import evaluate
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from gatekeeper.engine.chat_template import CHAT_TEMPLATE, SPECIAL_TOKENS
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.engine.tokenizer_train import build, save
+from gatekeeper.training.tokenizer_train import build, save
 
 
 @pytest.fixture(scope="module")

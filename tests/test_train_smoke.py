@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gatekeeper.engine import train, train_data
+from gatekeeper.training import train, train_data
 from gatekeeper.engine.checkpoint import load_model
 from gatekeeper.engine.tokenizer import Tokenizer
 

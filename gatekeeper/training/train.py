@@ -1,6 +1,6 @@
 """Train gk-tiny from scratch on the synthetic task families, on CPU.
 
-    python -m gatekeeper.engine.train --out DIR --seed S [--steps N] [--threads T] [--resume]
+    python -m gatekeeper.training.train --out DIR --seed S [--steps N] [--threads T] [--resume]
         [--minutes M] [--stop-at K] [--ship DIR] [--batching greedy|least-cost]
         [--init-from DIR --lr LR --weight FAMILY=W ...]
 
@@ -43,15 +43,15 @@ import torch
 import torch.nn.functional as F
 
 from gatekeeper import tasks
-from gatekeeper.engine import train_data
 from gatekeeper.engine.checkpoint import save_checkpoint
 from gatekeeper.engine.config import ModelConfig
 from gatekeeper.engine.model import CausalLM
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.engine.tokenizer_train import PAD_TOKEN
-from gatekeeper.engine.tokenizer_train import build as build_tokenizer
-from gatekeeper.engine.tokenizer_train import save as save_tokenizer
-from gatekeeper.engine.train_data import (
+from gatekeeper.training import train_data
+from gatekeeper.training.tokenizer_train import PAD_TOKEN
+from gatekeeper.training.tokenizer_train import build as build_tokenizer
+from gatekeeper.training.tokenizer_train import save as save_tokenizer
+from gatekeeper.training.train_data import (
     SPLITS,
     DataSource,
     Example,

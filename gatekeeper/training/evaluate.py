@@ -1,6 +1,6 @@
 """Evaluate a checkpoint on held-out prompts from the task generators, greedy decoding.
 
-    python -m gatekeeper.engine.evaluate --model DIR [--n N] [--seed S] [--json PATH]
+    python -m gatekeeper.training.evaluate --model DIR [--n N] [--seed S] [--json PATH]
 
 Prints a per-family accuracy table against gk-tiny's targets, the needle-retrieval grid
 (prompt length x depth, out to 2,048 tokens), multi-turn recall by round, and accuracy by sample

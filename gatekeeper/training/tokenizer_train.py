@@ -7,7 +7,7 @@ regex. Unlike GPT-2/Qwen2, a word never carries its leading space, so `Paris` in
 and single digits make numbers copy and add digit by digit. The file is a plain `tokenizers`
 Split + ByteLevel pipeline, which Hugging Face's PreTrainedTokenizerFast loads as is.
 
-    python -m gatekeeper.engine.tokenizer_train --out DIR [--vocab-size 2048] [--seed 0]
+    python -m gatekeeper.training.tokenizer_train --out DIR [--vocab-size 2048] [--seed 0]
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import torch
 
 from gatekeeper import tasks
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.engine.tokenizer_train import EOS_TOKEN, chat_renderer
+from gatekeeper.training.tokenizer_train import EOS_TOKEN, chat_renderer
 from gatekeeper.tasks import vocab
 
 MAX_LEN = 2048
