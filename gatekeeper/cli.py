@@ -48,7 +48,7 @@ class _Main(click.Group):
         command: click.Command = getattr(module, _ENGINE_COMMANDS[cmd_name])
         return command
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
             rv = super().main(args=args, prog_name=prog_name or "gatekeeper", complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -117,7 +117,9 @@ def run(config_path: str | None, as_json: bool, **flags) -> None:
         _fail(f"run failed: {type(e).__name__}: {e}", exit_codes.HOLD, "no verdict: the run could not finish")
     progress.summary(result, plan.out_dir / plan.run_id)
     if as_json:
-        click.echo((plan.out_dir / plan.run_id / "summary.json").read_text())
+        from gatekeeper.report.summary_json import SummaryJsonRenderer
+
+        click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())
     sys.exit(result.exit_code)
 
 

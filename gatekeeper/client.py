@@ -60,6 +60,11 @@ class Endpoint:
         except httpx.HTTPError as e:
             raise self._classify(path, e) from None
 
+    def get_json(self, path: str) -> dict[str, Any]:
+        """GET a path and return the decoded JSON object; HTTP errors (status >= 400) and bodies
+        that are not a JSON object are EndpointErrors, classified like any other request's."""
+        return self._decode(path, self.get(path))
+
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST JSON and return the decoded JSON object; errors classified."""
         try:

@@ -1,4 +1,9 @@
-"""Turning resolved options into a RunPlan: targets, policy, golden sets, the run directory."""
+"""Turning resolved options into a RunPlan: targets, policy, golden sets, the run directory.
+
+Everything a run cannot recover from is found here, before any engine starts (ConfigError, exit
+code 3): the targets, the policy and each gate's typed settings, the golden sets a selected gate
+uses, and whatever each selected gate checks in its `validate(settings, plan)`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from typing import Any
 from gatekeeper.config.policy import load_policy
 from gatekeeper.config.run_config import find_file
 from gatekeeper.errors import ConfigError
-from gatekeeper.gates.registry import gate_defaults, select
-from gatekeeper.runner import RunPlan
+from gatekeeper.gates.registry import select, settings_types
+from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
+from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.spec import parse_target
 
 
@@ -21,11 +27,9 @@ def new_run_id() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
-def load_golden(paths: list[str]) -> list[Any]:
+def load_golden(paths: list[str]) -> tuple[GoldenSet, ...]:
     """Load and validate every golden set (ConfigError names file, line and key)."""
-    from gatekeeper.golden.golden_set import load_golden_set
-
-    return [load_golden_set(find_file(p)) for p in paths]
+    return tuple(load_golden_set(find_file(p)) for p in paths)
 
 
 def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
@@ -49,17 +53,11 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
         merged.update(dict(from_flags))
         candidate = replace(candidate, engine_options=tuple(merged.items()),
                             faults=candidate.faults + tuple(values["candidate_faults"]))
-    policy = load_policy(find_file(values["policy"]), gate_defaults())
-    gates = values["gates"]
-    select(gates)  # unknown gate names fail here, before anything starts
-    golden_paths = [str(find_file(p)) for p in values["golden"]]
-    needs_golden = not gates or "golden" in gates
-    golden = load_golden(golden_paths) if needs_golden and golden_paths else []
-    if needs_golden and "golden" in policy.enabled:
-        from gatekeeper.gates.golden import validate_settings
-
-        validate_settings(policy.settings("golden"), golden, policy.path)
-    return RunPlan(
+    policy = load_policy(find_file(values["policy"]), settings_types())
+    selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
+    golden_paths = tuple(str(find_file(p)) for p in values["golden"])
+    golden = load_golden(list(golden_paths)) if any(g.uses_golden_sets for g in selected) else ()
+    plan = RunPlan(
         reference=reference,
         candidate=candidate,
         policy=policy,
@@ -67,9 +65,10 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
         golden_paths=golden_paths,
         out_dir=Path(values["out"]),
         run_id=new_run_id(),
-        gates=gates,
+        gates=tuple(values["gates"]) if values["gates"] else None,
         seed=values["seed"],
         timeout_s=values["timeout"],
-        config={k: (v if k not in ("reference", "candidate") else str(v)) for k, v in values.items()} | {
-            "sources": sources},
     )
+    for gate in selected:
+        gate.validate(policy.settings(gate.id), plan)
+    return plan

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gatekeeper.report.registry import listed_filenames
 from gatekeeper.results import RunResult, Verdict
 
 _STYLE = {Verdict.PROMOTE: "bold green", Verdict.HOLD: "bold yellow", Verdict.ROLLBACK: "bold red"}
@@ -36,5 +37,4 @@ class Progress:
             self.console.print(f"  - {reason}", markup=False)
         if len(result.reasons) > 10:
             self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
-        self.console.print(f"reports: {run_dir}/ (correctness.html, performance.html, summary.json, junit.xml, summary.md)",
-                           markup=False)
+        self.console.print(f"reports: {run_dir}/ ({', '.join(listed_filenames())})", markup=False)

@@ -1,16 +1,17 @@
 """The values gates produce and reports consume: statuses, checks, gates, the whole run.
 
 Data flows one way: gates build these (frozen) values, the verdict is computed from them, and
-renderers only read them. Everything here serialises to JSON through `to_dict()`.
+renderers only read them. Their JSON forms are written in one place, `report/serialise.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from gatekeeper import exit_codes
+from gatekeeper.capabilities import Capabilities
 
 
 class Status(str, Enum):
@@ -66,12 +67,6 @@ class CheckResult:
     family: str | None = None
     duration_s: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (status as its string)."""
-        d = asdict(self)
-        d["status"] = self.status.value
-        return d
-
 
 @dataclass(frozen=True)
 class GateResult:
@@ -87,20 +82,6 @@ class GateResult:
     duration_s: float = 0.0
     stopped_run: bool = False
     notes: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "id": self.id,
-            "stage": self.stage,
-            "title": self.title,
-            "description": self.description,
-            "status": self.status.value,
-            "duration_s": self.duration_s,
-            "stopped_run": self.stopped_run,
-            "notes": list(self.notes),
-            "checks": [c.to_dict() for c in self.checks],
-        }
 
 
 @dataclass(frozen=True)
@@ -124,8 +105,8 @@ class TargetInfo:
     base_url: str
     model: str
     startup_s: float | None = None
-    version: str | None = None
-    capabilities: dict[str, Any] = field(default_factory=dict)
+    version: str | None = None  # what /version answered (gate 1 reads it); None when not read
+    capabilities: Capabilities | None = None  # None when the target was not probed
     log_path: str | None = None
 
 
@@ -144,7 +125,6 @@ class RunResult:
     policy: str = ""
     golden_sets: tuple[str, ...] = ()
     seed: int = 0
-    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:

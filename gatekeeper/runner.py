@@ -1,69 +1,53 @@
-"""The staged run: start targets, probe them, run the gates in order, decide, write reports.
+"""The staged run: start targets, run the gates in stage order, decide, write reports.
 
-Records are written as checks are produced (records.jsonl), so a crash loses nothing; the
-final reports are written atomically at the end. A gate that raises is an ERROR check (fail
-closed), and a gate that fails hard stops the later gates, which are reported as not run.
+The runner knows no gate by name: each gate declares what it needs (`needs_ready_targets`) and
+which blocking outcomes stop the later gates (`stops_run_on`). Records are written as checks are
+produced (records.jsonl), so a crash loses nothing; the final reports are written atomically at
+the end. A gate that raises is an ERROR check (fail closed), and a gate that fails hard stops the
+later gates, which are reported as not run.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
 
-from gatekeeper.capabilities import probe
 from gatekeeper.client import Endpoint
-from gatekeeper.config.policy import Policy
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.interface import GateContext, TargetRuntime
+from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, TargetInfo
+from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.spec import make_target
 from gatekeeper.verdict import decide
 
 _ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
-
-
-@dataclass
-class RunPlan:
-    """Everything a run needs, resolved from the configuration layers."""
-
-    reference: TargetSpec
-    candidate: TargetSpec
-    policy: Policy
-    golden: list[Any]
-    golden_paths: list[str]
-    out_dir: Path
-    run_id: str
-    gates: list[str] | None = None
-    seed: int = 0
-    timeout_s: float = 120.0
-    config: dict[str, Any] = field(default_factory=dict)
+ROLES = ("reference", "candidate")
 
 
 def _worst(checks: list[CheckResult]) -> Status:
     return min((c.status for c in checks), key=_ORDER.index, default=Status.SKIP)
 
 
-def served_model(ep_url: str, spec: TargetSpec) -> str:
+def served_model(ep_url: str, spec: TargetSpec, api_key: str | None = None) -> str:
     """The model id to send: the configured one, else the first the server lists."""
     if spec.kind != "bundled" and spec.model:
         return spec.model
+    ep = Endpoint("probe", ep_url, "", api_key)
     try:
-        ep = Endpoint("probe", ep_url, "")
-        data = ep.get("/v1/models").json().get("data") or []
-        ep.close()
-        return data[0]["id"] if data else (spec.model or "")
-    except (EndpointError, ValueError, KeyError, IndexError, AttributeError):
+        data = ep.get_json("/v1/models").get("data") or []
+        first = data[0] if isinstance(data, list) and data else None
+        return str(first["id"]) if isinstance(first, dict) and "id" in first else (spec.model or "")
+    except EndpointError:
         return spec.model or ""
+    finally:
+        ep.close()
 
 
 class Runner:
@@ -77,17 +61,17 @@ class Runner:
 
     def _start_targets(self) -> dict[str, Started]:
         started: dict[str, Started] = {}
+        specs = {"reference": self.plan.reference, "candidate": self.plan.candidate}
 
-        def start(role: str, spec: TargetSpec) -> None:
+        def start(role: str) -> None:
+            spec = specs[role]
             self.progress(f"starting {role}: {spec.describe()}")
             target = make_target(role, spec)
             self.targets[role] = target
-            started[role] = target.start(str(self.run_dir))
-            s = started[role]
+            started[role] = s = target.start(str(self.run_dir))
             self.progress(f"{role} " + (f"ready in {s.startup_s:.1f} s" if s.ready else f"did not start: {s.error}"))
 
-        threads = [threading.Thread(target=start, args=(r, s)) for r, s in
-                   (("reference", self.plan.reference), ("candidate", self.plan.candidate))]
+        threads = [threading.Thread(target=start, args=(role,)) for role in ROLES]
         for t in threads:
             t.start()
         for t in threads:
@@ -105,22 +89,22 @@ class Runner:
         infos: list[TargetInfo] = []
         try:
             started = self._start_targets()
+            specs = {"reference": plan.reference, "candidate": plan.candidate}
             runtimes: dict[str, TargetRuntime] = {}
-            caps: dict[str, dict[str, Any]] = {}
-            for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
-                s, target = started[role], self.targets[role]
-                model = served_model(s.base_url, spec) if s.ready else (spec.model or "")
+            for role in ROLES:
+                s, target, spec = started[role], self.targets[role], specs[role]
+                model = served_model(s.base_url, spec, target.api_key()) if s.ready else (spec.model or "")
                 endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive)
-                if s.ready:
-                    self.progress(f"probing {role} capabilities")
-                    caps[role] = probe(endpoints[role])
-                else:
-                    caps[role] = {"notes": {"all": "target did not start"}}
-                infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, model, s.startup_s, None, caps[role],
-                                        s.log_path))
-            gates = self._run_gates(endpoints, runtimes, caps, records)
+            capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
+            versions: dict[str, str | None] = {}
+            gates = self._run_gates(endpoints, runtimes, capabilities, versions, records)
+            probed = capabilities.probed()
+            for role in ROLES:
+                s, spec = started[role], specs[role]
+                infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, endpoints[role].model, s.startup_s,
+                                        versions.get(role), probed.get(role), s.log_path))
         finally:
             for target in self.targets.values():
                 target.stop()
@@ -138,14 +122,15 @@ class Runner:
             gates=tuple(gates),
             timings=tuple(t for ep in endpoints.values() for t in ep.timings),
             policy=plan.policy.path,
-            golden_sets=tuple(plan.golden_paths),
+            golden_sets=plan.golden_paths,
             seed=plan.seed,
-            config=plan.config,
         )
         write_reports(result, self.run_dir)
         return result
 
-    def _run_gates(self, endpoints, runtimes, caps, records) -> list[GateResult]:
+    def _run_gates(self, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime],
+                   capabilities: ProbedCapabilities, versions: dict[str, str | None],
+                   records: RecordWriter) -> list[GateResult]:
         plan = self.plan
         results: list[GateResult] = []
         stopped_by: GateResult | None = None
@@ -153,31 +138,35 @@ class Runner:
             if gate_cls.id not in plan.policy.enabled:
                 continue
             gate = gate_cls()
-            description = (sys.modules[gate_cls.__module__].__doc__ or "").strip()
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
-                              plan.policy.is_blocking, caps, plan.golden, plan.seed, runtimes, records.write, self.progress)
+                              plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
+                              self.progress, versions=versions)
             t0 = time.perf_counter()
             if stopped_by is not None:
                 ctx.check("not_run", Status.SKIP, f"not run: gate {stopped_by.stage} ({stopped_by.id}) failed")
-            elif not all(rt.ready for rt in runtimes.values()) and gate.id != "startup":
+            elif gate.needs_ready_targets and not all(rt.ready for rt in runtimes.values()):
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
-                self.progress(f"gate {gate.stage}: {gate.title}")
-                for ep in endpoints.values():
-                    ep.gate = gate.id
-                try:
-                    gate.run(ctx)
-                except EndpointError as e:
-                    ctx.error_check("gate", e)
-                except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
-                    (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
-                    ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
-            hard = any(c.blocking and (c.status == Status.FAIL or (gate.id == "startup" and c.status == Status.ERROR))
-                       for c in ctx.checks)
-            result = GateResult(gate.id, gate.stage, gate.title, description, _worst(ctx.checks), tuple(ctx.checks),
+                self._run_one(gate, ctx, endpoints)
+            hard = any(c.blocking and c.status in gate.stops_run_on for c in ctx.checks)
+            result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes))
             results.append(result)
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
             if result.stopped_run:
                 stopped_by = result
         return results
+
+    def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
+        """Run one gate; whatever it raises becomes an ERROR check (fail closed)."""
+        self.progress(f"gate {gate.stage}: {gate.title}")
+        for ep in endpoints.values():
+            ep.gate = gate.id
+        try:
+            gate.run(ctx)
+        except EndpointError as e:
+            ctx.error_check("gate", e)
+        except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
+            (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
+            ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
+

@@ -15,13 +15,16 @@ Two kinds of model:
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 import pytest
 
 from gatekeeper.client import Endpoint
-from gatekeeper.gates.golden import GoldenGate
+from gatekeeper.gates.golden.gate import GoldenGate
+from gatekeeper.capabilities import FEATURES, Capabilities
+from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden import GoldenSet, load_golden_set, parse_golden_set, record_baseline
 from gatekeeper.results import CheckResult, Status
@@ -68,11 +71,17 @@ def endpoint(role: str, server: ServerProcess) -> Endpoint:
     return Endpoint(role, server.url, model)
 
 
+EVERYTHING = Capabilities(**{name: True for name in FEATURES}, top_logprobs_max=20)
+BOTH_CAPABLE = {"reference": EVERYTHING, "candidate": EVERYTHING}
+
+
 def run_gate(reference: ServerProcess, candidate: ServerProcess, golden: list[GoldenSet],
              settings: dict | None = None, capabilities: dict | None = None) -> dict[str, CheckResult]:
-    """Run the golden gate with a minimal GateContext (no runner) and return checks by id."""
-    ctx = GateContext("golden", endpoint("reference", reference), endpoint("candidate", candidate), settings or {},
-                      lambda check_id: True, capabilities or {}, golden, 0, {}, lambda result: None)
+    """Run the golden gate with a minimal GateContext (no runner) and return checks by id;
+    `capabilities` names what a role lacks, e.g. {"candidate": {"tools": False}}."""
+    caps = {role: replace(EVERYTHING, **(capabilities or {}).get(role, {})) for role in BOTH_CAPABLE}
+    ctx = GateContext("golden", endpoint("reference", reference), endpoint("candidate", candidate),
+                      GoldenSettings(**(settings or {})), lambda check_id: True, caps, tuple(golden), 0, {}, lambda result: None)
     try:
         GoldenGate().run(ctx)
     finally:
@@ -132,8 +141,8 @@ def test_endpoint_failure_is_an_error_check(scripted_model):
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     with running_server(scripted_model, "--profile", "reference") as ref:
         dead = ServerProcess("http://127.0.0.1:9", 9, ref.proc, ref.log_path)  # nothing listens on port 9
-        ctx = GateContext("golden", endpoint("reference", ref), Endpoint("candidate", dead.url, "m"), {},
-                          lambda c: True, {}, golden, 0, {}, lambda r: None)
+        ctx = GateContext("golden", endpoint("reference", ref), Endpoint("candidate", dead.url, "m"), GoldenSettings(),
+                          lambda c: True, BOTH_CAPABLE, tuple(golden), 0, {}, lambda r: None)
         GoldenGate().run(ctx)
     checks = {c.id: c for c in ctx.checks}
     assert checks["golden.two-calls"].status is Status.ERROR and checks["golden.two-calls"].metrics["error_kind"] == "connect"
@@ -216,7 +225,8 @@ def test_an_empty_case_selection_skips_with_its_reason():
     """No request is made: both endpoints point at a closed port."""
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     ends = [Endpoint(role, "http://127.0.0.1:9", "m") for role in ("reference", "candidate")]
-    ctx = GateContext("golden", *ends, {"cases": []}, lambda check_id: True, {}, golden, 0, {}, lambda result: None)
+    ctx = GateContext("golden", *ends, GoldenSettings(cases=[]), lambda check_id: True, BOTH_CAPABLE, tuple(golden), 0, {},
+                      lambda result: None)
     GoldenGate().run(ctx)
     assert [(c.id, c.status) for c in ctx.checks] == [("golden.cases", Status.SKIP)]
     assert "selects no case" in ctx.checks[0].reason

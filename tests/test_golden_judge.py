@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gatekeeper.golden import parse_golden_set
-from gatekeeper.golden.judge import judge_case, judge_stream, passes_absolute
+from gatekeeper.gates.golden.judge import judge_case, judge_stream, passes_absolute
 from gatekeeper.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
 
@@ -135,11 +135,11 @@ def _ctx():
     from gatekeeper.gates.interface import GateContext
 
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never called
-    return GateContext("golden", ep, ep, {}, lambda c: True, {}, [], 0, {}, lambda r: None)
+    return GateContext("golden", ep, ep, None, lambda c: True, {}, (), 0, {}, lambda r: None)
 
 
 def test_pass_rate_summary_allows_the_reference_noise_only():
-    from gatekeeper.golden.summary import PassRates
+    from gatekeeper.gates.golden.pass_rates import PassRates
 
     rates = PassRates()
     for i in range(10):

@@ -148,27 +148,41 @@ def test_baseline_round_trip_and_bad_files(tmp_path):
     assert e.value.line == 1 and "not a golden baseline" in str(e.value)
 
 
-def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error():
-    from gatekeeper.gates.golden import _named_cases, _select, validate_settings
+def _policy(tmp_path, golden_section: str):
+    from gatekeeper.config.policy import load_policy
+    from gatekeeper.gates.registry import settings_types
 
-    core = [load_golden_set(CORE)]
-    chosen = [name for name, _ in _select(_named_cases(core), ["canary-ok", "tool-parallel-*"])]
+    path = tmp_path / "gates.yaml"
+    path.write_text(f"version: 1\ngates:\n  golden:\n{golden_section}")
+    return load_policy(path, settings_types())
+
+
+def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error(tmp_path):
+    from gatekeeper.gates.golden.gate import GoldenGate, named_cases, select_cases
+    from gatekeeper.run_plan import RunPlan
+    from gatekeeper.targets.interface import TargetSpec
+
+    core = (load_golden_set(CORE),)
+    chosen = [name for name, _ in select_cases(named_cases(core), ["canary-ok", "tool-parallel-*"])]
     assert chosen == ["canary-ok", "tool-parallel-2", "tool-parallel-3"]
-    with pytest.raises(ConfigError, match=r"gates.yaml: .*'tool-paralel-\*' matches no golden case"):
-        validate_settings({"cases": ["canary-ok", "tool-paralel-*"]}, core, "gates.yaml")
-    with pytest.raises(ConfigError, match="must be a list of glob strings"):
-        validate_settings({"cases": "canary-ok"}, core)
+    policy = _policy(tmp_path, '    cases: ["canary-ok", "tool-paralel-*"]\n')
+    plan = RunPlan(TargetSpec("bundled"), TargetSpec("bundled"), policy, core, (), tmp_path, "run")
+    with pytest.raises(ConfigError, match=r"gates.yaml:4: gates.golden.cases: 'tool-paralel-\*' matches no golden case"):
+        GoldenGate.validate(policy.settings("golden"), plan)
+    with pytest.raises(ConfigError, match=r"gates.yaml:4: gates.golden.cases: must be a list"):
+        _policy(tmp_path, "    cases: canary-ok\n")
+    with pytest.raises(ConfigError, match=r"gates.yaml:4: gates.golden.shared_hard_failures: must be FAIL or WARN"):
+        _policy(tmp_path, "    shared_hard_failures: maybe\n")
 
 
 def test_the_smoke_policy_subset_names_real_cases_in_every_family():
     from gatekeeper.config.policy import load_policy
-    from gatekeeper.gates.golden import _named_cases, _select, validate_settings
-    from gatekeeper.gates.registry import gate_defaults
+    from gatekeeper.gates.golden.gate import named_cases, select_cases
+    from gatekeeper.gates.registry import settings_types
 
     core = [load_golden_set(CORE)]
-    smoke = load_policy(ROOT / "gates" / "smoke.yaml", gate_defaults()).settings("golden")
-    validate_settings(smoke, core)
-    chosen = _select(_named_cases(core), smoke["cases"])
+    smoke = load_policy(ROOT / "gates" / "smoke.yaml", settings_types()).settings("golden")
+    chosen = select_cases(named_cases(core), smoke.cases)
     # gk-tiny fails every long-output case (it overshoots the end), so smoke.yaml leaves them out.
     assert {c.family for _, c in chosen} == {c.family for c in core[0].cases} - {"long_output"}
     assert len(chosen) < len(core[0].cases) / 2

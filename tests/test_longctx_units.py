@@ -6,13 +6,13 @@ from __future__ import annotations
 import itertools
 import random
 
-from gatekeeper.longctx import conditions as cond
-from gatekeeper.longctx import tasks
-from gatekeeper.longctx.decay import Cell, score, sqdr
-from gatekeeper.longctx.prompts import needle_prompts, padded_variants
-from gatekeeper.longctx.scrape import delta, parse, pool_tokens
-from gatekeeper.longctx.sessions import SessionPlan, build_session, steer
-from gatekeeper.longctx.tokens import TokenCounter, estimate
+from gatekeeper.gates.longctx import conditions as cond
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.decay import Cell, score, sqdr
+from gatekeeper.gates.longctx.prompts import needle_prompts, padded_variants
+from gatekeeper.gates.longctx.scrape import delta, parse, pool_tokens
+from gatekeeper.gates.longctx.sessions import SessionPlan, build_session, steer
+from gatekeeper.gates.longctx.tokens import TokenCounter, estimate
 
 METRICS = """# HELP vllm:prefix_cache_hits Prefix cache hits, in tokens.
 # TYPE vllm:prefix_cache_hits counter
@@ -135,7 +135,7 @@ def test_heatmap_evidence_renders_as_an_svg_grid():
 
 
 def test_watched_candidate_asks_for_logprobs_and_counts_nan():
-    from gatekeeper.longctx.traffic import Watched
+    from gatekeeper.gates.longctx.traffic import Watched
     from gatekeeper.responses import ChatResponse, TokenLogprob
 
     class Fake:
@@ -159,7 +159,8 @@ def test_watched_candidate_asks_for_logprobs_and_counts_nan():
 
 
 def test_reference_noise_floor_marks_answers_it_does_not_repeat():
-    from gatekeeper.longctx.traffic import twice, unstable
+    from gatekeeper.gates.longctx.traffic import unstable
+    from gatekeeper.noise import ask_twice
     from gatekeeper.responses import ChatResponse
 
     calls: list[int] = []
@@ -168,7 +169,9 @@ def test_reference_noise_floor_marks_answers_it_does_not_repeat():
         calls.append(i)
         return ChatResponse(text="x" if i != 2 or calls.count(2) == 1 else "y")  # item 2 flips on its second ask
 
-    first, second = twice(ask, [0, 1, 2], concurrency=1, noise_floor=True)
+    passes = ask_twice(ask, [0, 1, 2], concurrency=1, noise_floor_concurrency=1)
+    first, second = passes.first, passes.second
     assert unstable(first, second) == [False, False, True]
-    assert twice(ask, [0], concurrency=4, noise_floor=False)[1] is None
+    assert calls == [0, 1, 2, 2, 1, 0]  # the second pass goes in the reverse order
+    assert ask_twice(ask, [0], concurrency=4, noise_floor_concurrency=0).second is None
     assert unstable(first, None) == [False, False, False]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gatekeeper.report import writer
 from gatekeeper.report.atomic import write_atomic
+from gatekeeper.report.html import CorrectnessHtmlRenderer
 from gatekeeper.report.records import RECORD_FORMAT, RecordWriter, read_records
 from gatekeeper.report.writer import write_reports
 from report_runs import promote_run, rollback_run
@@ -77,12 +77,10 @@ def test_renderer_exception_leaves_no_partial_file(tmp_path: Path, monkeypatch: 
     write_reports(promote_run(), tmp_path)
     before = (tmp_path / "correctness.html").read_text(encoding="utf-8")
 
-    def broken(run: object) -> str:
+    def broken(self: object, data: object) -> str:
         raise Boom("template bug")
 
-    renderers = dict(writer.RENDERERS)
-    renderers["correctness_html"] = ("correctness.html", broken)
-    monkeypatch.setattr(writer, "RENDERERS", renderers)
+    monkeypatch.setattr(CorrectnessHtmlRenderer, "render", broken)
     with pytest.raises(Boom) as raised:
         write_reports(rollback_run(), tmp_path)
     assert "reports not written: correctness.html" in raised.value.__notes__

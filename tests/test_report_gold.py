@@ -15,9 +15,9 @@ from typing import Callable
 
 import pytest
 
-from gatekeeper.report.junit import render_junit
-from gatekeeper.report.markdown import render_markdown
-from gatekeeper.report.summary_json import SUMMARY_FORMAT, render_summary_json
+from gatekeeper.report import render_junit
+from gatekeeper.report import render_markdown
+from gatekeeper.report import SUMMARY_FORMAT, render_summary_json
 from gatekeeper.results import RunResult
 from report_runs import hold_run, promote_run, rollback_run
 

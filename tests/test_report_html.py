@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from gatekeeper.report.charts import bar_chart_svg, histogram_svg, line_chart_svg
-from gatekeeper.report.html import render_correctness_html, render_performance_html
+from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.performance import quantile, summarize_performance
 from gatekeeper.report.textdiff import first_divergence, text_pair
 from gatekeeper.report.viewmodel import evidence_view

@@ -11,11 +11,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gatekeeper.report.html import render_correctness_html
-from gatekeeper.report.junit import render_junit
+from gatekeeper.report import render_correctness_html
+from gatekeeper.report import render_junit
 from gatekeeper.report.markdown import md_cell
 from gatekeeper.report.records import RecordWriter, read_records
-from gatekeeper.report.summary_json import render_summary_json
+from gatekeeper.report import render_summary_json
 from gatekeeper.report.textdiff import text_pair, visible
 from gatekeeper.report.writer import write_reports
 from gatekeeper.results import Evidence

@@ -83,4 +83,4 @@ def test_golden_case_glob_matching_nothing_exits_3_before_any_engine_starts(tmp_
     bad.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, no-such-case]\n")
     out = gk_run(tmp_path / "r", "--policy", str(bad))
     assert out.code == 3 and out.summary is None
-    assert f"{bad}: gates.golden.cases: 'no-such-case' matches no golden case" in out.stderr
+    assert f"{bad}:4: gates.golden.cases: 'no-such-case' matches no golden case" in out.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from gatekeeper.stats import Scored, compare, in_top_k
+from gatekeeper.gates.numerics.stats import Scored, compare, in_top_k
 
 
 def test_in_top_k_counts_rivals_in_both_server_shapes():

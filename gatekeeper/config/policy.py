@@ -1,9 +1,9 @@
 """Gate policies (`gates/*.yaml`): which gates run, their settings, which checks block.
 
 A policy is validated against the registered gates when it is loaded: unknown gates, unknown
-settings, settings of the wrong type and malformed blocking rules are ConfigErrors naming the
-file, the line and the key. Each gate's settings are its built-in defaults overlaid with the
-policy's section.
+settings, settings of the wrong type or out of range, and malformed blocking rules are
+ConfigErrors naming the file, the line and the key. Each gate's settings are its typed settings
+dataclass (see `settings.py`), built from its defaults overlaid with the policy's section.
 """
 
 from __future__ import annotations
@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.config.settings import SettingError, defaults_of
 from gatekeeper.config.yaml_lines import LineDict, load_yaml, line_of
 from gatekeeper.errors import ConfigError
 
 TOP_KEYS = {"version", "name", "description", "gates", "checks"}
 _TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
+# Settings renamed since policies were first written: the error names the new key.
+RENAMED = {"noise_concurrency": "noise_floor_concurrency",
+           "noise_floor": "noise_floor_concurrency (0 turns the noise-floor pass off)"}
 
 
 @dataclass(frozen=True)
@@ -30,15 +34,20 @@ class BlockingRule:
 
 @dataclass(frozen=True)
 class Policy:
-    """A loaded policy: settings per gate and the blocking rules."""
+    """A loaded policy: typed settings per gate, the enabled gates, the blocking rules, and the
+    line of each setting the file wrote (for errors found later, at plan time)."""
 
     path: str
     name: str
-    gates: dict[str, dict[str, Any]]
+    gates: dict[str, Any]
     enabled: tuple[str, ...]
     rules: tuple[BlockingRule, ...] = ()
     description: str = ""
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    lines: dict[tuple[str, str], int] = field(default_factory=dict, compare=False)
+
+    def where(self, gate_id: str, key: str) -> tuple[str, int | None]:
+        """(file, line) of a gate's setting, for a ConfigError raised after loading."""
+        return self.path, self.lines.get((gate_id, key))
 
     def is_blocking(self, check_id: str) -> bool:
         """First matching rule wins; checks no rule names are blocking (fail closed)."""
@@ -47,8 +56,8 @@ class Policy:
                 return rule.blocking
         return True
 
-    def settings(self, gate_id: str) -> dict[str, Any]:
-        """The merged settings of one gate."""
+    def settings(self, gate_id: str) -> Any:
+        """The typed settings of one gate."""
         return self.gates[gate_id]
 
 
@@ -64,27 +73,39 @@ def _type_ok(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
-def _merge(path: str, gate_id: str, defaults: dict[str, Any], section: Any) -> dict[str, Any]:
+def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[Any, bool]:
+    """The gate's settings from its section (and whether it is enabled), or a ConfigError."""
     if section is None:
-        section = {}
+        section = LineDict()
     if not isinstance(section, dict):
         raise ConfigError("a gate's section must be a mapping", path, line_of(section), f"gates.{gate_id}")
-    merged = dict(defaults)
+    defaults = defaults_of(settings_type)
+    values: dict[str, Any] = {}
+    enabled = True
     for key, value in section.items():
         where = f"gates.{gate_id}.{key}"
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise ConfigError("must be a boolean", path, line_of(section, key), where)
+            enabled = value
+            continue
         if key not in defaults:
-            known = ", ".join(sorted(defaults)) or "none"
-            raise ConfigError(f"unknown setting (known: {known})", path, line_of(section, key), where)
+            known = ", ".join(["enabled", *sorted(defaults)])
+            renamed = f"; renamed to {RENAMED[key]}" if key in RENAMED else ""
+            raise ConfigError(f"unknown setting (known: {known}){renamed}", path, line_of(section, key), where)
         if not _type_ok(value, defaults[key]):
             raise ConfigError(f"must be {_TYPE_NAMES.get(type(defaults[key]), type(defaults[key]).__name__)}", path,
                               line_of(section, key), where)
-        merged[key] = float(value) if isinstance(defaults[key], float) else value
-    return merged
+        values[key] = float(value) if isinstance(defaults[key], float) else value
+    try:
+        return settings_type(**values), enabled
+    except SettingError as e:
+        raise ConfigError(str(e), path, line_of(section, e.key), f"gates.{gate_id}.{e.key}") from None
 
 
-def load_policy(path: str | Path, gate_defaults: dict[str, dict[str, Any]]) -> Policy:
-    """Load and validate a policy file. `gate_defaults` maps gate id -> default settings (from
-    the gate registry); the `enabled` setting every gate has turns it on or off."""
+def load_policy(path: str | Path, settings_types: dict[str, type]) -> Policy:
+    """Load and validate a policy file. `settings_types` maps gate id -> its settings dataclass
+    (from the gate registry); the `enabled` setting every gate has turns it on or off."""
     p = str(path)
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -98,10 +119,12 @@ def load_policy(path: str | Path, gate_defaults: dict[str, dict[str, Any]]) -> P
     if not isinstance(gates_section, dict):
         raise ConfigError("must be a mapping of gate id -> settings", p, line_of(data, "gates"), "gates")
     for gate_id in gates_section:
-        if gate_id not in gate_defaults:
-            raise ConfigError(f"unknown gate (known: {', '.join(gate_defaults)})", p, line_of(gates_section, gate_id),
+        if gate_id not in settings_types:
+            raise ConfigError(f"unknown gate (known: {', '.join(settings_types)})", p, line_of(gates_section, gate_id),
                               f"gates.{gate_id}")
-    gates = {gid: _merge(p, gid, {"enabled": True, **d}, gates_section.get(gid)) for gid, d in gate_defaults.items()}
+    built = {gid: _build(p, gid, t, gates_section.get(gid)) for gid, t in settings_types.items()}
+    lines = {(gid, str(key)): n for gid, section in gates_section.items() if isinstance(section, dict)
+             for key in section if (n := line_of(section, key)) is not None}
     rules = []
     raw_rules = data.get("checks") or []
     if not isinstance(raw_rules, list):
@@ -113,5 +136,5 @@ def load_policy(path: str | Path, gate_defaults: dict[str, dict[str, Any]]) -> P
         if not isinstance(rule["match"], str) or not isinstance(rule["blocking"], bool):
             raise ConfigError("match must be a string and blocking a boolean", p, line, f"checks[{i}]")
         rules.append(BlockingRule(rule["match"], rule["blocking"]))
-    enabled = tuple(gid for gid, s in gates.items() if s["enabled"])
-    return Policy(p, str(data.get("name", Path(p).stem)), gates, enabled, tuple(rules), str(data.get("description", "")), data)
+    return Policy(p, str(data.get("name", Path(p).stem)), {gid: b[0] for gid, b in built.items()},
+                  tuple(gid for gid, b in built.items() if b[1]), tuple(rules), str(data.get("description", "")), lines)

@@ -1,25 +1,37 @@
-"""The extension point for gates: a `Gate` runs its checks against a `GateContext`.
+"""The extension point for gates: a `Gate` declares its contract and runs its checks against a
+`GateContext`.
+
+A gate's contract is its class: `id`, `stage`, `title`, its docstring (the `description` the
+report shows: what the gate checks, why, what a failure looks like), its typed `Settings` (a
+frozen dataclass with the defaults; the policy loader builds it), `validate(settings, plan)`
+(called at plan time, before any engine starts: a ConfigError there exits 3), and the run
+properties the runner reads instead of knowing gates by name: `stops_run_on` (which blocking
+statuses stop the later gates) and `needs_ready_targets`.
 
 A gate never renders and never touches argv or the exit code: it reads the context (the two
-endpoints, its policy section, the probed capabilities, the golden sets) and reports checks
-through `ctx.check(...)`, which applies the policy's blocking rule and writes the record to
-disk at once, so a crash loses nothing.
+endpoints, its settings, the probed capabilities, the golden sets) and reports checks through
+`ctx.check(...)`, which applies the policy's blocking rule and writes the record to disk at
+once, so a crash loses nothing.
 """
 
 from __future__ import annotations
 
+import inspect
+import threading
 import time
 from abc import ABC, abstractmethod
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, ClassVar
 
+from gatekeeper.capabilities import Capabilities
 from gatekeeper.client import Endpoint
+from gatekeeper.config.settings import NoSettings
 from gatekeeper.errors import EndpointError
+from gatekeeper.golden.golden_set import GoldenSet
+from gatekeeper.probe import probe
 from gatekeeper.results import CheckResult, Evidence, Status
-
-T = TypeVar("T")
-R = TypeVar("R")
+from gatekeeper.run_plan import RunPlan
 
 
 @dataclass
@@ -37,23 +49,62 @@ class TargetRuntime:
     alive: Callable[[], bool] = lambda: True
 
 
+class ProbedCapabilities(Mapping[str, Capabilities]):
+    """Capabilities by role, probed on first use and kept for the rest of the run.
+
+    Gate 1 asks for them after its canary, so the canary is the first request a target sees;
+    when gate 1 is not selected, the first gate that reads them triggers the probe. A target
+    that did not start has `Capabilities.unavailable`."""
+
+    def __init__(self, endpoints: Mapping[str, Endpoint], ready: Mapping[str, bool],
+                 progress: Callable[[str], None] = lambda msg: None) -> None:
+        self._endpoints, self._ready, self._progress = dict(endpoints), dict(ready), progress
+        self._known: dict[str, Capabilities] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, role: str) -> Capabilities:
+        with self._lock:
+            if role not in self._known:
+                if role not in self._endpoints:
+                    raise KeyError(role)
+                if not self._ready.get(role, False):
+                    self._known[role] = Capabilities.unavailable("target did not start")
+                else:
+                    self._progress(f"probing {role} capabilities")
+                    self._known[role] = probe(self._endpoints[role])
+            return self._known[role]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._endpoints)
+
+    def __len__(self) -> int:
+        return len(self._endpoints)
+
+    def probed(self) -> dict[str, Capabilities]:
+        """The capabilities probed so far (the report shows these; nothing is probed here)."""
+        with self._lock:
+            return dict(self._known)
+
+
 @dataclass
 class GateContext:
-    """Everything a gate may use. `settings` is the gate's own section of the policy."""
+    """Everything a gate may use. `settings` is the gate's own typed settings; `versions` is where
+    gate 1 puts each target's /version for the report."""
 
     gate_id: str
     reference: Endpoint
     candidate: Endpoint
-    settings: dict[str, Any]
+    settings: Any
     blocking_rule: Callable[[str], bool]
-    capabilities: dict[str, dict[str, Any]]
-    golden: list[Any]
+    capabilities: Mapping[str, Capabilities]
+    golden: tuple[GoldenSet, ...]
     seed: int
     runtimes: dict[str, TargetRuntime]
     record: Callable[[CheckResult], None]
     progress: Callable[[str], None] = lambda msg: None
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    versions: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -95,29 +146,30 @@ class GateContext:
         """Record a check that was not run, with its reason (SKIP)."""
         return self.check(name, Status.SKIP, reason, family=family)
 
-    def parallel(self, fn: Callable[[T], R], items: list[T], concurrency: int) -> list[R | EndpointError]:
-        """Run fn over items on `concurrency` threads; EndpointErrors are returned, not raised."""
-
-        def safe(item: T) -> R | EndpointError:
-            try:
-                return fn(item)
-            except EndpointError as e:
-                return e
-
-        if concurrency <= 1:
-            return [safe(i) for i in items]
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            return list(pool.map(safe, items))
-
 
 class Gate(ABC):
-    """A staged gate. Subclasses set `id`, `stage`, `title` and write `run`; the module
-    docstring says what the gate checks, why, and what a failure looks like (shown in the
-    report)."""
+    """A staged gate. Subclasses set `id`, `stage`, `title` and `Settings`, write `run`, and say
+    in their class docstring what the gate checks, why, and what a failure looks like (the
+    report shows it as the gate's description)."""
 
-    id: str
-    stage: int
-    title: str
+    id: ClassVar[str]
+    stage: ClassVar[int]
+    title: ClassVar[str]
+    Settings: ClassVar[type] = NoSettings
+    stops_run_on: ClassVar[frozenset[Status]] = frozenset({Status.FAIL})  # a blocking check ending so stops later gates
+    needs_ready_targets: ClassVar[bool] = True  # False: the gate runs (and reports) even when a target did not start
+    uses_golden_sets: ClassVar[bool] = False  # True: the plan loads the golden sets for it
+
+    @classmethod
+    def description(cls) -> str:
+        """What the gate checks, why, and what a failure looks like: its class docstring."""
+        return inspect.getdoc(cls) or ""
+
+    @classmethod
+    def validate(cls, settings: Any, plan: RunPlan) -> None:
+        """Check at plan time what the run could not recover from (ConfigError, exit 3); the
+        default accepts everything the settings dataclass accepted."""
+        return None
 
     @abstractmethod
     def run(self, ctx: GateContext) -> None:

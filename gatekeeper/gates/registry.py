@@ -1,23 +1,24 @@
-"""The gates in stage order. Adding a gate is adding its file and one line here."""
+"""The gates in stage order: the only list of them. Adding a gate is adding its package under
+`gatekeeper/gates/` and one entry here."""
 
 from __future__ import annotations
 
 from gatekeeper.errors import ConfigError
-from gatekeeper.gates.golden import GoldenGate
+from gatekeeper.gates.golden.gate import GoldenGate
 from gatekeeper.gates.interface import Gate
-from gatekeeper.gates.longctx import LongContextGate
-from gatekeeper.gates.numerics import NumericsGate
-from gatekeeper.gates.startup import StartupGate
+from gatekeeper.gates.longctx.gate import LongContextGate
+from gatekeeper.gates.numerics.gate import NumericsGate
+from gatekeeper.gates.startup.gate import StartupGate
 
 GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, GoldenGate, LongContextGate)}
 
 
-def gate_defaults() -> dict[str, dict]:
-    """Default settings of every registered gate, for the policy loader."""
-    return {gid: dict(getattr(cls, "defaults", {})) for gid, cls in GATES.items()}
+def settings_types() -> dict[str, type]:
+    """Each registered gate's settings dataclass, for the policy loader."""
+    return {gid: cls.Settings for gid, cls in GATES.items()}
 
 
-def select(names: list[str] | None) -> list[type[Gate]]:
+def select(names: list[str] | tuple[str, ...] | None) -> list[type[Gate]]:
     """Gates by id in stage order; unknown ids are a ConfigError."""
     if not names:
         return sorted(GATES.values(), key=lambda g: g.stage)

@@ -4,8 +4,8 @@
 `record_baseline`, so later runs can judge a candidate against the trusted engine's answers
 without that engine running (set the golden gate's `baseline` setting to the file).
 
-Each case is answered twice, at two concurrencies (so the batch composition differs), which
-keeps the noise floor in the file: answers that differ between the two passes mark a case on
+Each case is answered twice, at two concurrencies and in opposite orders (`gatekeeper/noise.py`,
+so the batch composition differs), which keeps the noise floor in the file: answers that differ between the two passes mark a case on
 which even the reference disagrees with itself. Stream variants are recorded once.
 
 Format (one JSON object per line): a header
@@ -22,15 +22,16 @@ import json
 import os
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
+from gatekeeper.fanout import fan_out
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.golden.request import ask
+from gatekeeper.noise import ask_twice
 from gatekeeper.responses import ChatResponse, ToolCall
 
 FORMAT = "gatekeeper-golden-baseline/1"
@@ -69,22 +70,11 @@ def record_baseline(endpoint: Endpoint, golden_set: GoldenSet, out_path: str | P
     `noise_floor_concurrency`, plus the stream variants, and write the baseline JSONL atomically.
     A case whose request fails is recorded with its error (and no answers). Returns the path."""
     cases = list(golden_set.cases)
-
-    def run(stream: bool, width: int, subset: list[Any]) -> list[ChatResponse | EndpointError]:
-        def one(case: Any) -> ChatResponse | EndpointError:
-            try:
-                return ask(endpoint, case, stream=stream)
-            except EndpointError as e:
-                return e
-        if width <= 1:
-            return [one(c) for c in subset]
-        with ThreadPoolExecutor(max_workers=width) as pool:
-            return list(pool.map(one, subset))
-
-    first = run(False, concurrency, cases)
-    second = run(False, noise_floor_concurrency, cases)
+    passes = ask_twice(lambda case: ask(endpoint, case), cases, concurrency, max(1, noise_floor_concurrency))
+    first, second = passes.first, passes.second or passes.first
     streamed_cases = [c for c in cases if c.stream_variant] if stream_variants else []
-    streamed = dict(zip((c.id for c in streamed_cases), run(True, concurrency, streamed_cases)))
+    streamed = dict(zip((c.id for c in streamed_cases), fan_out(lambda case: ask(endpoint, case, stream=True),
+                                                                 streamed_cases, concurrency)))
     lines = [{"format": FORMAT, "golden_set": golden_set.name, "version": golden_set.version, "model": endpoint.model,
               "target": endpoint.base_url, "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "num_cases": len(cases)}]

@@ -1,22 +1,73 @@
 """Reports: a `RunResult` rendered as summary.json, junit.xml, summary.md and two HTML pages,
 plus the raw per-check records written while the run goes.
 
-Public API: `write_reports(run, out_dir)`, `RecordWriter(path).write(check)`,
-`summarize_performance(run)`, and the single-format renderers.
+The run becomes `ReportData` once (data.py); each format is a `Renderer` of that data
+(interface.py), and registry.py lists them (the only list of report files). Public API:
+`write_reports(run, out_dir)`, `RecordWriter(path).write(check)`, `report_data(run)`, and one
+function per format that renders a single run (for tests and tools; the run itself writes all
+of them through `write_reports`).
 """
 
-from gatekeeper.report.html import render_correctness_html, render_performance_html
-from gatekeeper.report.junit import render_junit
-from gatekeeper.report.markdown import render_markdown
+from __future__ import annotations
+
+from typing import Any
+
+from gatekeeper.report.data import ReportData, build_report_data
+from gatekeeper.report.html import CorrectnessHtmlRenderer, PerformanceHtmlRenderer
+from gatekeeper.report.interface import Renderer
+from gatekeeper.report.junit import JunitRenderer
+from gatekeeper.report.markdown import MarkdownRenderer
 from gatekeeper.report.performance import PerformanceSummary, summarize_performance
 from gatekeeper.report.records import RecordWriter, read_records
-from gatekeeper.report.summary_json import SUMMARY_FORMAT, build_summary, render_summary_json
+from gatekeeper.report.registry import RENDERERS, listed_filenames
+from gatekeeper.report.summary_json import SUMMARY_FORMAT, SummaryJsonRenderer, summary_of
 from gatekeeper.report.writer import write_reports
+from gatekeeper.results import RunResult
+
+
+def report_data(run: RunResult) -> ReportData:
+    """The report data of one run, with the registry's report files."""
+    return build_report_data(run, listed_filenames())
+
+
+def render_summary_json(run: RunResult) -> str:
+    """summary.json's text for `run`."""
+    return SummaryJsonRenderer().render(report_data(run))
+
+
+def build_summary(run: RunResult) -> dict[str, Any]:
+    """The summary of `run` as plain data (not yet sanitised for strict JSON)."""
+    return summary_of(report_data(run))
+
+
+def render_junit(run: RunResult) -> str:
+    """junit.xml's text for `run`."""
+    return JunitRenderer().render(report_data(run))
+
+
+def render_markdown(run: RunResult) -> str:
+    """summary.md's text for `run`."""
+    return MarkdownRenderer().render(report_data(run))
+
+
+def render_correctness_html(run: RunResult) -> str:
+    """correctness.html's text for `run`."""
+    return CorrectnessHtmlRenderer().render(report_data(run))
+
+
+def render_performance_html(run: RunResult) -> str:
+    """performance.html's text for `run`."""
+    return PerformanceHtmlRenderer().render(report_data(run))
+
 
 __all__ = [
+    "RENDERERS",
     "SUMMARY_FORMAT",
     "PerformanceSummary",
     "RecordWriter",
+    "Renderer",
+    "ReportData",
+    "build_report_data",
     "build_summary",
     "read_records",
     "render_correctness_html",
@@ -24,6 +75,7 @@ __all__ = [
     "render_markdown",
     "render_performance_html",
     "render_summary_json",
+    "report_data",
     "summarize_performance",
     "write_reports",
 ]

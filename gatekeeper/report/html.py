@@ -3,7 +3,8 @@
 Autoescape is on for every template (model output may contain `<script>`); the templates'
 names end in `.j2`, so it is switched on explicitly rather than by file extension. Undefined
 names raise, so a template typo fails the tests instead of rendering blank. The view-models
-come from viewmodel.py (correctness) and `performance_view` below.
+come from viewmodel.py (correctness) and `performance_view` below, both built from the report
+data; the two pages are two `Renderer`s sharing one Jinja2 environment.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from gatekeeper.report import charts
-from gatekeeper.report.performance import TargetPerformance, summarize_performance
+from gatekeeper.report.data import ReportData
+from gatekeeper.report.interface import Renderer
+from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.report.viewmodel import correctness_view, run_view
-from gatekeeper.results import RunResult
+
 
 @dataclass(frozen=True)
 class PerfRow:
@@ -79,14 +82,14 @@ def _gate_row(p: TargetPerformance) -> PerfRow:
     return PerfRow(cells, p.meaningful, p.not_meaningful_reason or "")
 
 
-def performance_view(run: RunResult) -> dict[str, Any]:
+def performance_view(data: ReportData) -> dict[str, Any]:
     """Everything performance.html.j2 needs.
 
     The per-target table is transposed (one row per figure, one column per target, then the
     candidate/reference ratio) so it fits a narrow window; the per-gate table has one row per
     gate and target.
     """
-    perf = summarize_performance(run)
+    run, perf = data.run, data.performance
     candidate = next((p for p in perf.targets if p.role == "candidate"), None)
     caveat = "" if candidate is None or candidate.meaningful else str(candidate.not_meaningful_reason)
     has_ratio = bool(perf.candidate_vs_reference)
@@ -107,7 +110,7 @@ def performance_view(run: RunResult) -> dict[str, Any]:
         if values:
             histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)"))
     return {
-        "run": run_view(run),
+        "run": run_view(data),
         "caveat": caveat,
         "columns": columns,
         "figure_rows": tuple(figure_rows),
@@ -118,11 +121,23 @@ def performance_view(run: RunResult) -> dict[str, Any]:
     }
 
 
-def render_correctness_html(run: RunResult) -> str:
-    """correctness.html's text."""
-    return _ENV.get_template("correctness.html.j2").render(**correctness_view(run))
+class CorrectnessHtmlRenderer(Renderer):
+    """correctness.html: the verdict, then every gate with its checks and their evidence."""
+
+    name = "correctness_html"
+    filename = "correctness.html"
+
+    def render(self, data: ReportData) -> str:
+        """correctness.html's text."""
+        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data))
 
 
-def render_performance_html(run: RunResult) -> str:
-    """performance.html's text."""
-    return _ENV.get_template("performance.html.j2").render(**performance_view(run))
+class PerformanceHtmlRenderer(Renderer):
+    """performance.html: latency and throughput per target and per gate, with histograms."""
+
+    name = "performance_html"
+    filename = "performance.html"
+
+    def render(self, data: ReportData) -> str:
+        """performance.html's text."""
+        return _ENV.get_template("performance.html.j2").render(**performance_view(data))

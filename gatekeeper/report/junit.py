@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from gatekeeper.report.data import ReportData, StatusCounts
+from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status
+from gatekeeper.results import CheckResult, GateResult, Status
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -53,16 +55,16 @@ def _testcase(suite: ET.Element, check: CheckResult) -> None:
         ET.SubElement(case, "system-out").text = xml_text(f"WARN: {check.reason}")
 
 
-def _testsuite(root: ET.Element, gate: GateResult, timestamp: str) -> ET.Element:
+def _testsuite(root: ET.Element, gate: GateResult, counts: StatusCounts, timestamp: str) -> ET.Element:
     checks = gate.checks
     suite = ET.SubElement(
         root,
         "testsuite",
         name=xml_text(f"gatekeeper.{gate.id}"),
         tests=str(len(checks)),
-        failures=str(sum(c.status == Status.FAIL for c in checks)),
-        errors=str(sum(c.status == Status.ERROR for c in checks)),
-        skipped=str(sum(c.status == Status.SKIP for c in checks)),
+        failures=str(counts[Status.FAIL]),
+        errors=str(counts[Status.ERROR]),
+        skipped=str(counts[Status.SKIP]),
         time=_seconds(gate.duration_s),
         timestamp=xml_text(timestamp),
     )
@@ -76,20 +78,26 @@ def _testsuite(root: ET.Element, gate: GateResult, timestamp: str) -> ET.Element
     return suite
 
 
-def render_junit(run: RunResult) -> str:
-    """junit.xml's text (UTF-8 declaration, indented, trailing newline)."""
-    all_checks = [c for g in run.gates for c in g.checks]
-    root = ET.Element(
-        "testsuites",
-        name=xml_text(f"gatekeeper {run.run_id}: {run.verdict.value}"),
-        tests=str(len(all_checks)),
-        failures=str(sum(c.status == Status.FAIL for c in all_checks)),
-        errors=str(sum(c.status == Status.ERROR for c in all_checks)),
-        skipped=str(sum(c.status == Status.SKIP for c in all_checks)),
-        time=_seconds(sum(g.duration_s for g in run.gates)),
-    )
-    for gate in run.gates:
-        _testsuite(root, gate, run.started_at)
-    ET.indent(root)
-    body = ET.tostring(root, encoding="unicode")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"
+class JunitRenderer(Renderer):
+    """junit.xml: UTF-8 declaration, indented, trailing newline."""
+
+    name = "junit"
+    filename = "junit.xml"
+
+    def render(self, data: ReportData) -> str:
+        """junit.xml's text."""
+        run, counts = data.run, data.counts
+        root = ET.Element(
+            "testsuites",
+            name=xml_text(f"gatekeeper {run.run_id}: {run.verdict.value}"),
+            tests=str(sum(len(g.checks) for g in run.gates)),
+            failures=str(counts[Status.FAIL]),
+            errors=str(counts[Status.ERROR]),
+            skipped=str(counts[Status.SKIP]),
+            time=_seconds(sum(g.duration_s for g in run.gates)),
+        )
+        for gate, gate_counts in data.gates():
+            _testsuite(root, gate, gate_counts, run.started_at)
+        ET.indent(root)
+        body = ET.tostring(root, encoding="unicode")
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

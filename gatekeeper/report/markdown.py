@@ -1,18 +1,21 @@
 """summary.md: the verdict for a PR comment or a CI step summary ($GITHUB_STEP_SUMMARY).
 
-A verdict line, the reasons, a table of gates, then the checks that explain the verdict (FAIL,
-ERROR, and SKIPs the policy treats as blocking) with their reasons. Model output and reasons
-can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`, backticks, brackets, `*`,
-newlines and control characters neutralised, `@mentions` and `#123` references defused, and
-long text is cut: PR comments are limited to 65,536 characters.
+A verdict line, the reasons, a table of gates, the checks that explain the verdict (FAIL,
+ERROR, and SKIPs the policy treats as blocking) with their reasons, the performance table, and
+the names of the run's other report files. Model output and reasons can hold markdown or HTML,
+so cell text has `|`, `<`, `>`, `&`, backticks, brackets, `*`, newlines and control characters
+neutralised, `@mentions` and `#123` references defused, and long text is cut: PR comments are
+limited to 65,536 characters.
 """
 
 from __future__ import annotations
 
 import re
 
-from gatekeeper.report.performance import TargetPerformance, summarize_performance
-from gatekeeper.results import CheckResult, RunResult, Status, Verdict
+from gatekeeper.report.data import ReportData
+from gatekeeper.report.interface import Renderer
+from gatekeeper.report.performance import TargetPerformance
+from gatekeeper.results import CheckResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
 MAX_LISTED_REASONS = 10
@@ -76,46 +79,53 @@ def _perf_row(p: TargetPerformance) -> str:
     )
 
 
-def render_markdown(run: RunResult) -> str:
-    """summary.md's text."""
-    v = run.verdict
-    lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {v.value} (exit code {run.exit_code})", ""]
-    for t in run.targets:
-        model = f" (model `{md_code(t.model)}`)" if t.model else ""
-        lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
-    lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
-    lines += ["", "### Reasons", ""]
-    lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
-    if len(run.reasons) > MAX_LISTED_REASONS:
-        lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
+class MarkdownRenderer(Renderer):
+    """summary.md: the verdict in GitHub-flavoured markdown, short enough for a PR comment."""
 
-    lines += ["", "### Gates", "", "| Stage | Gate | Status | Pass | Warn | Fail | Skip | Error |"]
-    lines.append("|---:|---|---|---:|---:|---:|---:|---:|")
-    for g in run.gates:
-        n = {s: sum(c.status == s for c in g.checks) for s in Status}
-        lines.append(
-            f"| {g.stage} | {md_cell(g.title)} (`{md_code(g.id)}`) | {_STATUS_MARK[g.status]} "
-            f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
-        )
+    name = "markdown"
+    filename = "summary.md"
 
-    listed = [c for g in run.gates for c in g.checks if _explains_verdict(c, v)]
-    if listed:
-        lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]
-        lines.append("|---|---|---|---|")
-        for c in listed[:MAX_LISTED_CHECKS]:
-            blocking = "blocking" if c.blocking else "advisory"
-            lines.append(f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
-        if len(listed) > MAX_LISTED_CHECKS:
-            lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
+    def render(self, data: ReportData) -> str:
+        """summary.md's text; its footer points to the run's other report files."""
+        run = data.run
+        v = run.verdict
+        lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {v.value} (exit code {run.exit_code})", ""]
+        for t in run.targets:
+            model = f" (model `{md_code(t.model)}`)" if t.model else ""
+            lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
+        lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
+        lines += ["", "### Reasons", ""]
+        lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
+        if len(run.reasons) > MAX_LISTED_REASONS:
+            lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
 
-    perf = summarize_performance(run)
-    if perf.targets:
-        lines += ["", "### Performance (as observed during the gates)", ""]
-        lines.append("| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |")
-        lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
-        lines += [_perf_row(p) for p in perf.targets]
-    footer = "Full reports: `correctness.html`, `performance.html`, `summary.json`, `junit.xml`.\n"
-    text = "\n".join(lines)
-    if len(text) > MAX_TOTAL_CHARS:
-        text = text[: text.rfind("\n", 0, MAX_TOTAL_CHARS)] + "\n\n…(cut to fit a PR comment)"
-    return text + "\n\n" + footer
+        lines += ["", "### Gates", "", "| Stage | Gate | Status | Pass | Warn | Fail | Skip | Error |"]
+        lines.append("|---:|---|---|---:|---:|---:|---:|---:|")
+        for g, n in data.gates():
+            lines.append(
+                f"| {g.stage} | {md_cell(g.title)} (`{md_code(g.id)}`) | {_STATUS_MARK[g.status]} "
+                f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
+            )
+
+        listed = [c for g in run.gates for c in g.checks if _explains_verdict(c, v)]
+        if listed:
+            lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]
+            lines.append("|---|---|---|---|")
+            for c in listed[:MAX_LISTED_CHECKS]:
+                blocking = "blocking" if c.blocking else "advisory"
+                lines.append(f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
+            if len(listed) > MAX_LISTED_CHECKS:
+                lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
+
+        perf = data.performance
+        if perf.targets:
+            lines += ["", "### Performance (as observed during the gates)", ""]
+            lines.append("| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |")
+            lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
+            lines += [_perf_row(p) for p in perf.targets]
+        others = [name for name in data.report_files if name != self.filename]
+        footer = "Full reports: " + ", ".join(f"`{name}`" for name in others) + ".\n"
+        text = "\n".join(lines)
+        if len(text) > MAX_TOTAL_CHARS:
+            text = text[: text.rfind("\n", 0, MAX_TOTAL_CHARS)] + "\n\n…(cut to fit a PR comment)"
+        return text + "\n\n" + footer

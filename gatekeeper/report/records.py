@@ -2,7 +2,8 @@
 
 The runner opens a `RecordWriter` on `reports/<run>/records.jsonl` before the first gate and
 writes every `CheckResult` as it is produced, flushed and fsynced, so a crash or a kill loses
-at most the check in flight. Each line is `{"format": "gatekeeper.record/1", ...check.to_dict()}`.
+at most the check in flight. Each line is one object: `"format": "gatekeeper.record/1"`, then
+the check in its standalone form (serialise.py: summary.json's fields plus `gate` and `evidence`).
 `read_records` reads the file back and ignores a torn last line.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from gatekeeper.report.jsonable import dumps
+from gatekeeper.report.serialise import check_json
 from gatekeeper.results import CheckResult
 
 RECORD_FORMAT = "gatekeeper.record/1"
@@ -35,7 +37,7 @@ class RecordWriter:
 
     def write(self, check: CheckResult) -> None:
         """Append one check as a line and force it to disk before returning."""
-        record = {"format": RECORD_FORMAT, **check.to_dict()}
+        record = {"format": RECORD_FORMAT, **check_json(check, standalone=True)}
         line = dumps(record)
         with self._lock:
             self._file.write(line + "\n")

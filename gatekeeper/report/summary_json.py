@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from gatekeeper.report.data import ReportData
+from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
-from gatekeeper.report.performance import summarize_performance
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status, TargetInfo
+from gatekeeper.report.serialise import counts_json, gate_json
+from gatekeeper.results import TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"
 
 
-def _counts(checks: tuple[CheckResult, ...]) -> dict[str, int]:
-    return {s.value: sum(1 for c in checks if c.status == s) for s in Status}
-
-
 def _target(t: TargetInfo) -> dict[str, Any]:
+    # A target that was not probed keeps the documented empty object, not null.
+    capabilities = {} if t.capabilities is None else t.capabilities.to_dict()
     return {
         "role": t.role,
         "kind": t.kind,
@@ -29,40 +29,14 @@ def _target(t: TargetInfo) -> dict[str, Any]:
         "model": t.model,
         "version": t.version,
         "startup_s": t.startup_s,
-        "capabilities": t.capabilities,
+        "capabilities": capabilities,
         "log_path": t.log_path,
     }
 
 
-def _check(c: CheckResult) -> dict[str, Any]:
-    return {
-        "id": c.id,
-        "status": c.status.value,
-        "blocking": c.blocking,
-        "family": c.family,
-        "reason": c.reason,
-        "metrics": c.metrics,
-        "duration_s": c.duration_s,
-    }
-
-
-def _gate(g: GateResult) -> dict[str, Any]:
-    return {
-        "id": g.id,
-        "stage": g.stage,
-        "title": g.title,
-        "status": g.status.value,
-        "stopped_run": g.stopped_run,
-        "duration_s": g.duration_s,
-        "counts": _counts(g.checks),
-        "notes": list(g.notes),
-        "checks": [_check(c) for c in g.checks],
-    }
-
-
-def build_summary(run: RunResult) -> dict[str, Any]:
+def summary_of(data: ReportData) -> dict[str, Any]:
     """The summary as plain data (not yet sanitised for strict JSON)."""
-    all_checks = tuple(c for g in run.gates for c in g.checks)
+    run = data.run
     return {
         "format": SUMMARY_FORMAT,
         "run_id": run.run_id,
@@ -74,13 +48,19 @@ def build_summary(run: RunResult) -> dict[str, Any]:
         "policy": run.policy,
         "golden_sets": list(run.golden_sets),
         "seed": run.seed,
-        "counts": _counts(all_checks),
+        "counts": counts_json(data.counts),
         "targets": [_target(t) for t in run.targets],
-        "gates": [_gate(g) for g in run.gates],
-        "performance": summarize_performance(run).to_dict(),
+        "gates": [gate_json(g, counts) for g, counts in data.gates()],
+        "performance": data.performance.to_dict(),
     }
 
 
-def render_summary_json(run: RunResult) -> str:
-    """summary.json's text: strict JSON, two-space indent, trailing newline."""
-    return dumps(build_summary(run), indent=2) + "\n"
+class SummaryJsonRenderer(Renderer):
+    """summary.json: strict JSON, two-space indent, trailing newline."""
+
+    name = "summary_json"
+    filename = "summary.json"
+
+    def render(self, data: ReportData) -> str:
+        """summary.json's text."""
+        return dumps(summary_of(data), indent=2) + "\n"

@@ -1,8 +1,8 @@
 """The data the HTML templates render, built in Python so the templates only loop and branch.
 
-`correctness_view(run)` and `performance_view(run)` turn a `RunResult` into plain frozen values:
-formatted strings, CSS class names, pre-cut text pairs and ready SVG charts. Nothing here
-writes HTML except the charts (charts.py), which escape their own text.
+`correctness_view(data)` (here) and `performance_view(data)` (html.py) turn the report data
+into plain frozen values: formatted strings, CSS class names, pre-cut text pairs and ready SVG
+charts. Nothing here writes HTML except the charts (charts.py), which escape their own text.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from typing import Any
 from markupsafe import Markup
 
 from gatekeeper.report import charts
+from gatekeeper.report.data import ReportData, StatusCounts
 from gatekeeper.report.jsonable import to_jsonable
 from gatekeeper.report.textdiff import TextPair, text_pair
-from gatekeeper.results import CheckResult, Evidence, GateResult, RunResult, Status
+from gatekeeper.results import CheckResult, Evidence, GateResult, Status
 
 _PASSED = (Status.PASS, Status.WARN)
 MAX_LOG_LINES = 400
@@ -167,8 +168,9 @@ def code_spans(paragraph: str) -> tuple[tuple[str, bool], ...]:
     return tuple((part, i % 2 == 1) for i, part in enumerate(parts) if part)
 
 
-def _counts(checks: tuple[CheckResult, ...]) -> tuple[tuple[str, int], ...]:
-    return tuple((s.value, n) for s in Status if (n := sum(c.status == s for c in checks)))
+def _counts(counts: StatusCounts) -> tuple[tuple[str, int], ...]:
+    """(status, number of checks) for the statuses that occur, in status order."""
+    return tuple((s.value, n) for s, n in counts.items() if n)
 
 
 def evidence_view(ev: Evidence) -> EvidenceView:
@@ -240,8 +242,8 @@ def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
     return charts.bar_chart_svg(items, "pass rate by family")
 
 
-def gate_view(g: GateResult) -> GateView:
-    """One gate's section."""
+def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
+    """One gate's section; `counts` are its checks by status."""
     return GateView(
         id=g.id,
         stage=g.stage,
@@ -250,15 +252,16 @@ def gate_view(g: GateResult) -> GateView:
         status=g.status.value,
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
-        counts=_counts(g.checks),
+        counts=_counts(counts),
         notes=g.notes,
         family_chart=family_chart(g.checks),
         checks=tuple(check_view(c) for c in g.checks),
     )
 
 
-def run_view(run: RunResult) -> RunView:
+def run_view(data: ReportData) -> RunView:
     """The header: verdict, reasons, targets."""
+    run = data.run
     return RunView(
         run_id=run.run_id,
         started_at=run.started_at,
@@ -274,10 +277,10 @@ def run_view(run: RunResult) -> RunView:
             TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s))
             for t in run.targets
         ),
-        counts=_counts(tuple(c for g in run.gates for c in g.checks)),
+        counts=_counts(data.counts),
     )
 
 
-def correctness_view(run: RunResult) -> dict[str, Any]:
+def correctness_view(data: ReportData) -> dict[str, Any]:
     """Everything correctness.html.j2 needs."""
-    return {"run": run_view(run), "gates": tuple(gate_view(g) for g in run.gates)}
+    return {"run": run_view(data), "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}

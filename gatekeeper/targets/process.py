@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 
 
@@ -75,7 +75,8 @@ class ProcessTarget(Target):
             return Started(base_url, self.spec.model, False, error=f"cannot launch {argv[0]}: {e}", log_path=str(self.log_path))
         log.close()
         deadline = t0 + self.spec.ready_timeout_s
-        with httpx.Client(timeout=2.0) as http:
+        ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0)
+        try:
             while time.perf_counter() < deadline:
                 code = self.proc.poll()
                 if code is not None:
@@ -83,11 +84,13 @@ class ProcessTarget(Target):
                     return Started(base_url, None, False, error=f"exited with code {code} before ready; log tail:\n{tail}",
                                    log_path=str(self.log_path))
                 try:
-                    if http.get(base_url + self.spec.health_path).status_code == 200:
+                    if ep.get(self.spec.health_path).status_code == 200:
                         return Started(base_url, None, True, time.perf_counter() - t0, log_path=str(self.log_path))
-                except httpx.HTTPError:
+                except EndpointError:
                     pass
                 time.sleep(0.1)
+        finally:
+            ep.close()
         self.stop()
         return Started(base_url, None, False, error=f"not ready after {self.spec.ready_timeout_s:g} s", log_path=str(self.log_path))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import time
 
-import httpx
-
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 
 
@@ -26,11 +26,13 @@ class UrlTarget(Target):
         assert self.spec.url is not None
         url = self.spec.url.rstrip("/")
         t0 = time.perf_counter()
+        ep = Endpoint(self.role, url, self.spec.model or "", self.api_key(), timeout_s=10.0)
         try:
-            with httpx.Client(timeout=10.0) as http:
-                http.get(url + self.spec.health_path)
-        except httpx.HTTPError as e:
-            return Started(url, self.spec.model, False, error=f"unreachable: {type(e).__name__}: {e}")
+            ep.get(self.spec.health_path)  # any answer means reachable; gate 1 judges the status
+        except EndpointError as e:
+            return Started(url, self.spec.model, False, error=f"unreachable: {e}")
+        finally:
+            ep.close()
         return Started(url, self.spec.model, True, time.perf_counter() - t0)
 
     def stop(self) -> None:

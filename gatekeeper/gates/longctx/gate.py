@@ -1,85 +1,79 @@
-"""Gate 4 — long context and tool calling: does the candidate stay right as contexts grow?
+"""Gate 4 — long context and tool calling: the check families in order, then NaN and metrics.
 
-Seed 000's bug is why this gate exists: with prefix caching on, prompts near a multiple of the
-KV block size, uneven growth per turn and many concurrent sessions, a reused KV block leaks one
-conversation into another. Round 1 is fine, round 5 is wrong — and startup, short golden
-prompts, latency and HTTP codes all stay green. Every request here goes to both targets
-verbatim and greedy, and a check fails on what the candidate gets wrong that the reference gets
-right (or on answers that differ where both should be equal):
-
-- `longctx.needle_grid`: a secret at several depths of prompts of several lengths;
-- `longctx.block_boundary`: prompts of exactly B·k−1, B·k and B·k+1 tokens;
-- `longctx.prefix_cache.cold_warm` / `.shared_prefix`: cache hits must answer as misses do;
-- `longctx.tool_calls`, `.tool_result`, `.tool_stream`, `.json_schema`: tool calls (BFCL-style,
-  parallel calls order-free, a tool result used, streamed = non-streamed) and JSON to a schema
-  after a long chat;
-- `longctx.session_decay`: N concurrent multi-turn sessions with uneven growth, recall scored
-  round by round; the candidate's session quality decay rate (SQDR) above the reference's by
-  more than the policy allows fails; `longctx.session_agreement` limits answers that differ
-  from the reference's; `longctx.trigger_conditions` says which of seed 000's conditions the run
-  exercised (WARN naming the absent ones);
-- `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
-  hit rate and KV usage from the candidate's Prometheus metrics, before and after.
-
-Noise floor: with `noise_floor` the reference answers the grid, sweep and prefix-cache prompts a
-second time at another concurrency; an answer it does not repeat is noise, never a regression.
-The sessions instead allow `max_disagreement` and test decay against chance (a sign test).
-Token counts come from `/tokenize` where a target has it, else they are estimated (reported).
-A failure looks like: recall falling away from the reference round after round while the early
-rounds agree (stale KV blocks), long needle rows failing while short ones pass (RoPE), a warm
-answer that differs from the cold one, `!!!!` with NaN logprobs.
+The checks, why, and what a failure looks like are `LongContextGate`'s docstring (the report
+shows it); the settings are `settings.py`; each check family is a module of this package.
 """
+
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
 
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.longctx import (
+from gatekeeper.gates.longctx import (
     block_sweep,
     needle_grid,
     prefix_cache,
     session_decay,
     tool_checks,
 )
-from gatekeeper.longctx.scrape import Snapshot, delta, scrape
-from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import Watched
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx.scrape import Snapshot, delta, scrape
+from gatekeeper.gates.longctx.tokens import TokenCounter
+from gatekeeper.gates.longctx.traffic import Watched
 from gatekeeper.results import Evidence, Status
 
 _FALLBACK_CONTEXT = 2048
 
 
 class LongContextGate(Gate):
-    """See the module docstring."""
+    """Gate 4 — long context and tool calling: does the candidate stay right as contexts grow?
+
+    Seed 000's bug is why this gate exists: with prefix caching on, prompts near a multiple of the
+    KV block size, uneven growth per turn and many concurrent sessions, a reused KV block leaks one
+    conversation into another. Round 1 is fine, round 5 is wrong — and startup, short golden
+    prompts, latency and HTTP codes all stay green. Every request here goes to both targets
+    verbatim and greedy, and a check fails on what the candidate gets wrong that the reference gets
+    right (or on answers that differ where both should be equal):
+
+    - `longctx.needle_grid`: a secret at several depths of prompts of several lengths;
+    - `longctx.block_boundary`: prompts of exactly B·k−1, B·k and B·k+1 tokens;
+    - `longctx.prefix_cache.cold_warm` / `.shared_prefix`: cache hits must answer as misses do;
+    - `longctx.tool_calls`, `.tool_result`, `.tool_stream`, `.json_schema`: tool calls (BFCL-style,
+      parallel calls order-free, a tool result used, streamed = non-streamed) and JSON to a schema
+      after a long chat;
+    - `longctx.session_decay`: N concurrent multi-turn sessions with uneven growth, recall scored
+      round by round; the candidate's session quality decay rate (SQDR) above the reference's by
+      more than the policy allows fails; `longctx.session_agreement` limits answers that differ
+      from the reference's; `longctx.trigger_conditions` says which of seed 000's conditions the run
+      exercised (WARN naming the absent ones);
+    - `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
+      hit rate and KV usage from the candidate's Prometheus metrics, before and after.
+
+    Noise floor: the reference answers the grid, sweep and prefix-cache prompts a second time at
+    `noise_floor_concurrency`, in reverse order (0 turns it off); an answer it does not repeat is noise, never a regression.
+    The sessions instead allow `max_disagreement` and test decay against chance (a sign test).
+    Token counts come from `/tokenize` where a target has it, else they are estimated (reported).
+    A failure looks like: recall falling away from the reference round after round while the early
+    rounds agree (stale KV blocks), long needle rows failing while short ones pass (RoPE), a warm
+    answer that differs from the cold one, `!!!!` with NaN logprobs.
+    """
 
     id = "longctx"
     stage = 4
     title = "Long context and tool calling"
-    defaults: ClassVar[dict[str, Any]] = {
-        "block_size": 16, "context_tokens": 0, "answer_tokens": 16, "concurrency": 4, "noise_floor": True,
-        "needle_lengths": [256, 512, 1024, 1536, 2000], "needle_depths": [0.0, 0.25, 0.5, 0.75, 1.0],
-        "needle_max_regressions": 0,
-        "boundary_tokens": [256, 1024, 2000], "boundary_max_mismatches": 0,
-        "prefix_tokens": 1536, "prefix_suffixes": 5, "prefix_unrelated": 6, "prefix_max_mismatches": 0,
-        "tool_cases": 6, "tool_history_tokens": 400, "tool_answer_tokens": 128, "json_cases": 3,
-        "json_history_tokens": 800,
-        "decay_sessions": 12, "decay_rounds": 12, "decay_concurrency": 12, "decay_facts": 3,
-        "decay_growth": [100, 5, 200], "sqdr_max_excess": 0.005, "decay_alpha": 0.01, "decay_min_recall": 0.5,
-        "max_disagreement": 0.05,
-    }
+    Settings = LongContextSettings
 
     def run(self, ctx: GateContext) -> None:
         """The check families in order; the cache-churning session decay runs last."""
-        s = {**self.defaults, **(ctx.settings or {})}
+        s: LongContextSettings = ctx.settings
         counter = TokenCounter(_tokenizer(ctx))
-        context, where = _context(ctx, int(s["context_tokens"]))
-        max_prompt = context - int(s["answer_tokens"]) - 4
+        context, where = _context(ctx, s.context_tokens)
+        max_prompt = context - s.answer_tokens - 4
         ctx.notes.append(f"context {context} tokens ({where}); token counts "
                          + (f"estimated: {counter.why_estimated}" if counter.estimated else f"from {counter.endpoint.role}'s /tokenize"))  # type: ignore[union-attr]
-        watched = Watched(ctx.candidate, bool(ctx.capabilities.get("candidate", {}).get("logprobs")))
+        watched = Watched(ctx.candidate, ctx.capabilities["candidate"].logprobs)
         ctx = replace(ctx, candidate=watched)  # type: ignore[arg-type]  # same checks, notes and records
         before = scrape(ctx.candidate)
         needle_grid.run(ctx, s, counter, max_prompt)
@@ -95,7 +89,7 @@ class LongContextGate(Gate):
 def _tokenizer(ctx: GateContext):
     """The endpoint whose /tokenize counts tokens: the reference's, else the candidate's, else None."""
     for role in ("reference", "candidate"):
-        if ctx.capabilities.get(role, {}).get("tokenize"):
+        if ctx.capabilities[role].tokenize:
             return ctx.endpoints[role]
     return None
 

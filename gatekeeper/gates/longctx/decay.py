@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import binomtest  # type: ignore[import-untyped]
+from scipy.stats import binomtest
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ cache was actually hit — if not, the reason says the comparison did not exerci
 `longctx.prefix_cache.shared_prefix`: one long context holding several secrets, asked about
 each in turn by requests that share it as a prefix and differ only in the question, interleaved
 with unrelated long prompts that churn the cache, all in flight together. Each answer must equal
-the reference's; a mismatch beyond `prefix_max_mismatches` (0) fails. With `noise_floor`, the
+the reference's; a mismatch beyond `prefix_max_mismatches` (0) fails. Unless `noise_floor_concurrency` is 0, the
 reference answers everything twice (the second time at another concurrency), and an answer it
 does not repeat is noise, not held against the candidate.
 """
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.longctx import tasks
-from gatekeeper.longctx.prompts import needle_prompts, words_for
-from gatekeeper.longctx.scrape import delta, scrape
-from gatekeeper.longctx.tokens import Messages, TokenCounter
-from gatekeeper.longctx.traffic import (
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.prompts import needle_prompts, words_for
+from gatekeeper.gates.longctx.scrape import delta, scrape
+from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
+from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
     first_error,
@@ -35,19 +35,19 @@ from gatekeeper.longctx.traffic import (
 from gatekeeper.results import Evidence, Status
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     """Both prefix-cache checks."""
     _cold_warm(ctx, s, counter, max_prompt)
     _shared_prefix(ctx, s, counter, max_prompt)
 
 
-def _cold_warm(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     t0 = time.perf_counter()
-    n = min(int(s["prefix_tokens"]), max_prompt)
+    n = min(s.prefix_tokens, max_prompt)
     prompt = needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:coldwarm"), n, [0.3])[0]
-    limit = int(s["answer_tokens"])
+    limit = s.answer_tokens
     ref = chat(ctx.reference, prompt.messages, max_tokens=limit)
-    ref2 = chat(ctx.reference, prompt.messages, max_tokens=limit) if s["noise_floor"] else ref
+    ref2 = chat(ctx.reference, prompt.messages, max_tokens=limit) if s.noise_floor_concurrency else ref
     cold = chat(ctx.candidate, prompt.messages, max_tokens=limit)
     before = scrape(ctx.candidate)
     warm = chat(ctx.candidate, prompt.messages, max_tokens=limit)
@@ -100,23 +100,23 @@ def _shared_context(counter: TokenCounter, rng: random.Random, target: int, kind
     return context(words_for(counter, make, target, target // 3)), values
 
 
-def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     t0 = time.perf_counter()
     rng = random.Random(f"{ctx.seed}:longctx:shared")
-    kinds = list(tasks.NEEDLE_KINDS)[: max(1, int(s["prefix_suffixes"]))]
-    context, values = _shared_context(counter, rng, min(int(s["prefix_tokens"]), max_prompt), kinds)
+    kinds = list(tasks.NEEDLE_KINDS)[: max(1, s.prefix_suffixes)]
+    context, values = _shared_context(counter, rng, min(s.prefix_tokens, max_prompt), kinds)
     asks: list[tuple[Messages, str | None]] = [
         ([{"role": "user", "content": f"{context}\n\n{tasks.needle_question(k)}"}], values[k]) for k in kinds]
     other: list[tuple[Messages, str | None]] = []
-    for i in range(int(s["prefix_unrelated"])):
+    for i in range(s.prefix_unrelated):
         size = min([256, 768, 1280][i % 3], max_prompt)
         other.append((needle_prompts(counter, rng, size, [rng.random()])[0].messages, None))
     items: list[tuple[Messages, str | None]] = []
     for i in range(max(len(asks), len(other))):
         items += asks[i:i + 1] + other[i:i + 1]
-    limit, conc = int(s["answer_tokens"]), int(s["concurrency"])
+    limit, conc = s.answer_tokens, s.concurrency
     ref, ref2, cand = side_by_side(lambda ep, it: chat(ep, it[0], max_tokens=limit), items,
-                                   ctx.reference, ctx.candidate, conc, s["noise_floor"])
+                                   ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)
@@ -129,7 +129,7 @@ def _shared_prefix(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, m
         verdict = "same" if text(a) == text(b) else "differs (reference unstable)" if shaky else "DIFFERENT"
         rows.append([messages[-1]["content"][-60:], want or "(unrelated)", text(a), text(b), verdict])
     right = sum(1 for (_, want), b in zip(items, cand) if want is not None and text(b) == want)
-    limit_mm = int(s["prefix_max_mismatches"])
+    limit_mm = s.prefix_max_mismatches
     ctx.check("prefix_cache.shared_prefix", Status.FAIL if mismatches > limit_mm else Status.PASS,
               f"{mismatches} of {len(items)} answers differ from the reference (limit {limit_mm}); {len(asks)} questions "
               f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets",

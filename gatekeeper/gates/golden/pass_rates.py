@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Evidence, Status
 
 
@@ -78,7 +79,7 @@ class PassRates:
                          s.get("PASS", 0), s.get("WARN", 0), s.get("FAIL", 0), s.get("ERROR", 0)])
         return Evidence("table", "Pass rate by family", {"columns": cols, "rows": rows})
 
-    def report(self, ctx: Any, max_drop: float) -> None:
+    def report(self, ctx: GateContext, max_drop: float) -> None:
         """Record `golden.pass_rate` on the gate context."""
         m = self.metrics()
         cand, ref = m["pass_rate"], m["reference_pass_rate"]

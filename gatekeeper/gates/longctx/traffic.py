@@ -15,6 +15,8 @@ from typing import Any, Self, TypeVar
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.fanout import fan_out
+from gatekeeper.noise import Passes, ask_twice
 from gatekeeper.responses import ChatResponse
 
 T = TypeVar("T")
@@ -59,14 +61,6 @@ def both(run: Callable[[Endpoint], T], reference: Endpoint, candidate: Endpoint,
         ref = pool.submit(run, reference)
         cand = pool.submit(run_candidate or run, candidate)
         return ref.result(), cand.result()
-
-
-def fan_out(fn: Callable[[T], Any], items: list[T], concurrency: int) -> list[Any]:
-    """fn over items on `concurrency` threads, results in order (fn must not raise)."""
-    if concurrency <= 1:
-        return [fn(i) for i in items]
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        return list(pool.map(fn, items))
 
 
 def cached_tokens(answer: Answer) -> int | None:
@@ -126,28 +120,16 @@ class Watched:
         return answer
 
 
-def twice(ask: Callable[[T], Any], items: list[T], concurrency: int, noise_floor: bool) -> tuple[list[Any], list[Any] | None]:
-    """The reference's answers, and — when `noise_floor` — a second pass at another concurrency
-    (another batch composition), so that answers the reference itself does not repeat are known
-    to be noise and not held against the candidate."""
-    first = fan_out(ask, items, concurrency)
-    if not noise_floor:
-        return first, None
-    return first, fan_out(ask, items, 1 if concurrency > 1 else 2)
-
-
 def side_by_side(ask: Callable[[Endpoint, T], Any], items: list[T], reference: Endpoint, candidate: Endpoint,
-                 concurrency: int, noise_floor: bool) -> tuple[list[Any], list[Any] | None, list[Any]]:
-    """Every item asked of both targets at the same time: the reference through `twice` (with the
-    noise-floor pass when asked), the candidate once. Returns (reference's answers, the
-    reference's second pass or None, candidate's answers)."""
-    (ref, ref2), cand = both(lambda ep: twice(lambda item: ask(ep, item), items, concurrency, noise_floor),
-                             reference, candidate, lambda ep: fan_out(lambda item: ask(ep, item), items, concurrency))
-    return ref, ref2, cand
+                 concurrency: int, noise_floor_concurrency: int) -> tuple[list[Any], list[Any] | None, list[Any]]:
+    """Every item asked of both targets at the same time: the reference through `ask_twice` (the
+    noise-floor pass unless `noise_floor_concurrency` is 0), the candidate once. Returns
+    (reference's answers, the reference's second pass or None, candidate's answers)."""
+    passes, cand = both(lambda ep: ask_twice(lambda item: ask(ep, item), items, concurrency, noise_floor_concurrency),
+                        reference, candidate, lambda ep: fan_out(lambda item: ask(ep, item), items, concurrency))
+    return passes.first, passes.second, cand
 
 
 def unstable(first: list[Answer], second: list[Answer] | None) -> list[bool]:
     """Per item: whether the reference's two passes answered differently (all False without a second pass)."""
-    if second is None:
-        return [False] * len(first)
-    return [isinstance(b, EndpointError) or text(a) != text(b) for a, b in zip(first, second)]
+    return Passes(first, second).unrepeated(lambda a, b: text(a) == text(b))

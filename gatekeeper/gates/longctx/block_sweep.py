@@ -6,19 +6,19 @@ length (rounded to a multiple of the block size B) the three prompts share their
 secret and differ only in padding; they are sent in order, so on a prefix-caching target the
 later ones hit the earlier ones' blocks. Each answer must equal the reference's
 (`longctx.block_boundary`, limit `boundary_max_mismatches`, 0 by default), except where the
-reference does not repeat its own answer on a second pass (`noise_floor`).
+reference does not repeat its own answer on a second pass (`noise_floor_concurrency`).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.longctx.prompts import NeedlePrompt, padded_variants
-from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import (
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx.prompts import NeedlePrompt, padded_variants
+from gatekeeper.gates.longctx.tokens import TokenCounter
+from gatekeeper.gates.longctx.traffic import (
     Answer,
     chat,
     first_error,
@@ -31,20 +31,20 @@ from gatekeeper.results import Evidence, Status
 OFFSETS = [-1, 0, 1]
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     """Build the triples, ask both targets, record `longctx.block_boundary`."""
     t0 = time.perf_counter()
-    block = int(s["block_size"])
-    centers = sorted({min(int(n), max_prompt - 1) // block * block for n in s["boundary_tokens"]} - {0})
+    block = s.block_size
+    centers = sorted({min(int(n), max_prompt - 1) // block * block for n in s.boundary_tokens} - {0})
     triples = [padded_variants(counter, random.Random(f"{ctx.seed}:longctx:boundary:{c}"), c, OFFSETS) for c in centers]
     ctx.progress(f"longctx: block-boundary sweep at {centers} (B={block})")
-    limit = int(s["answer_tokens"])
+    limit = s.answer_tokens
 
     def triple(ep, tri: list[NeedlePrompt]) -> list[Answer]:
         return [chat(ep, p.messages, max_tokens=limit) for p in tri]
 
-    conc = int(s["concurrency"])
-    ref, ref2, cand = side_by_side(triple, triples, ctx.reference, ctx.candidate, conc, s["noise_floor"])
+    conc = s.concurrency
+    ref, ref2, cand = side_by_side(triple, triples, ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
     err = first_error([x[1] for x in flat], [x[2] for x in flat])
     if err is not None:
@@ -63,7 +63,7 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
     note = f"; {sum(noisy)} answers the reference itself does not repeat (noise, not judged)" if any(noisy) else ""
     if inexact:
         note += f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}"
-    mm = int(s["boundary_max_mismatches"])
+    mm = s.boundary_max_mismatches
     ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
               + (f" at {bad} tokens" if bad else "") + note,

@@ -1,6 +1,6 @@
 """The needle grid: a secret planted at several depths of prompts of several lengths.
 
-Every cell (length × depth) is one greedy request to each target (and, with `noise_floor`, a
+Every cell (length × depth) is one greedy request to each target (and, unless `noise_floor_concurrency` is 0, a
 second one to the reference at another concurrency: a cell it does not answer the same way twice
 is noise and never a regression); a cell the reference answers right and the candidate wrong is
 a regression (`longctx.needle_grid` fails beyond the policy's
@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.longctx.prompts import NeedlePrompt, needle_prompts
-from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import (
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
+from gatekeeper.gates.longctx.tokens import TokenCounter
+from gatekeeper.gates.longctx.traffic import (
     chat,
     first_error,
     side_by_side,
@@ -32,18 +32,18 @@ from gatekeeper.results import Evidence, Status
 MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     """Build the grid, ask both targets, record `longctx.needle_grid`."""
     t0 = time.perf_counter()
-    lengths = sorted({min(int(n), max_prompt) for n in s["needle_lengths"]})
-    depths = [float(d) for d in s["needle_depths"]]
+    lengths = sorted({min(int(n), max_prompt) for n in s.needle_lengths})
+    depths = [float(d) for d in s.needle_depths]
     grid: list[NeedlePrompt] = []
     for n in lengths:
         grid += needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:needle:{n}"), n, depths)
     ctx.progress(f"longctx: needle grid, {len(lengths)} lengths x {len(depths)} depths")
-    conc, limit = int(s["concurrency"]), int(s["answer_tokens"])
+    conc, limit = s.concurrency, s.answer_tokens
     ref, ref2, cand = side_by_side(lambda ep, p: chat(ep, p.messages, max_tokens=limit), grid,
-                                   ctx.reference, ctx.candidate, conc, s["noise_floor"])
+                                   ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("needle_grid", err)
@@ -78,7 +78,7 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: 
                  for li in range(len(lengths))}
     differ_by_length = {str(grid[li * len(depths)].tokens): sum(differ[li * len(depths):(li + 1) * len(depths)])
                         for li in range(len(lengths))}
-    limit = int(s["needle_max_regressions"])
+    limit = s.needle_max_regressions
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
     status = Status.FAIL if len(regressions) > limit else Status.PASS
     reason = (f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.longctx import tasks
-from gatekeeper.longctx.tokens import Messages, TokenCounter
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def padded_variants(counter: TokenCounter, rng: random.Random, center: int, offs
     kind = rng.choice(tasks.NEEDLE_KINDS)
     value = tasks.needle_value(rng, kind)
     pool = " ".join(tasks.filler(rng, max(8, center // 6))).split(" ")
-    def make(k: int) -> str:
+    def make(k: int) -> Messages:
         return needle_builder(pool, kind, value, 0.0, k)("")
 
     n = words_for(counter, make, max(1, center + min(offsets) - 3), center // 3)

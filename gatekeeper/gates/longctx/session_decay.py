@@ -11,42 +11,42 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any
 
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.longctx import conditions as cond
-from gatekeeper.longctx.decay import Cell, Decay, score, sqdr
-from gatekeeper.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
-from gatekeeper.longctx.sessions import Round, SessionPlan, build_session
-from gatekeeper.longctx.tokens import TokenCounter
-from gatekeeper.longctx.traffic import (
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx import conditions as cond
+from gatekeeper.gates.longctx.decay import Cell, Decay, score, sqdr
+from gatekeeper.gates.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
+from gatekeeper.gates.longctx.sessions import Round, SessionPlan, build_session
+from gatekeeper.gates.longctx.tokens import TokenCounter
+from gatekeeper.fanout import fan_out, raise_first
+from gatekeeper.gates.longctx.traffic import (
     Answer,
     Flight,
     both,
     cached_tokens,
     chat,
-    fan_out,
 )
 from gatekeeper.results import Evidence, Status
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, max_prompt: int) -> None:
+def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     """Script the sessions, drive both targets, record the three checks."""
     started = time.perf_counter()
-    block = int(s["block_size"])
-    plan = SessionPlan(int(s["decay_sessions"]), int(s["decay_rounds"]), int(s["decay_facts"]),
-                       tuple(int(g) for g in s["decay_growth"]), block, max_prompt)
+    block = s.block_size
+    plan = SessionPlan(s.decay_sessions, s.decay_rounds, s.decay_facts,
+                       tuple(int(g) for g in s.decay_growth), block, max_prompt)
     ctx.progress(f"longctx: scripting {plan.sessions} sessions x {plan.rounds} rounds")
-    sessions = fan_out(lambda i: build_session(counter, plan, ctx.seed, i), list(range(plan.sessions)), 4)
-    conc = max(1, int(s["decay_concurrency"]))
+    sessions = raise_first(fan_out(lambda i: build_session(counter, plan, ctx.seed, i), list(range(plan.sessions)), 4))
+    conc = max(1, s.decay_concurrency)
     ctx.progress(f"longctx: session decay, {sum(map(len, sessions))} requests per target at concurrency {conc}")
     before = scrape(ctx.candidate)
 
     def drive(ep) -> tuple[list[list[Answer]], int]:
         flight = Flight()
-        answers = fan_out(lambda sess: [chat(ep, r.messages, flight=flight, max_tokens=int(s["answer_tokens"])) for r in sess],
-                          sessions, conc)
+        answers = raise_first(fan_out(lambda sess: [chat(ep, r.messages, flight=flight, max_tokens=s.answer_tokens)
+                                                    for r in sess], sessions, conc))  # chat() returns its errors
         return answers, flight.peak
 
     with UsageSampler(ctx.candidate) as sampler:
@@ -94,11 +94,11 @@ def _curve(d: Decay) -> Evidence:
         "x_label": "round", "y_label": "pass rate"})
 
 
-def _decay_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell], rounds: list[Round], t0: float) -> None:
-    limit, alpha = float(s["sqdr_max_excess"]), float(s["decay_alpha"])
+def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], rounds: list[Round], t0: float) -> None:
+    limit, alpha = s.sqdr_max_excess, s.decay_alpha
     significant = d.p_value < alpha
     status = Status.FAIL if d.excess > limit and significant else Status.WARN if d.excess > limit else Status.PASS
-    weak = d.ref_rates[0] < float(s["decay_min_recall"]) if d.ref_rates else True
+    weak = d.ref_rates[0] < s.decay_min_recall if d.ref_rates else True
     why = (f"SQDR candidate {d.sqdr_cand:.4f}/round vs reference {d.sqdr_ref:.4f} (excess {d.excess:+.4f}, limit {limit:g}); "
            f"{d.regressions} (session, round) cells the reference recalls and the candidate does not, "
            f"{d.improvements} the other way (sign test p={d.p_value:.2g})")
@@ -107,7 +107,7 @@ def _decay_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell
     if weak and status is Status.PASS:
         status = Status.WARN  # a decay the model cannot show is not a pass: say so, and lean on agreement
         why = (f"neither target recalls enough to measure decay (the reference recalls {d.ref_rates[0] if d.ref_rates else 0:.0%} "
-               f"at round 1, below decay_min_recall {float(s['decay_min_recall']):g}): the sessions are judged by "
+               f"at round 1, below decay_min_recall {s.decay_min_recall:g}): the sessions are judged by "
                f"longctx.session_agreement; " + why)
     table = Evidence("table", "per round", {
         "columns": ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
@@ -123,8 +123,8 @@ def _decay_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell
         "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0)
 
 
-def _agreement_check(ctx: GateContext, s: dict[str, Any], d: Decay, cells: list[Cell]) -> None:
-    limit = float(s["max_disagreement"])
+def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell]) -> None:
+    limit = s.max_disagreement
     rate = d.disagreements / d.cells if d.cells else 0.0
     first = next((c for c in cells if not c.agree), None)
     where = f"; first at session {first.session} round {first.round}" if first else ""

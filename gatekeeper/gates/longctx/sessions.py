@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from gatekeeper.longctx import tasks
-from gatekeeper.longctx.tokens import Messages, TokenCounter
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 
 OFFSETS = (-1, 0, 1)
 _NOTE = "Here is a note: {text}{pad} Reply with OK."

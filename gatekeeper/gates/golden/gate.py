@@ -1,85 +1,93 @@
-"""Gate 3 — golden prompts: does the candidate still answer known prompts the way it should?
+"""Gate 3 — golden prompts: known prompts answered the way they should be, beside the reference.
 
-Every case of the golden sets (short deterministic answers and the `Reply with exactly: OK`
-canary, code, multilingual text, degeneration traps, EOS discipline, long output, JSON to a
-schema, tool calls, refusals) is sent greedily to both endpoints, and the reference a second time
-at another concurrency, so the batch composition differs and its self-disagreement (the noise
-floor) is measured. Each case becomes a check `golden.<case-id>`:
-
-- PASS: the candidate passes every assertion;
-- FAIL: a regression — it fails an assertion the reference passes; or a failure no reference is
-  needed for (empty or degenerate output, `!!!!`-style runs, U+FFFD, invalid JSON where JSON is
-  required, tool-call arguments that are not JSON); or it differs from a reference that agrees
-  with itself (equals_reference / similar_to_reference);
-- WARN: both fail ("the case does not suit this model" — the golden set needs attention; this
-  includes degenerate output the reference produces too), or the only difference is within the
-  reference's own run-to-run noise;
-- ERROR: an endpoint failed on the case; SKIP: a needed capability (tools, streaming) is missing.
-
-Tool-call and JSON cases marked `stream_variant` also get `golden.<case-id>.stream`: the
-candidate's streamed answer must equal its non-streamed one (tool names and decoded arguments,
-decoded JSON, finish reason) — this catches a streaming tool parser that leaks partial
-delimiters. `golden.pass_rate` summarises pass rates by family for both endpoints.
-
-A failure looks like: an engine that ignores EOS (`OK` followed by rambling, finish_reason
-"length"), a broken streaming tool parser, NaN logits (`!!!!!!!!`), a candidate that loops.
-
-Policy settings (the `golden:` section):
-- `concurrency` (4): parallel requests per pass;
-- `noise_floor_concurrency` (1): concurrency of the reference's second pass;
-- `similar_threshold` (0.8): default threshold of similar_to_reference;
-- `stream_variants` (true): run the streaming variants;
-- `shared_hard_failures` ("WARN"): the status of a hard failure (degenerate output, invalid JSON)
-  that the reference shows too in every run — a case the model cannot do; "FAIL" blocks on it;
-- `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the reference's,
-  beyond the reference's own run-to-run noise, before `golden.pass_rate` fails;
-- `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for the
-  live reference;
-- `cases` (["*"]): globs over check names (case ids) choosing the cases to run, e.g. a smoke subset;
-  a glob that matches no case is a configuration error (a typo would silently drop cases).
+The checks, why, and what a failure looks like are `GoldenGate`'s docstring (the report shows
+it); the settings are `settings.py`, the judging of one case `judge.py`, the pass-rate summary
+`pass_rates.py`. The golden-set format itself is `gatekeeper/golden/`.
 """
+
 
 from __future__ import annotations
 
 import fnmatch
 import time
-from typing import Any
+from collections.abc import Sequence
 
 from gatekeeper.errors import ConfigError, EndpointError
+from gatekeeper.fanout import fan_out
+from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
+from gatekeeper.gates.golden.pass_rates import PassRates
+from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.noise import ask_twice
 from gatekeeper.golden.answer import render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
-from gatekeeper.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
 from gatekeeper.golden.request import Asker
-from gatekeeper.golden.summary import PassRates
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Evidence, Status
+from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
 
 Answer = ChatResponse | EndpointError
 
 
 class GoldenGate(Gate):
-    """See the module docstring."""
+    """Gate 3 — golden prompts: does the candidate still answer known prompts the way it should?
+
+    Every case of the golden sets (short deterministic answers and the `Reply with exactly: OK`
+    canary, code, multilingual text, degeneration traps, EOS discipline, long output, JSON to a
+    schema, tool calls, refusals) is sent greedily to both endpoints, and the reference a second time
+    at another concurrency, so the batch composition differs and its self-disagreement (the noise
+    floor) is measured. Each case becomes a check `golden.<case-id>`:
+
+    - PASS: the candidate passes every assertion;
+    - FAIL: a regression — it fails an assertion the reference passes; or a failure no reference is
+      needed for (empty or degenerate output, `!!!!`-style runs, U+FFFD, invalid JSON where JSON is
+      required, tool-call arguments that are not JSON); or it differs from a reference that agrees
+      with itself (equals_reference / similar_to_reference);
+    - WARN: both fail ("the case does not suit this model" — the golden set needs attention; this
+      includes degenerate output the reference produces too), or the only difference is within the
+      reference's own run-to-run noise;
+    - ERROR: an endpoint failed on the case; SKIP: a needed capability (tools, streaming) is missing.
+
+    Tool-call and JSON cases marked `stream_variant` also get `golden.<case-id>.stream`: the
+    candidate's streamed answer must equal its non-streamed one (tool names and decoded arguments,
+    decoded JSON, finish reason) — this catches a streaming tool parser that leaks partial
+    delimiters. `golden.pass_rate` summarises pass rates by family for both endpoints.
+
+    A failure looks like: an engine that ignores EOS (`OK` followed by rambling, finish_reason
+    "length"), a broken streaming tool parser, NaN logits (`!!!!!!!!`), a candidate that loops.
+
+    The settings (the `golden:` section of a policy) and their defaults are `GoldenSettings`.
+    """
 
     id = "golden"
     stage = 3
     title = "Golden prompts"
-    defaults: dict[str, Any] = {"concurrency": 4, "noise_floor_concurrency": 1, "similar_threshold": 0.8,
-                                "stream_variants": True, "shared_hard_failures": "WARN", "max_pass_rate_drop": 0.0,
-                                "baseline": None, "cases": ["*"]}
+    Settings = GoldenSettings
+    uses_golden_sets = True
+
+    @classmethod
+    def validate(cls, settings: GoldenSettings, plan: RunPlan) -> None:
+        """At plan time: the case globs resolve against the loaded golden sets and the baseline
+        (if any) loads, so a typo exits 3 before any engine starts."""
+        where = plan.policy.where("golden", "cases")
+        try:
+            select_cases(named_cases(plan.golden), settings.cases)
+        except ConfigError as e:
+            raise ConfigError(str(e), *where, key="gates.golden.cases") from None
+        if settings.baseline:
+            load_baseline(settings.baseline)
 
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
-        settings = {**self.defaults, **(ctx.settings or {})}
-        settings["shared_hard_failures"] = _status(settings["shared_hard_failures"])  # ConfigError before any request
-        cases = _select(_named_cases(ctx.golden), settings["cases"])
+        settings: GoldenSettings = ctx.settings
+        cases = select_cases(named_cases(ctx.golden), settings.cases)
         if not cases:
             ctx.skip("cases", "no golden set loaded (pass --golden FILE)" if not ctx.golden
                      else "the policy's golden.cases selects no case")
             return
-        baseline = load_baseline(settings["baseline"]) if settings.get("baseline") else None
+        baseline = load_baseline(settings.baseline) if settings.baseline else None
         runnable = []
         for name, case in cases:
             missing = _missing_capability(ctx, case, baseline is None)
@@ -87,18 +95,18 @@ class GoldenGate(Gate):
                 ctx.skip(name, missing, family=case.family)
             else:
                 runnable.append((name, case))
-        conc, floor_conc = int(settings["concurrency"]), int(settings["noise_floor_concurrency"])
+        conc, floor_conc = settings.concurrency, settings.noise_floor_concurrency
         only = [c for _, c in runnable]
         ctx.progress(f"golden: {len(only)} cases on the candidate")
         ask_cand, ask_ref = Asker(ctx.candidate, ctx.seed), Asker(ctx.reference, ctx.seed)
-        cand = ctx.parallel(ask_cand, only, conc)
+        cand = fan_out(ask_cand, only, conc)
         refs = self._reference_runs(ctx, ask_ref, only, baseline, conc, floor_conc)
         rates = PassRates()
         for i, (name, case) in enumerate(runnable):
             self._judge(ctx, name, case, cand[i], [r[i] for r in refs], settings, rates)
-        if settings["stream_variants"]:
+        if settings.stream_variants:
             self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
-        rates.report(ctx, float(settings["max_pass_rate_drop"]))
+        rates.report(ctx, settings.max_pass_rate_drop)
 
     def _reference_runs(self, ctx: GateContext, ask_ref: Asker, cases: list[GoldenCase], baseline: Baseline | None,
                         conc: int, floor_conc: int) -> list[list[Answer]]:
@@ -111,12 +119,12 @@ class GoldenGate(Gate):
                     runs[k].append(recorded[k] if k < len(recorded) else _missing(baseline, c.id, k))
             return runs
         ctx.progress(f"golden: {len(cases)} cases on the reference (concurrency {conc}, then {floor_conc})")
-        first = ctx.parallel(ask_ref, cases, conc)
-        second = ctx.parallel(ask_ref, cases, floor_conc)
-        return [first, second]
+        passes = ask_twice(ask_ref, cases, conc, floor_conc)
+        assert passes.second is not None  # the settings require the noise-floor pass
+        return [passes.first, passes.second]
 
     def _judge(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
-               settings: dict[str, Any], rates: PassRates) -> None:
+               settings: GoldenSettings, rates: PassRates) -> None:
         if isinstance(cand, EndpointError):
             ctx.error_check(name, cand, family=case.family)
             rates.add(case.family, None, None, Status.ERROR)
@@ -129,7 +137,7 @@ class GoldenGate(Gate):
                       {"error_kind": err.kind, "role": "reference"}, family=case.family)
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
-        j = judge_case(case, cand, good_refs, float(settings["similar_threshold"]), settings["shared_hard_failures"])
+        j = judge_case(case, cand, good_refs, settings.similar_threshold, settings.shared_hard_failure_status)
         if len(good_refs) < len(refs):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
@@ -144,24 +152,24 @@ class GoldenGate(Gate):
         items = [(i, name, case) for i, (name, case) in enumerate(runnable) if case.stream_variant]
         if not items:
             return
-        if ctx.capabilities.get("candidate", {}).get("streaming") is False:
+        if not ctx.capabilities["candidate"].streaming:
             for _, name, case in items:
                 ctx.skip(f"{name}.stream", "the candidate does not stream (capability probe)", family=case.family)
             return
         ctx.progress(f"golden: {len(items)} stream variants")
         cases = [case for _, _, case in items]
-        cand_stream = ctx.parallel(lambda c: askers[0](c, stream=True), cases, conc)
+        cand_stream = fan_out(lambda c: askers[0](c, stream=True), cases, conc)
         ref_stream: list[Answer | None] = [None] * len(cases)
         if baseline is not None:
             ref_stream = [baseline.stream.get(c.id) for c in cases]
-        elif ctx.capabilities.get("reference", {}).get("streaming") is not False:
+        elif ctx.capabilities["reference"].streaming:
             differ = []
             for k, ((i, _, case), streamed) in enumerate(zip(items, cand_stream)):
                 plain = cand[i]
                 if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse) \
                         and judge_stream(case, streamed, plain).status is not Status.PASS:
                     differ.append(k)
-            for k, answer in zip(differ, ctx.parallel(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
+            for k, answer in zip(differ, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
                 ref_stream[k] = answer
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
             self._judge_stream(ctx, f"{name}.stream", case, streamed, cand[i], ref_s, [r[i] for r in refs])
@@ -184,36 +192,18 @@ class GoldenGate(Gate):
                   j.metrics, ev, family=case.family, started=started)
 
 
-def validate_settings(settings: dict[str, Any], sets: list[GoldenSet], policy_path: str | None = None) -> None:
-    """Check the settings a run cannot recover from before any engine starts (ConfigError, exit 3)."""
-    try:
-        _status(settings.get("shared_hard_failures", "WARN"))
-        _select(_named_cases(sets), settings.get("cases", ["*"]))
-    except ConfigError as e:
-        raise ConfigError(str(e), policy_path, key=None) from None
-
-
-def _status(value: Any) -> Status:
-    """A policy's FAIL/WARN setting as a Status (ConfigError otherwise)."""
-    if str(value).upper() not in ("FAIL", "WARN"):
-        raise ConfigError(f"must be FAIL or WARN, got {value!r}", key="gates.golden.shared_hard_failures")
-    return Status(str(value).upper())
-
-
-def _named_cases(sets: list[GoldenSet]) -> list[tuple[str, GoldenCase]]:
+def named_cases(sets: Sequence[GoldenSet]) -> list[tuple[str, GoldenCase]]:
     """Check names per case: the case id, prefixed by the set name when ids collide across sets."""
     ids = [c.id for s in sets for c in s.cases]
     return [(c.id if ids.count(c.id) == 1 else f"{s.name}.{c.id}", c) for s in sets for c in s.cases]
 
 
-def _select(cases: list[tuple[str, GoldenCase]], globs: Any) -> list[tuple[str, GoldenCase]]:
-    """The cases whose check name matches one of `globs`; ConfigError for a bad or unmatched glob."""
-    if not isinstance(globs, list) or not all(isinstance(g, str) for g in globs):
-        raise ConfigError(f"must be a list of glob strings, got {globs!r}", key="gates.golden.cases")
+def select_cases(cases: list[tuple[str, GoldenCase]], globs: list[str]) -> list[tuple[str, GoldenCase]]:
+    """The cases whose check name matches one of `globs`; ConfigError for a glob that matches none."""
     if cases:
         for glob in globs:
             if not any(fnmatch.fnmatchcase(name, glob) for name, _ in cases):
-                raise ConfigError(f"{glob!r} matches no golden case", key="gates.golden.cases")
+                raise ConfigError(f"{glob!r} matches no golden case")
     return [(name, c) for name, c in cases if any(fnmatch.fnmatchcase(name, g) for g in globs)]
 
 
@@ -222,7 +212,7 @@ def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool
     if not case.tools:
         return None
     for role in ("candidate", "reference") if live_reference else ("candidate",):
-        if ctx.capabilities.get(role, {}).get("tools") is False:
+        if not ctx.capabilities[role].tools:
             return f"the {role} does not support tool calling (capability probe), so this tool case cannot run"
     return None
 

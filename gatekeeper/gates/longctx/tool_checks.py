@@ -24,9 +24,11 @@ from typing import Any
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
-from gatekeeper.longctx import tasks
-from gatekeeper.longctx.tokens import Messages, TokenCounter
-from gatekeeper.longctx.traffic import Answer, both, chat, fan_out, first_error, text
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
+from gatekeeper.fanout import fan_out, raise_first
+from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, text
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Evidence, Status
 
@@ -76,12 +78,12 @@ def _render(a: Answer) -> str:
     return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in a.tool_calls)
 
 
-def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, context: int) -> None:
+def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int) -> None:
     """The tool and JSON checks (tool checks SKIP where a target has no tool calling); prompts
     leave room for `tool_answer_tokens` within the `context`."""
-    room = context - int(s["tool_answer_tokens"]) - 8
+    room = context - s.tool_answer_tokens - 8
     rng = random.Random(f"{ctx.seed}:longctx:tools")
-    no_tools = [r for r in ("reference", "candidate") if ctx.capabilities.get(r, {}).get("tools") is False]
+    no_tools = [r for r in ("reference", "candidate") if not ctx.capabilities[r].tools]
     if no_tools:
         for name in ("tool_calls", "tool_result", "tool_stream"):
             ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
@@ -90,25 +92,25 @@ def run(ctx: GateContext, s: dict[str, Any], counter: TokenCounter, context: int
     _json(ctx, s, rng, counter, room)
 
 
-def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter, room: int) -> None:
+def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter: TokenCounter, room: int) -> None:
     t0 = time.perf_counter()
-    n = int(s["tool_cases"])
+    n = s.tool_cases
     samples = [tasks.tool_sample(rng, _CALL_CASES[i % len(_CALL_CASES)], with_result=False) for i in range(n)]
     last = tasks.tool_sample(rng, 1, with_result=True)
     widest = max([*samples, last], key=lambda c: counter.count(_with_tools(c[0], c[1])))
-    pre = fitted_history(rng, int(s["tool_history_tokens"]), _with_tools(widest[0], widest[1]), room, counter)
+    pre = fitted_history(rng, s.tool_history_tokens, _with_tools(widest[0], widest[1]), room, counter)
     if pre is None:
         for name in ("tool_calls", "tool_result", "tool_stream"):
-            ctx.skip(name, f"the context ({room + int(s['tool_answer_tokens']) + 8} tokens) is too short for a tool case "
+            ctx.skip(name, f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a tool case "
                            "and its answer")
         return
     cases = [(m[:1] + pre + m[1:], tools, expected) for m, tools, expected in samples]
     result_case = (last[0][:1] + pre + last[0][1:], last[1], last[2])
-    limit = int(s["tool_answer_tokens"])
+    limit = s.tool_answer_tokens
     items = [*cases, result_case]
 
     def ask(ep) -> list[Answer]:
-        return fan_out(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items, int(s["concurrency"]))
+        return fan_out(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items, s.concurrency)
 
     def ask_twice(ep) -> list[tuple[Answer, Answer | None]]:
         """Each case non-streamed then at once streamed (the twin right behind it, so the check
@@ -117,7 +119,7 @@ def _tools(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: Tok
             c = items[i]
             plain = chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto")
             return plain, (chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto", stream=True) if i < n else None)
-        return fan_out(pair, list(range(len(items))), int(s["concurrency"]))
+        return raise_first(fan_out(pair, list(range(len(items))), s.concurrency))  # chat() returns its errors
 
     ref, pairs = both(ask, ctx.reference, ctx.candidate, ask_twice)
     cand: list[Answer] = [p[0] for p in pairs]
@@ -169,20 +171,20 @@ def _key(a: Answer) -> Any:
     return (text(a), tuple((c.name, repr(c.parsed)) for c in a.tool_calls))
 
 
-def _json(ctx: GateContext, s: dict[str, Any], rng: random.Random, counter: TokenCounter, room: int) -> None:
+def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter: TokenCounter, room: int) -> None:
     t0 = time.perf_counter()
     cases = []
-    for i in range(int(s["json_cases"])):
+    for i in range(s.json_cases):
         prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
         ask = [{"role": "user", "content": prompt}]
-        pre = fitted_history(rng, int(s["json_history_tokens"]), ask, room, counter)
+        pre = fitted_history(rng, s.json_history_tokens, ask, room, counter)
         if pre is not None:
             cases.append(([*pre, *ask], schema))
     if not cases:
-        ctx.skip("json_schema", f"the context ({room + int(s['tool_answer_tokens']) + 8} tokens) is too short for a JSON case")
+        ctx.skip("json_schema", f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
         return
-    limit = int(s["tool_answer_tokens"])
-    ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, int(s["concurrency"])),
+    limit = s.tool_answer_tokens
+    ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency),
                      ctx.reference, ctx.candidate)
     err = first_error(ref, cand)
     if err is not None:

@@ -1,49 +1,31 @@
-"""Gate 2 — numerical consistency, teacher-forced.
+"""Gate 2 — numerical consistency, teacher-forced logprobs against per-dtype tolerances.
 
-The reference greedy-decodes a continuation of each fixed prompt; then both targets score the
-same text (prompt + that continuation) through echo with logprobs, so every position is
-compared at an identical context. Reported per prompt and overall: max / mean / p99 absolute
-logprob delta of the actual token where the reference ranks it in its top-k (an out-of-distribution
-prompt token at -15 nats moves by several nats under bf16 rounding alone), top-1 agreement, top-k overlap, KL over the shared top-k
-(remaining mass as one bucket), relative drift of the mean NLL (perplexity), and NaN/Inf count.
-
-The noise floor: the reference scores the same texts a second time at another concurrency, and
-every threshold is loosened to at least `noise_multiplier` × what the reference disagrees with
-itself — never tighter than the noise. Tolerances are per candidate dtype.
-
-A failure looks like: NaN logprobs (stale cache residue, a fused kernel reading the wrong
-dtype), or a candidate whose distribution has drifted well beyond its dtype's rounding.
+The checks, why, and what a failure looks like are `NumericsGate`'s docstring (the report shows
+it); the tolerances and defaults are in `settings.py`, the per-position statistics in `stats.py`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 
+from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.fanout import fan_out
 from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.noise import ask_twice
+from gatekeeper.gates.numerics.settings import NumericsSettings
+from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
+from gatekeeper.responses import CompletionResponse
 from gatekeeper.results import Evidence, Status
-from gatekeeper.stats import Comparison, Scored, compare
 
-DEFAULT_PROMPTS = [
-    "The capital of France is",
-    "def fibonacci(n):",
-    "Reply with exactly: OK",
-    "1, 2, 3, 4, 5,",
-    '{"name": "Ada", "age":',
-    "Translate to French: good morning ->",
-    "Once upon a time, in a small village,",
-    "The quick brown fox jumps over",
-]
+R = TypeVar("R")
 
 CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
           "topk_overlap")
-
-_F32 = {"max_abs_delta": 0.01, "p99_abs_delta": 0.005, "mean_abs_delta": 0.001, "top1_min": 0.99, "topk_overlap_min": 0.95,
-        "kl_max": 0.001, "nll_rel_drift_max": 0.002}
-_HALF = {"max_abs_delta": 1.5, "p99_abs_delta": 0.8, "mean_abs_delta": 0.15, "top1_min": 0.85, "topk_overlap_min": 0.75,
-         "kl_max": 0.1, "nll_rel_drift_max": 0.05}
 
 
 def _nll_drift(comparisons: list[Comparison]) -> float:
@@ -54,39 +36,46 @@ def _nll_drift(comparisons: list[Comparison]) -> float:
 
 
 class NumericsGate(Gate):
-    """See the module docstring."""
+    """Gate 2 — numerical consistency, teacher-forced.
+
+    The reference greedy-decodes a continuation of each fixed prompt; then both targets score the
+    same text (prompt + that continuation) through echo with logprobs, so every position is
+    compared at an identical context. Reported per prompt and overall: max / mean / p99 absolute
+    logprob delta of the actual token where the reference ranks it in its top-k (an out-of-distribution
+    prompt token at -15 nats moves by several nats under bf16 rounding alone), top-1 agreement, top-k overlap, KL over the shared top-k
+    (remaining mass as one bucket), relative drift of the mean NLL (perplexity), and NaN/Inf count.
+
+    The noise floor: the reference scores the same texts a second time at another concurrency and
+    order (`noise_floor_concurrency`), and
+    every threshold is loosened to at least `noise_multiplier` × what the reference disagrees with
+    itself — never tighter than the noise. Tolerances are per candidate dtype.
+
+    A failure looks like: NaN logprobs (stale cache residue, a fused kernel reading the wrong
+    dtype), or a candidate whose distribution has drifted well beyond its dtype's rounding.
+    """
 
     id = "numerics"
     stage = 2
     title = "Numerical consistency"
-    defaults = {
-        "prompts": DEFAULT_PROMPTS,
-        "max_new_tokens": 32,
-        "top_k": 5,
-        "concurrency": 4,
-        "noise_concurrency": 1,
-        "noise_multiplier": 2.0,
-        "tolerances": {"float32": _F32, "float64": _F32, "bfloat16": _HALF, "float16": _HALF},
-    }
+    Settings = NumericsSettings
 
     def run(self, ctx: GateContext) -> None:
         """Decode on the reference, score everywhere, compare against dtype tolerances."""
-        s = ctx.settings
-        missing = [f"{role}: {caps['notes'].get('echo', 'no echo with logprobs')}" for role, caps in ctx.capabilities.items()
-                   if not caps.get("echo")]
+        s: NumericsSettings = ctx.settings
+        missing = [f"{role}: {caps.note('echo') or 'no echo with logprobs'}" for role, caps in ctx.capabilities.items()
+                   if not caps.echo]
         if missing:
             ctx.skip("scoring", "needs echo with logprobs (teacher forcing) — " + "; ".join(missing))
             for name in CHECKS:
                 ctx.skip(name, "not run: no teacher-forced scoring")
             return
         t0 = time.perf_counter()
-        prompts = list(s["prompts"])
-        k = min(int(s["top_k"]), *(int(c.get("top_logprobs_max") or 5) for c in ctx.capabilities.values()))
+        prompts = list(s.prompts)
+        k = min(s.top_k, *(c.top_logprobs_max or 5 for c in ctx.capabilities.values()))
         try:
             texts = self._continuations(ctx, prompts)
-            ref = self._score(ctx, ctx.reference, texts, k, s["concurrency"])
-            cand = self._score(ctx, ctx.candidate, texts, k, s["concurrency"])
-            noise = self._score(ctx, ctx.reference, texts, k, s["noise_concurrency"])
+            ref, noise = self._score_reference(ctx.reference, texts, k, s)
+            cand = _scored(fan_out(_scorer(ctx.candidate, k), texts, s.concurrency))
         except EndpointError as e:
             ctx.error_check("scoring", e)
             return
@@ -100,29 +89,22 @@ class NumericsGate(Gate):
         self._judge(ctx, prompts, [compare(a, b, k) for a, b in zip(ref, cand)], [compare(a, b, k) for a, b in zip(ref, noise)], k)
 
     def _continuations(self, ctx: GateContext, prompts: list[str]) -> list[str]:
-        n = int(ctx.settings["max_new_tokens"])
-        outs = ctx.parallel(lambda p: ctx.reference.completion(p, max_tokens=n), prompts, int(ctx.settings["concurrency"]))
-        for o in outs:
-            if isinstance(o, EndpointError):
-                raise o
-        return [p + o.text for p, o in zip(prompts, outs)]  # type: ignore[union-attr]
+        s: NumericsSettings = ctx.settings
+        outs = fan_out(lambda p: ctx.reference.completion(p, max_tokens=s.max_new_tokens), prompts, s.concurrency)
+        return [p + _raise_failed(o).text for p, o in zip(prompts, outs)]
 
-    def _score(self, ctx: GateContext, ep, texts: list[str], k: int, concurrency: int) -> list[Scored]:
-        outs = ctx.parallel(lambda t: ep.completion(t, max_tokens=1, echo=True, logprobs=k), texts, int(concurrency))
-        scored = []
-        for o in outs:
-            if isinstance(o, EndpointError):
-                raise o
-            n = len(o.tokens) - (o.completion_tokens or 1)  # drop the generated token: score the text only
-            scored.append(Scored(tuple(o.tokens[:n]), tuple(o.token_logprobs[:n]),
-                                 tuple((o.top_logprobs + (None,) * n)[:n])))
-        return scored
+    def _score_reference(self, ep: Endpoint, texts: list[str], k: int, s: NumericsSettings) -> tuple[list[Scored], list[Scored]]:
+        """The reference's scores, and its noise-floor pass's (another concurrency and order)."""
+        passes = ask_twice(_scorer(ep, k), texts, s.concurrency, s.noise_floor_concurrency)
+        assert passes.second is not None  # the settings require a noise-floor pass
+        return _scored(passes.first), _scored(passes.second)
 
     def _judge(self, ctx: GateContext, prompts: list[str], cands: list[Comparison], noises: list[Comparison],
                k: int) -> None:
         dtype = ctx.runtimes["candidate"].dtype
-        tol = dict(ctx.settings["tolerances"].get(dtype) or ctx.settings["tolerances"]["float32"])
-        m = float(ctx.settings["noise_multiplier"])
+        s: NumericsSettings = ctx.settings
+        tol = s.tolerance(dtype)
+        m = s.noise_multiplier
         all_c = [d for c in cands for d in c.ranked_deltas]
         all_n = [d for c in noises for d in c.ranked_deltas]
         ranked = f"{len(all_c)} of {sum(c.positions for c in cands)} positions (the reference's top-{k} tokens)"
@@ -166,3 +148,25 @@ class NumericsGate(Gate):
             status = Status.PASS if value >= limit and not bad else Status.FAIL
             ctx.check(name, status, f"{name} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor {noise_value:.4f})",
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})
+
+
+def _scorer(ep: Endpoint, k: int) -> Callable[[str], CompletionResponse]:
+    """One teacher-forced scoring request: the text echoed back with its logprobs."""
+    return lambda text: ep.completion(text, max_tokens=1, echo=True, logprobs=k)
+
+
+def _raise_failed(answer: R | EndpointError) -> R:
+    """The answer, or its failure raised (gate 2 needs every prompt scored)."""
+    if isinstance(answer, EndpointError):
+        raise answer
+    return answer
+
+
+def _scored(outs: list[CompletionResponse | EndpointError]) -> list[Scored]:
+    """The scored text of each echo answer, without the one generated token."""
+    scored = []
+    for answer in outs:
+        o = _raise_failed(answer)
+        n = len(o.tokens) - (o.completion_tokens or 1)  # drop the generated token: score the text only
+        scored.append(Scored(tuple(o.tokens[:n]), tuple(o.token_logprobs[:n]), tuple((o.top_logprobs + (None,) * n)[:n])))
+    return scored

@@ -1,0 +1,52 @@
+"""Gate 3's settings and defaults (the `golden:` section of a policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gatekeeper.config.settings import require
+from gatekeeper.results import Status
+
+
+@dataclass(frozen=True)
+class GoldenSettings:
+    """How gate 3 asks and judges the golden cases.
+
+    - `concurrency` (4): parallel requests per pass;
+    - `noise_floor_concurrency` (1): concurrency of the reference's second pass (reverse order);
+    - `similar_threshold` (0.8): default threshold of similar_to_reference;
+    - `stream_variants` (true): run the streaming variants;
+    - `shared_hard_failures` ("WARN"): the status of a hard failure (degenerate output, invalid
+      JSON) that the reference shows too in every run — a case the model cannot do; "FAIL" blocks;
+    - `max_pass_rate_drop` (0.0): how far the candidate's pass rate may fall below the
+      reference's, beyond the reference's own run-to-run noise, before `golden.pass_rate` fails;
+    - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for
+      the live reference (loaded and checked at plan time);
+    - `cases` (["*"]): globs over check names (case ids) choosing the cases to run; a glob that
+      matches no case is a configuration error (a typo would silently drop cases).
+    """
+
+    concurrency: int = 4
+    noise_floor_concurrency: int = 1
+    similar_threshold: float = 0.8
+    stream_variants: bool = True
+    shared_hard_failures: str = "WARN"
+    max_pass_rate_drop: float = 0.0
+    baseline: str | None = None
+    cases: list[str] = field(default_factory=lambda: ["*"])
+
+    def __post_init__(self) -> None:
+        require(self.concurrency > 0, "concurrency", "must be at least 1")
+        require(self.noise_floor_concurrency > 0, "noise_floor_concurrency",
+                "must be at least 1: the reference's second pass is the golden gate's noise floor")
+        require(0.0 <= self.similar_threshold <= 1.0, "similar_threshold", "must be between 0 and 1")
+        require(str(self.shared_hard_failures).upper() in ("FAIL", "WARN"), "shared_hard_failures",
+                f"must be FAIL or WARN, got {self.shared_hard_failures!r}")
+        require(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a path")
+        require(all(isinstance(g, str) for g in self.cases), "cases",
+                f"must be a list of glob strings, got {self.cases!r}")
+
+    @property
+    def shared_hard_failure_status(self) -> Status:
+        """`shared_hard_failures` as a Status."""
+        return Status(str(self.shared_hard_failures).upper())

@@ -1,0 +1,72 @@
+"""Gate 4's settings and defaults (the `longctx:` section of a policy). Lengths are prompt tokens,
+counted with /tokenize where a target has it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gatekeeper.config.settings import require
+
+
+@dataclass(frozen=True)
+class LongContextSettings:
+    """Every family's sizes and limits.
+
+    General: `block_size` (the candidate's KV block size, vLLM's --block-size), `context_tokens`
+    (0: the smaller max_model_len the targets report), `answer_tokens`, `concurrency`,
+    `noise_floor_concurrency` (the reference's second pass over the grid, sweep and prefix
+    prompts; 0 turns it off). Needle grid: `needle_lengths` × `needle_depths`,
+    `needle_max_regressions`. Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
+    B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
+    `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Tools and JSON: `tool_cases`,
+    `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
+    decay (seed 000): `decay_sessions` sessions of `decay_rounds` rounds at `decay_concurrency`,
+    `decay_facts` facts each, `decay_growth` tokens added per round in turn; `sqdr_max_excess`
+    (per round, the candidate's SQDR minus the reference's), `decay_alpha` (the excess must also be
+    beyond chance: a sign test), `decay_min_recall` (below this reference recall at round 1 decay
+    is not measurable), `max_disagreement` (share of identical session requests answered
+    differently).
+    """
+
+    block_size: int = 16
+    context_tokens: int = 0
+    answer_tokens: int = 16
+    concurrency: int = 4
+    noise_floor_concurrency: int = 1
+    needle_lengths: list[int] = field(default_factory=lambda: [256, 512, 1024, 1536, 2000])
+    needle_depths: list[float] = field(default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0])
+    needle_max_regressions: int = 0
+    boundary_tokens: list[int] = field(default_factory=lambda: [256, 1024, 2000])
+    boundary_max_mismatches: int = 0
+    prefix_tokens: int = 1536
+    prefix_suffixes: int = 5
+    prefix_unrelated: int = 6
+    prefix_max_mismatches: int = 0
+    tool_cases: int = 6
+    tool_history_tokens: int = 400
+    tool_answer_tokens: int = 128
+    json_cases: int = 3
+    json_history_tokens: int = 800
+    decay_sessions: int = 12
+    decay_rounds: int = 12
+    decay_concurrency: int = 12
+    decay_facts: int = 3
+    decay_growth: list[int] = field(default_factory=lambda: [100, 5, 200])
+    sqdr_max_excess: float = 0.005
+    decay_alpha: float = 0.01
+    decay_min_recall: float = 0.5
+    max_disagreement: float = 0.05
+
+    def __post_init__(self) -> None:
+        require(self.block_size > 0, "block_size", "must be at least 1")
+        require(self.context_tokens >= 0, "context_tokens", "must be 0 (ask the targets) or a token count")
+        require(self.answer_tokens > 0, "answer_tokens", "must be at least 1")
+        require(self.concurrency > 0, "concurrency", "must be at least 1")
+        require(self.noise_floor_concurrency >= 0, "noise_floor_concurrency", "must be 0 (off) or a concurrency")
+        for key in ("needle_lengths", "boundary_tokens", "decay_growth"):
+            values = getattr(self, key)
+            require(all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values), key,
+                    "must be a list of non-negative integers")
+        require(all(isinstance(d, (int, float)) and 0.0 <= d <= 1.0 for d in self.needle_depths), "needle_depths",
+                "must be a list of depths between 0 and 1")
+        require(0.0 < self.decay_alpha < 1.0, "decay_alpha", "must be between 0 and 1")

@@ -1,0 +1,147 @@
+"""Gate 1 — startup: ready, health, models, version, the canary, the capability probe, the logs.
+
+The checks, why, and what a failure looks like are `StartupGate`'s docstring (the report shows it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gatekeeper.capabilities import FEATURES
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
+from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.gates.startup.logs import check_logs
+from gatekeeper.gates.startup.settings import StartupSettings
+from gatekeeper.results import Evidence, Status
+
+
+class StartupGate(Gate):
+    """Gate 1 — startup: does the candidate come up, answer, and start cleanly?
+
+    Checks, per target: it became ready (time to ready; a process that exits first is shown with
+    its log tail), `/health` answers 200, `/v1/models` lists the model, `/version` (advisory), and
+    the first-request canary `Reply with exactly: OK` answers `OK`. For launched targets the
+    candidate's log is scanned with the policy's rules (regex → severity: tracebacks, fallbacks,
+    "not supported", NaN...) — a rule only fires on lines the reference did not also print — and
+    warning lines the candidate prints that the reference does not are listed.
+
+    A failure looks like: a candidate that dies at startup (a missing optional dependency), never
+    becomes healthy, answers the canary with `!!!!`, or quietly logs a new fallback warning.
+    """
+
+    id = "startup"
+    stage = 1
+    title = "Startup"
+    Settings = StartupSettings
+    stops_run_on = frozenset({Status.FAIL, Status.ERROR})  # a candidate that cannot start or answer stops the run
+    needs_ready_targets = False  # it is the gate that reports a target that did not start
+
+    def run(self, ctx: GateContext) -> None:
+        """Readiness and endpoints per target, the canary (the first chat request), the capability
+        probe, then the log rules for the candidate."""
+        for role, ep in ctx.endpoints.items():
+            rt = ctx.runtimes[role]
+            if not rt.ready:
+                # A launched candidate that dies is a regression; an unreachable URL is an error.
+                status = Status.FAIL if role == "candidate" and rt.kind != "url" else Status.ERROR
+                ctx.check(f"ready.{role}", status, f"{role} did not become ready: {rt.start_error}",
+                          {"startup_s": rt.startup_s}, [Evidence("log", f"{role} log tail", {"lines": rt.log_lines[-40:]})])
+                continue
+            ctx.check(f"ready.{role}", Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
+                      {"startup_s": rt.startup_s})
+            self._endpoints(ctx, role, ep)
+        self._canary(ctx)
+        for role in ctx.endpoints:
+            if ctx.runtimes[role].ready:
+                self._probe(ctx, role)
+        check_logs(ctx, ctx.settings)
+
+    def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
+        try:
+            r = ep.get("/health")
+            ok = r.status_code == 200
+            ctx.check(f"health.{role}", Status.PASS if ok else Status.FAIL, f"/health answered {r.status_code}",
+                      {"status_code": r.status_code})
+            models, status = _get_json(ep, "/v1/models")
+            entries = models.get("data")
+            ids = [m.get("id") for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
+            listed = ep.model in ids
+            ctx.check(f"models.{role}", Status.PASS if listed else Status.FAIL,
+                      f"/v1/models lists {ids}" + ("" if listed else f", not {ep.model!r}"), {"status_code": status})
+            info, status = _get_json(ep, "/version")
+            version = info.get("version") if isinstance(info.get("version"), str) else None
+            ctx.versions[role] = version
+            ctx.check(f"version.{role}", Status.PASS if version else Status.WARN,
+                      f"version {version}" if version else f"/version answered {status}", {"version": version})
+        except EndpointError as e:
+            if e.kind == "malformed":
+                ctx.check(f"models.{role}", Status.FAIL, "/v1/models or /version did not return JSON")
+            else:
+                ctx.error_check(f"health.{role}", e)
+
+    def _probe(self, ctx: GateContext, role: str) -> None:
+        """Report what the capability probe met: broken exchanges are ERROR, tolerated
+        protocol deviations WARN, missing features only listed (their checks SKIP later)."""
+        caps = ctx.capabilities[role]  # the first read probes: after the canary
+        metrics = {n: getattr(caps, n) for n in FEATURES}
+        rows = [[n, "yes" if getattr(caps, n) else "no", caps.note(n)] for n in FEATURES]
+        evidence = [Evidence("table", f"{role} capabilities", {"columns": ["capability", "supported", "note"], "rows": rows})]
+        errors, warnings = caps.errors, caps.protocol_warnings
+        if errors:
+            ctx.check(f"protocol.{role}", Status.ERROR, "probe requests failed: " + "; ".join(
+                f"{k}: {v}" for k, v in errors.items()), metrics, evidence)
+        elif warnings:
+            ctx.check(f"protocol.{role}", Status.WARN, "protocol deviations: " + "; ".join(warnings), metrics, evidence)
+        else:
+            missing = caps.missing()
+            ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
+                      "not supported: " + ", ".join(missing), metrics, evidence)
+
+    def _canary(self, ctx: GateContext) -> None:
+        """The first request on both targets; the candidate is judged against the reference."""
+        s: StartupSettings = ctx.settings
+        answers: dict[str, str | None] = {}
+        for role, ep in ctx.endpoints.items():
+            if not ctx.runtimes[role].ready:
+                continue
+            t0 = time.perf_counter()
+            try:
+                resp = ep.chat([{"role": "user", "content": s.canary_prompt}], max_tokens=s.canary_max_tokens)
+            except EndpointError as e:
+                ctx.error_check(f"canary.{role}", e)
+                continue
+            answers[role] = got = resp.text.strip()
+            ok = got == s.canary_expect
+            if role == "reference":
+                ctx.check("canary.reference", Status.PASS if ok else Status.WARN,
+                          f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
+                                                 "suit this model, so the candidate is judged on agreement only"),
+                          {"first_request_s": time.perf_counter() - t0})
+                continue
+            ref = answers.get("reference")
+            ref_ok = ref == s.canary_expect
+            if ok:
+                status, reason = Status.PASS, f"answered {got!r}"
+            elif ref is not None and not ref_ok:
+                status = Status.WARN if got == ref else Status.FAIL
+                reason = (f"answered {got!r}; the reference also misses {s.canary_expect!r} "
+                          + ("and answers the same" if got == ref else f"but answers {ref!r}"))
+            else:
+                status, reason = Status.FAIL, f"answered {got!r}, expected {s.canary_expect!r}"
+            evidence = [] if status == Status.PASS else [Evidence("text_pair", "canary answer", {
+                "reference": ref if ref is not None else s.canary_expect, "candidate": got, "divergence": None,
+                "prompt": s.canary_prompt})]
+            ctx.check("canary.candidate", status, reason, {"first_request_s": time.perf_counter() - t0}, evidence)
+
+
+def _get_json(ep: Endpoint, path: str) -> tuple[dict[str, Any], int | None]:
+    """A GET's JSON object and status; an HTTP error status is an empty object with its status
+    (the check judges it), a broken exchange or a body that is not JSON raises EndpointError."""
+    try:
+        return ep.get_json(path), 200
+    except EndpointError as e:
+        if e.kind in ("http", "unsupported") and e.status is not None:
+            return {}, e.status
+        raise

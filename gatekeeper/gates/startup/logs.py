@@ -1,0 +1,57 @@
+"""Gate 1's startup-log checks: the policy's rules and the warnings only the candidate prints.
+
+Both compare the candidate's log with the reference's after normalising away what differs
+between any two runs (timestamps, ports, addresses, sizes), so a line both engines print is
+never held against the candidate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.startup.settings import StartupSettings
+from gatekeeper.results import Evidence, Status
+
+_VOLATILE = [
+    (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
+    (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|MiB|GiB|MB|GB)\b"), "<num>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"(?:127\.0\.0\.1|localhost):\d+"), "<host>"),
+    (re.compile(r"\bpid[ =:]*\d+", re.I), "pid <n>"),
+]
+_WARNING = re.compile(r"\b(WARN(?:ING)?|ERROR|CRITICAL|Traceback)\b")
+
+
+def normalise(line: str) -> str:
+    """A log line without timestamps, ports, addresses and sizes, for comparing two logs."""
+    for pattern, repl in _VOLATILE:
+        line = pattern.sub(repl, line)
+    return line.strip()
+
+
+def check_logs(ctx: GateContext, s: StartupSettings) -> None:
+    """`startup.log_rules` and `startup.new_warnings` (SKIP for a URL candidate: no log)."""
+    cand, ref = ctx.runtimes["candidate"], ctx.runtimes["reference"]
+    if cand.kind == "url":
+        ctx.skip("log_rules", "the candidate is a URL target: gatekeeper has no startup log for it")
+        ctx.skip("new_warnings", "the candidate is a URL target: gatekeeper has no startup log for it")
+        return
+    ref_lines = {normalise(line) for line in ref.log_lines}
+    hits: list[list[str]] = []
+    worst = Status.PASS
+    for rule in s.log_rules:
+        pattern, severity = re.compile(rule["pattern"]), Status(rule.get("severity", "WARN"))
+        for line in cand.log_lines:
+            if pattern.search(line) and normalise(line) not in ref_lines:
+                hits.append([rule["pattern"], severity.value, line[:300]])
+                if severity == Status.FAIL or (severity == Status.WARN and worst == Status.PASS):
+                    worst = severity
+    ctx.check("log_rules", worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
+              {"matches": len(hits)}, [Evidence("table", "matched log lines", {"columns": ["rule", "severity", "line"],
+                                                                              "rows": hits[:50]})] if hits else [])
+    new = sorted({normalise(line) for line in cand.log_lines if _WARNING.search(line)} - ref_lines)
+    severity = Status(s.new_warnings_severity) if new else Status.PASS
+    ctx.check("new_warnings", severity, f"{len(new)} warning line(s) the reference did not print" if new
+              else "no new warnings", {"new_warnings": len(new)},
+              [Evidence("log", "new warning lines (normalised)", {"lines": new[:50]})] if new else [])

@@ -1,0 +1,59 @@
+"""The report data: everything the renderers read, derived from a `RunResult` once.
+
+`build_report_data(run, report_files)` computes what more than one report shows (the performance summary,
+the checks counted by status for the run and for each gate, and the names of the report
+files, so one report can point to the others) into a frozen `ReportData`. Every renderer takes
+that value and only formats it; none of them derives these figures again, so the reports of a
+run cannot disagree with each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gatekeeper.report.performance import PerformanceSummary, summarize_performance
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status
+
+StatusCounts = Mapping[Status, int]
+"""Checks by status: every `Status` in declaration order, zeros included."""
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """One run as the renderers see it.
+
+    `counts` are all the run's checks by status; `gate_counts` has one such entry per gate of
+    `run.gates`, in the same order (`gates()` pairs them up). `report_files` names every report file of the run in the order they are listed
+    to a person: the HTML pages first.
+    """
+
+    run: RunResult
+    performance: PerformanceSummary
+    counts: StatusCounts
+    gate_counts: tuple[StatusCounts, ...]
+    report_files: tuple[str, ...]
+
+    def gates(self) -> Iterable[tuple[GateResult, StatusCounts]]:
+        """Each gate of the run with its checks counted by status."""
+        return zip(self.run.gates, self.gate_counts, strict=True)
+
+
+def _count_statuses(checks: Iterable[CheckResult]) -> StatusCounts:
+    """`checks` counted by status (a read-only mapping over every `Status`)."""
+    statuses = [c.status for c in checks]
+    return MappingProxyType({s: statuses.count(s) for s in Status})
+
+
+def build_report_data(run: RunResult, report_files: tuple[str, ...]) -> ReportData:
+    """Derive the report data of `run` (a pure function of its arguments); `report_files` is
+    the registry's `listed_filenames()`, passed in because the registry imports the renderers,
+    which import this module."""
+    return ReportData(
+        run=run,
+        performance=summarize_performance(run),
+        counts=_count_statuses(c for g in run.gates for c in g.checks),
+        gate_counts=tuple(_count_statuses(g.checks) for g in run.gates),
+        report_files=report_files,
+    )

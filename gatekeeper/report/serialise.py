@@ -1,0 +1,59 @@
+"""The JSON forms of a check and a gate, shared by summary.json and records.jsonl.
+
+`check_json(check)` is a check as summary.json shows it (docs/summary-schema.md): id, status,
+blocking, family, reason, metrics, duration_s. `check_json(check, standalone=True)` is the same
+object as one line of records.jsonl needs it: read on its own, it also says which gate the check
+belongs to (after `id`) and carries the evidence (last, being the bulk of the line).
+
+Values are returned as they are; `jsonable.dumps` makes them strict JSON when the file is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gatekeeper.results import CheckResult, Evidence, GateResult, Status
+
+
+def evidence_json(evidence: Evidence) -> dict[str, Any]:
+    """One evidence item: kind, title, data."""
+    return {"kind": evidence.kind, "title": evidence.title, "data": evidence.data}
+
+
+def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any]:
+    """A check as a JSON object; `standalone` adds its gate and its evidence (records.jsonl)."""
+    d: dict[str, Any] = {"id": check.id}
+    if standalone:
+        d["gate"] = check.gate
+    d |= {
+        "status": check.status.value,
+        "blocking": check.blocking,
+        "family": check.family,
+        "reason": check.reason,
+        "metrics": check.metrics,
+        "duration_s": check.duration_s,
+    }
+    if standalone:
+        d["evidence"] = [evidence_json(e) for e in check.evidence]
+    return d
+
+
+def counts_json(counts: Mapping[Status, int]) -> dict[str, int]:
+    """Checks by status, keyed by the status's name."""
+    return {status.value: n for status, n in counts.items()}
+
+
+def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
+    """A gate as summary.json shows it, its checks (without evidence) included."""
+    return {
+        "id": gate.id,
+        "stage": gate.stage,
+        "title": gate.title,
+        "status": gate.status.value,
+        "stopped_run": gate.stopped_run,
+        "duration_s": gate.duration_s,
+        "counts": counts_json(counts),
+        "notes": list(gate.notes),
+        "checks": [check_json(c) for c in gate.checks],
+    }

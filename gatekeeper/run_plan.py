@@ -1,0 +1,31 @@
+"""The RunPlan: everything a run needs, resolved and validated before any engine starts.
+
+`plan.py` builds it from the configuration layers; `runner.py` executes it; a gate's
+`validate(plan)` reads it at plan time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gatekeeper.config.policy import Policy
+from gatekeeper.golden.golden_set import GoldenSet
+from gatekeeper.targets.interface import TargetSpec
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The two targets, the policy (with each gate's typed settings), the golden sets (loaded
+    when a selected gate uses them), where reports go, and the run's seed and request timeout."""
+
+    reference: TargetSpec
+    candidate: TargetSpec
+    policy: Policy
+    golden: tuple[GoldenSet, ...]
+    golden_paths: tuple[str, ...]
+    out_dir: Path
+    run_id: str
+    gates: tuple[str, ...] | None = None
+    seed: int = 0
+    timeout_s: float = 120.0

@@ -1,0 +1,145 @@
+"""The house rules the file tree itself must keep: no folder-level import cycle, and a gate side
+that never imports torch or the bundled engine.
+
+Folder-level acyclicity is checked at every level of the package: within each package, its
+direct children (modules and sub-packages, each taken whole) must import one another without a
+cycle. So `gatekeeper.gates.longctx` may import `gatekeeper.gates.interface`, and
+`gatekeeper.gates.registry` may import `gatekeeper.gates.longctx`, but nothing under
+`gatekeeper/golden/` may import `gatekeeper/gates/` while a gate imports `gatekeeper/golden/`.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gatekeeper"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, module: str) -> set[str]:
+    """Every gatekeeper module `path` imports (absolute names; relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)  # `from pkg import module`
+    return {name for name in found if name == "gatekeeper" or name.startswith("gatekeeper.")}
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the gatekeeper modules (or packages) it imports."""
+    return {_module_name(p): _imports(p, _module_name(p)) for p in PACKAGE.rglob("*.py")}
+
+
+def _child(package: str, name: str) -> str | None:
+    """The direct child of `package` that `name` lies in (None when it lies outside)."""
+    prefix = package + "."
+    if not name.startswith(prefix):
+        return None
+    return prefix + name[len(prefix):].split(".")[0]
+
+
+def folder_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle per package whose direct children import each other in a circle."""
+    packages = {_module_name(p.parent / "__init__.py") for p in PACKAGE.rglob("__init__.py")}
+    cycles = []
+    for package in sorted(packages):
+        edges: dict[str, set[str]] = defaultdict(set)
+        for module, imported in graph.items():
+            src = _child(package, module)
+            if src is None:
+                continue
+            for name in imported:
+                dst = _child(package, name)
+                if dst is not None and dst != src:
+                    edges[src].add(dst)
+        cycle = _find_cycle(edges)
+        if cycle:
+            cycles.append(cycle)
+    return cycles
+
+
+def _find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def test_no_folder_level_import_cycle() -> None:
+    cycles = folder_cycles(import_graph())
+    assert not cycles, "import cycles between sibling folders/modules:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    graph = {"gatekeeper.a.x": {"gatekeeper.b.y"}, "gatekeeper.b.y": {"gatekeeper.a.z"}, "gatekeeper.a.z": set()}
+    edges: dict[str, set[str]] = defaultdict(set)
+    for module, imported in graph.items():
+        for name in imported:
+            src, dst = _child("gatekeeper", module), _child("gatekeeper", name)
+            if src and dst and src != dst:
+                edges[src].add(dst)
+    assert _find_cycle(edges) == ["gatekeeper.a", "gatekeeper.b", "gatekeeper.a"]
+    assert _find_cycle({"gatekeeper.a": {"gatekeeper.b"}}) is None
+
+
+GATE_SIDE = ["gatekeeper.cli", "gatekeeper.runner", "gatekeeper.plan", "gatekeeper.gates.registry",
+             "gatekeeper.report.writer"]
+
+
+def test_the_gate_side_imports_neither_torch_nor_the_engine() -> None:
+    code = (
+        "import sys, pkgutil, importlib, gatekeeper.gates\n"
+        f"for name in {GATE_SIDE!r}: importlib.import_module(name)\n"
+        "for m in pkgutil.walk_packages(gatekeeper.gates.__path__, 'gatekeeper.gates.'): importlib.import_module(m.name)\n"
+        "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'gatekeeper.engine')))\n"
+        "print(','.join(bad))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", f"the gate side imported: {r.stdout.strip()}"
+
+
+def test_mypy_is_clean_on_the_gate_side() -> None:
+    """pyproject.toml's [tool.mypy] checks gatekeeper/ without the engine and the training code."""
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT, capture_output=True, text=True,
+                       check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
