@@ -84,3 +84,12 @@ def test_golden_case_glob_matching_nothing_exits_3_before_any_engine_starts(tmp_
     out = gk_run(tmp_path / "r", "--policy", str(bad))
     assert out.code == 3 and out.summary is None
     assert f"{bad}:4: gates.golden.cases: 'no-such-case' matches no golden case" in out.stderr
+
+
+def test_a_missing_golden_baseline_exits_3_before_any_engine_starts(tmp_path):
+    """Gate 3's validate() loads the baseline at plan time: no run directory is created."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"version: 1\ngates:\n  golden:\n    baseline: {tmp_path / 'nope.jsonl'}\n")
+    out = gk_run(tmp_path / "r", "--policy", str(bad))
+    assert out.code == 3 and out.run_dir is None
+    assert "nope.jsonl: cannot read baseline" in out.stderr
