@@ -12,6 +12,7 @@ from typing import Any
 
 from gatekeeper import exit_codes
 from gatekeeper.capabilities import Capabilities
+from gatekeeper.evidence import Evidence
 
 
 class Status(str, Enum):
@@ -30,27 +31,6 @@ class Verdict(str, Enum):
     PROMOTE = "PROMOTE"
     HOLD = "HOLD"
     ROLLBACK = "ROLLBACK"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One piece of evidence a renderer can show.
-
-    `kind` selects the rendering:
-    - "text_pair": data = {"reference": str, "candidate": str, "divergence": int | None,
-      "prompt": str | None} — side-by-side text, first differing character index marked;
-    - "table": data = {"columns": [str], "rows": [[cell]]};
-    - "histogram": data = {"values": [float], "label": str, "threshold": float | None};
-    - "series": data = {"x": [num], "series": {name: [num]}, "x_label": str, "y_label": str};
-    - "heatmap": data = {"rows": [str], "columns": [str], "values": [[num | None]] in [0, 1],
-      "labels": [[str]] | None} — a grid coloured red (0) to green (1), grey for None;
-    - "log": data = {"lines": [str]};
-    - "json": data = any JSON value.
-    """
-
-    kind: str
-    title: str
-    data: Any
 
 
 @dataclass(frozen=True)
@@ -130,3 +110,6 @@ class RunResult:
     def exit_code(self) -> int:
         """The documented process exit code for this verdict."""
         return exit_codes.FOR_VERDICT[self.verdict.value]
+
+
+__all__ = ["CheckResult", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]

@@ -7,9 +7,9 @@ no timings at all.
 
 from __future__ import annotations
 
+from gatekeeper.evidence import from_json
 from gatekeeper.results import (
     CheckResult,
-    Evidence,
     GateResult,
     RequestTiming,
     RunResult,
@@ -93,7 +93,7 @@ def startup_gate(status: Status = Status.PASS) -> GateResult:
                 "1 warning line the reference did not print",
                 blocking=False,
                 evidence=(
-                    Evidence(
+                    from_json(
                         "log",
                         "candidate startup log (new lines)",
                         {"lines": ["INFO starting", "WARNING: falling back to SDPA kernel", LONG_WORD]},
@@ -125,12 +125,12 @@ def numerics_gate() -> GateResult:
                     "tolerance": {"max_abs_delta": 0.05, "noise_floor": 0.002},
                 },
                 evidence=(
-                    Evidence(
+                    from_json(
                         "histogram",
                         "per-token |Δlogprob|",
                         {"values": deltas, "label": "|Δlogprob|", "threshold": 0.05},
                     ),
-                    Evidence(
+                    from_json(
                         "table",
                         "worst prompts",
                         {
@@ -138,7 +138,7 @@ def numerics_gate() -> GateResult:
                             "rows": [["numerics-03", 2.5, 0.62], ["numerics-01", 0.01, 1.0]],
                         },
                     ),
-                    Evidence(
+                    from_json(
                         "text_pair",
                         "numerics-03 greedy continuation",
                         {
@@ -176,7 +176,7 @@ def golden_gate() -> GateResult:
                 "finish_reason 'length', expected 'stop' (reference: stop)",
                 family="eos",
                 evidence=(
-                    Evidence(
+                    from_json(
                         "text_pair",
                         "answer",
                         {
@@ -194,7 +194,7 @@ def golden_gate() -> GateResult:
                 Status.PASS,
                 "valid against schema",
                 family="json",
-                evidence=(Evidence("json", "parsed object", {"name": "Ada", "age": 36}),),
+                evidence=(from_json("json", "parsed object", {"name": "Ada", "age": 36}),),
             ),
             _check(
                 "golden",
@@ -219,7 +219,7 @@ def golden_gate() -> GateResult:
                 "quality stable over 4 rounds",
                 family="multi_turn",
                 evidence=(
-                    Evidence(
+                    from_json(
                         "series",
                         "score by round",
                         {
@@ -239,7 +239,7 @@ def golden_gate() -> GateResult:
                 blocking=False,
                 family="long_output",
                 evidence=(
-                    Evidence(
+                    from_json(
                         "text_pair",
                         "long output",
                         {

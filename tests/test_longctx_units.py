@@ -124,9 +124,9 @@ def test_json_sample_exposes_its_schema():
 
 def test_heatmap_evidence_renders_as_an_svg_grid():
     from gatekeeper.report.viewmodel import evidence_view
-    from gatekeeper.results import Evidence
+    from gatekeeper.evidence import from_json
 
-    view = evidence_view(Evidence("heatmap", "needle grid", {
+    view = evidence_view(from_json("heatmap", "needle grid", {
         "rows": ["256 tokens", "2000 tokens"], "columns": ["depth 0", "depth 1"],
         "values": [[1.0, None], [0.0, 1.0]], "labels": [["✓ ✓", "✗ ✗"], ["✓ ✗ regression", "✓ ✓"]]}))
     assert view.kind == "chart"

@@ -13,7 +13,8 @@ from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.performance import quantile, summarize_performance
 from gatekeeper.report.textdiff import first_divergence, text_pair
 from gatekeeper.report.viewmodel import evidence_view
-from gatekeeper.results import Evidence, RequestTiming, Status, Verdict
+from gatekeeper.evidence import from_json
+from gatekeeper.results import RequestTiming, Status, Verdict
 from report_runs import XSS, hold_run, promote_run, rollback_run
 
 
@@ -107,10 +108,10 @@ def test_code_spans_in_descriptions() -> None:
 
 
 def test_malformed_evidence_falls_back_to_json() -> None:
-    view = evidence_view(Evidence("table", "broken", {"rows": [[1]]}))
+    view = evidence_view(from_json("table", "broken", {"rows": [[1]]}))
     assert view.kind == "json" and "could not be drawn" in view.note
-    assert evidence_view(Evidence("mystery", "m", [1, 2])).kind == "json"
-    not_a_dict = evidence_view(Evidence("text_pair", "pair", "just a string"))
+    assert evidence_view(from_json("mystery", "m", [1, 2])).kind == "json"
+    not_a_dict = evidence_view(from_json("text_pair", "pair", "just a string"))
     assert not_a_dict.kind == "json" and "malformed 'text_pair'" in not_a_dict.note
 
 
@@ -172,3 +173,14 @@ def test_gate_failure_flags_its_rows_even_when_promoted() -> None:
     golden = next(p for p in perf.by_gate if p.scope == "golden" and p.role == "candidate")
     assert not golden.meaningful
     assert next(p for p in perf.targets if p.role == "candidate").meaningful
+
+
+def test_every_evidence_kind_round_trips_through_its_json_form() -> None:
+    from gatekeeper import evidence as ev
+
+    kinds = [ev.TextPair("p", "a", "b", 0, "q"), ev.Table("t", ["x"], [[1, "y"]]), ev.Histogram("h", [0.1, 0.2], "l", 0.15),
+             ev.Series("s", [1, 2], {"r": [1.0, 0.5]}, "round", "rate"), ev.Heatmap("m", ["r"], ["c"], [[0.5]], [["≠"]]),
+             ev.Log("g", ["a", "b"]), ev.JsonValue("j", {"k": [1]})]
+    for e in kinds:
+        assert ev.from_json(e.kind, e.title, e.data) == e
+        assert evidence_view(e).kind != "json" or e.kind == "json"

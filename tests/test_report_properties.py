@@ -18,7 +18,7 @@ from gatekeeper.report.records import RecordWriter, read_records
 from gatekeeper.report import render_summary_json
 from gatekeeper.report.textdiff import text_pair, visible
 from gatekeeper.report.writer import write_reports
-from gatekeeper.results import Evidence
+from gatekeeper.evidence import from_json
 from report_runs import rollback_run
 
 # any code point, surrogates included: model output arrives decoded with errors="surrogatepass" at worst
@@ -29,7 +29,7 @@ RUN = rollback_run()
 def _with_text(reason: str, candidate: str):  # type: ignore[no-untyped-def]
     gate = RUN.gates[2]
     check = replace(gate.checks[1], reason=reason, metrics={"got": candidate, "x": float("nan")},
-                    evidence=(Evidence("text_pair", candidate, {"reference": "ref", "candidate": candidate}),))
+                    evidence=(from_json("text_pair", candidate, {"reference": "ref", "candidate": candidate}),))
     return replace(RUN, gates=(replace(gate, checks=(check,)),), reasons=(reason,))
 
 

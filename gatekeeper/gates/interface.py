@@ -30,7 +30,8 @@ from gatekeeper.config.settings import NoSettings
 from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.probe import probe
-from gatekeeper.results import CheckResult, Evidence, Status
+from gatekeeper.evidence import Evidence
+from gatekeeper.results import CheckResult, Status
 from gatekeeper.run_plan import RunPlan
 
 

@@ -19,7 +19,9 @@ from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData, StatusCounts
 from gatekeeper.report.jsonable import to_jsonable
 from gatekeeper.report.textdiff import TextPair, text_pair
-from gatekeeper.results import CheckResult, Evidence, GateResult, Status
+from gatekeeper import evidence
+from gatekeeper.evidence import Evidence
+from gatekeeper.results import CheckResult, GateResult, Status
 
 _PASSED = (Status.PASS, Status.WARN)
 MAX_LOG_LINES = 400
@@ -174,41 +176,29 @@ def _counts(counts: StatusCounts) -> tuple[tuple[str, int], ...]:
 
 
 def evidence_view(ev: Evidence) -> EvidenceView:
-    """Turn one Evidence into its view; unknown kinds and malformed payloads show as JSON."""
+    """Turn one piece of evidence into its view, by kind; evidence that could not be read
+    back (`evidence.Unreadable`) shows as raw JSON with the reason."""
+    if isinstance(ev, evidence.TextPair):
+        return EvidenceView("text_pair", ev.title, pair=text_pair(ev.title, ev.data))
+    if isinstance(ev, evidence.Table):
+        rows = [tuple(fmt_value(c) for c in row) for row in ev.rows]
+        note = f"{len(rows) - MAX_TABLE_ROWS} more rows not shown" if len(rows) > MAX_TABLE_ROWS else ""
+        return EvidenceView("table", ev.title, columns=ev.columns, rows=tuple(rows[:MAX_TABLE_ROWS]), note=note)
+    if isinstance(ev, evidence.Histogram):
+        return EvidenceView("chart", ev.title, chart=charts.histogram_svg(list(ev.values), ev.label or ev.title, ev.threshold))
+    if isinstance(ev, evidence.Series):
+        chart = charts.line_chart_svg(list(ev.x), {k: list(v) for k, v in ev.series.items()}, ev.x_label, ev.y_label)
+        return EvidenceView("chart", ev.title, chart=chart)
+    if isinstance(ev, evidence.Heatmap):
+        labels = None if ev.labels is None else [list(r) for r in ev.labels]
+        chart = charts.heatmap_svg(list(ev.rows), list(ev.columns), [list(v) for v in ev.values], labels, ev.title)
+        return EvidenceView("chart", ev.title, chart=chart)
+    if isinstance(ev, evidence.Log):
+        note = f"first {len(ev.lines) - MAX_LOG_LINES} lines not shown" if len(ev.lines) > MAX_LOG_LINES else ""
+        return EvidenceView("log", ev.title, text="\n".join(ev.lines[-MAX_LOG_LINES:]), note=note)
     raw = json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False)
-    if not isinstance(ev.data, dict):
-        note = "" if ev.kind == "json" else f"malformed {ev.kind!r} evidence; raw data below"
-        return EvidenceView("json", ev.title, text=raw, note=note)
-    data = ev.data
-    try:
-        if ev.kind == "text_pair":
-            return EvidenceView("text_pair", ev.title, pair=text_pair(ev.title, data))
-        if ev.kind == "table":
-            rows = [tuple(fmt_value(c) for c in row) for row in data["rows"]]
-            note = f"{len(rows) - MAX_TABLE_ROWS} more rows not shown" if len(rows) > MAX_TABLE_ROWS else ""
-            cols = tuple(str(c) for c in data["columns"])
-            return EvidenceView("table", ev.title, columns=cols, rows=tuple(rows[:MAX_TABLE_ROWS]), note=note)
-        if ev.kind == "histogram":
-            label = str(data.get("label") or ev.title)
-            chart = charts.histogram_svg(list(data["values"]), label, data.get("threshold"))
-            return EvidenceView("chart", ev.title, chart=chart)
-        if ev.kind == "series":
-            chart = charts.line_chart_svg(
-                list(data["x"]), dict(data["series"]), str(data.get("x_label", "x")), str(data.get("y_label", "y"))
-            )
-            return EvidenceView("chart", ev.title, chart=chart)
-        if ev.kind == "heatmap":
-            chart = charts.heatmap_svg(list(data["rows"]), list(data["columns"]), list(data["values"]),
-                                       data.get("labels"), ev.title)
-            return EvidenceView("chart", ev.title, chart=chart)
-        if ev.kind == "log":
-            lines = [str(line) for line in data["lines"]]
-            note = f"first {len(lines) - MAX_LOG_LINES} lines not shown" if len(lines) > MAX_LOG_LINES else ""
-            return EvidenceView("log", ev.title, text="\n".join(lines[-MAX_LOG_LINES:]), note=note)
-    except (KeyError, TypeError, ValueError) as e:
-        note = f"evidence of kind {ev.kind!r} could not be drawn ({type(e).__name__}: {e}); raw data below"
-        return EvidenceView("json", ev.title, text=raw, note=note)
-    return EvidenceView("json", ev.title, text=raw)
+    note = f"{ev.why}; raw data below" if isinstance(ev, evidence.Unreadable) else ""
+    return EvidenceView("json", ev.title, text=raw, note=note)
 
 
 def check_view(c: CheckResult) -> CheckView:

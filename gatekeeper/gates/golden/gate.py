@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from gatekeeper.errors import ConfigError, EndpointError
+from gatekeeper.evidence import TextPair
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
 from gatekeeper.gates.golden.pass_rates import PassRates
@@ -24,7 +25,7 @@ from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.request import Asker
 from gatekeeper.responses import ChatResponse
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
 
@@ -222,7 +223,6 @@ def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
     return EndpointError("unsupported", baseline.path, why)
 
 
-def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> Evidence:
+def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> TextPair:
     ref_text, cand_text = render_answer(reference), render_answer(candidate)
-    return Evidence("text_pair", title, {"reference": ref_text, "candidate": cand_text,
-                                         "divergence": first_divergence(ref_text, cand_text), "prompt": case.prompt_text})
+    return TextPair(title, ref_text, cand_text, first_divergence(ref_text, cand_text), case.prompt_text)

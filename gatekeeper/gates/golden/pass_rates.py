@@ -13,8 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 
 @dataclass
@@ -69,7 +70,7 @@ class PassRates:
                 "reference_noise": rate(self.reference_flips, tot.judged_reference) or 0.0,
                 "cases": sum(f.cases for f in self.families.values()), "statuses": dict(tot.statuses), "families": fam}
 
-    def table(self) -> Evidence:
+    def table(self) -> Table:
         """Family × (cases, candidate pass rate, reference pass rate, PASS/WARN/FAIL/ERROR counts)."""
         cols = ["family", "cases", "candidate pass rate", "reference pass rate", "PASS", "WARN", "FAIL", "ERROR"]
         rows = []
@@ -77,7 +78,7 @@ class PassRates:
             s = m["statuses"]
             rows.append([name, m["cases"], _pct(m["candidate_pass_rate"]), _pct(m["reference_pass_rate"]),
                          s.get("PASS", 0), s.get("WARN", 0), s.get("FAIL", 0), s.get("ERROR", 0)])
-        return Evidence("table", "Pass rate by family", {"columns": cols, "rows": rows})
+        return Table("Pass rate by family", cols, rows)
 
     def report(self, ctx: GateContext, max_drop: float) -> None:
         """Record `golden.pass_rate` on the gate context."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, padded_variants
@@ -26,7 +27,7 @@ from gatekeeper.gates.longctx.traffic import (
     text,
     unstable,
 )
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 OFFSETS = [-1, 0, 1]
 
@@ -69,5 +70,5 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               + (f" at {bad} tokens" if bad else "") + note,
               {"lengths": [p.tokens for p, _, _ in flat], "mismatches": len(bad), "block_size": block,
                "exact_lengths": not inexact},
-              [Evidence("table", f"block-boundary sweep (B={block})", {
-                  "columns": ["tokens", "position", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
+              [Table(f"block-boundary sweep (B={block})", ["tokens", "position", "secret", "reference", "candidate", ""], rows)],
+              started=t0)

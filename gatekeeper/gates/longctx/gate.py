@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.longctx import (
     block_sweep,
@@ -22,7 +23,7 @@ from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.scrape import Snapshot, delta, scrape
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import Watched
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 _FALLBACK_CONTEXT = 2048
 
@@ -133,5 +134,4 @@ def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:
     ctx.check("metrics", Status.PASS, f"prefix-cache hit rate over the gate {rate}"
               + (f" ({hits:.0f} of {queries:.0f} tokens)" if hits is not None and queries else ""),
               {"prefix_cache_hits": hits, "prefix_cache_queries": queries},
-              [Evidence("table", "candidate metrics before and after gate 4", {"columns": ["metric", "before", "after"],
-                                                                                "rows": rows})])
+              [Table("candidate metrics before and after gate 4", ["metric", "before", "after"], rows)])

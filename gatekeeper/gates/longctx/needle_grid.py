@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
@@ -27,7 +28,7 @@ from gatekeeper.gates.longctx.traffic import (
     text,
     unstable,
 )
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
@@ -59,21 +60,19 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         cells = [MARK[(ok_ref[i], ok_cand[i])] + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
                  for i in range(li * len(depths), (li + 1) * len(depths))]
         rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
-    table = Evidence("table", "needle grid (reference, candidate): rows are prompt lengths, columns needle depths", {
-        "columns": ["length", *(f"depth {d:g}" for d in depths)], "rows": rows})
-    heat = Evidence("heatmap", "needle grid (reference, candidate): green the candidate answers, red a regression, "
-                               "mid-colour neither answers but their answers differ (≠), grey neither answers", {
-        "rows": [r[0] for r in rows], "columns": [f"depth {d:g}" for d in depths],
-        "values": [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if differ[i] else None
-                    for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
-        "labels": [r[1:] for r in rows]})
+    table = Table("needle grid (reference, candidate): rows are prompt lengths, columns needle depths",
+                  ["length", *(f"depth {d:g}" for d in depths)], rows)
+    heat = Heatmap("needle grid (reference, candidate): green the candidate answers, red a regression, "
+                   "mid-colour neither answers but their answers differ (≠), grey neither answers",
+                   [r[0] for r in rows], [f"depth {d:g}" for d in depths],
+                   [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if differ[i] else None
+                     for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
+                   [r[1:] for r in rows])
     ev = [heat, table]
     if regressions:
         i = regressions[0]
-        ev.append(Evidence("text_pair", f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "
-                                        f"secret {grid[i].kind} {grid[i].value!r}",
-                           {"reference": text(ref[i]), "candidate": text(cand[i]), "divergence": 0,
-                            "prompt": grid[i].question}))
+        ev.append(TextPair(f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "
+                           f"secret {grid[i].kind} {grid[i].value!r}", text(ref[i]), text(cand[i]), 0, grid[i].question))
     by_length = {str(grid[li * len(depths)].tokens): sum(1 for i in regressions if i // len(depths) == li)
                  for li in range(len(lengths))}
     differ_by_length = {str(grid[li * len(depths)].tokens): sum(differ[li * len(depths):(li + 1) * len(depths)])

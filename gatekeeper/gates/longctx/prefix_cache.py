@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
@@ -32,7 +33,7 @@ from gatekeeper.gates.longctx.traffic import (
     text,
     unstable,
 )
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
@@ -68,9 +69,8 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     # Cold and warm must always agree; their agreement with the reference counts only where the
     # reference repeats its own answer (the noise floor).
     ok = texts["cold"] == texts["warm"] and (same or shaky)
-    ev = [] if same else [Evidence("text_pair", "cold vs warm (candidate)", {
-        "reference": texts["cold"], "candidate": texts["warm"], "divergence": 0, "prompt": prompt.question}),
-        Evidence("json", "answers", {**texts, "reference (second pass)": text(ref2)})]
+    ev = [] if same else [TextPair("cold vs warm (candidate)", texts["cold"], texts["warm"], 0, prompt.question),
+                          JsonValue("answers", {**texts, "reference (second pass)": text(ref2)})]
     ctx.check("prefix_cache.cold_warm", Status.PASS if ok else Status.FAIL,
               ("cold, warm and reference answers are equal" if same else
                f"answers differ: reference {texts['reference']!r}, cold {texts['cold']!r}, warm {texts['warm']!r}"
@@ -134,5 +134,5 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
               f"{mismatches} of {len(items)} answers differ from the reference (limit {limit_mm}); {len(asks)} questions "
               f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets",
               {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right},
-              [Evidence("table", "answers (questions on the shared prefix, and any unrelated prompt that differs)", {
-                  "columns": ["question", "secret", "reference", "candidate", ""], "rows": rows})], started=t0)
+              [Table("answers (questions on the shared prefix, and any unrelated prompt that differs)",
+                     ["question", "secret", "reference", "candidate", ""], rows)], started=t0)

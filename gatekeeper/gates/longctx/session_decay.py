@@ -13,6 +13,7 @@ import itertools
 import time
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import conditions as cond
@@ -28,7 +29,7 @@ from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
 )
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
@@ -88,10 +89,9 @@ def _sum_cached(answers: list[list[Answer]]) -> int | None:
     return sum(known) if known else None
 
 
-def _curve(d: Decay) -> Evidence:
-    return Evidence("series", "recall by round (and the candidate's agreement with the reference)", {
-        "x": d.rounds, "series": {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement},
-        "x_label": "round", "y_label": "pass rate"})
+def _curve(d: Decay) -> Series:
+    return Series("recall by round (and the candidate's agreement with the reference)", d.rounds,
+                  {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement}, "round", "pass rate")
 
 
 def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], rounds: list[Round], t0: float) -> None:
@@ -109,10 +109,9 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list
         why = (f"neither target recalls enough to measure decay (the reference recalls {d.ref_rates[0] if d.ref_rates else 0:.0%} "
                f"at round 1, below decay_min_recall {s.decay_min_recall:g}): the sessions are judged by "
                f"longctx.session_agreement; " + why)
-    table = Evidence("table", "per round", {
-        "columns": ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
-        "rows": [[r, _median([c.tokens for c in cells if c.round == r]), round(a, 3), round(b, 3), round(g, 3)]
-                 for r, a, b, g in zip(d.rounds, d.ref_rates, d.cand_rates, d.agreement)]})
+    table = Table("per round", ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
+                  [[r, _median([c.tokens for c in cells if c.round == r]), round(a, 3), round(b, 3), round(g, 3)]
+                   for r, a, b, g in zip(d.rounds, d.ref_rates, d.cand_rates, d.agreement)])
     ev = [_curve(d), table]
     worst = next((c for c in cells if c.ref_ok and not c.cand_ok), None)
     if worst is not None:
@@ -140,8 +139,8 @@ def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: To
     lines = [f"{c.name}: {c.label} — {c.detail}" for c in found]
     if counter.estimated:
         lines.append(f"token counts are estimated ({counter.why_estimated})")
-    table = Evidence("table", "seed 000 trigger conditions (candidate)", {
-        "columns": ["condition", "exercised", "evidence"], "rows": [[c.name, c.label, c.detail] for c in found]})
+    table = Table("seed 000 trigger conditions (candidate)", ["condition", "exercised", "evidence"],
+                  [[c.name, c.label, c.detail] for c in found])
     reason = ("all of seed 000's trigger conditions were exercised" if not absent else
               "not exercised: " + "; ".join(f"{c.name} ({c.label}: {c.detail})" for c in absent))
     ctx.notes.append("session decay trigger conditions — " + "; ".join(lines))
@@ -153,11 +152,10 @@ def _median(xs: list[int]) -> int:
     return sorted(xs)[len(xs) // 2] if xs else 0
 
 
-def _pair(c: Cell, rounds: list[Round]) -> Evidence:
+def _pair(c: Cell, rounds: list[Round]) -> TextPair:
     r = next(x for x in rounds if x.session == c.session and x.index == c.round)
-    return Evidence("text_pair", f"session {c.session}, round {c.round} ({c.tokens} tokens): expected {r.answer!r}", {
-        "reference": c.ref_text, "candidate": c.cand_text, "divergence": _diverge(c.ref_text, c.cand_text),
-        "prompt": r.messages[-1]["content"]})
+    return TextPair(f"session {c.session}, round {c.round} ({c.tokens} tokens): expected {r.answer!r}", c.ref_text,
+                    c.cand_text, _diverge(c.ref_text, c.cand_text), r.messages[-1]["content"])
 
 
 def _diverge(a: str, b: str) -> int | None:

@@ -21,6 +21,7 @@ import random
 import time
 from typing import Any
 
+from gatekeeper.evidence import Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
@@ -30,7 +31,7 @@ from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.fanout import fan_out, raise_first
 from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, text
 from gatekeeper.responses import ChatResponse
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 _CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
 
@@ -140,24 +141,22 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right",
               {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail},
-              [Evidence("table", "tool-call cases (calls, reference, candidate, problems)", {
-                  "columns": ["calls", "reference", "candidate", "candidate problems"], "rows": rows})], started=t0)
+              [Table("tool-call cases (calls, reference, candidate, problems)",
+                     ["calls", "reference", "candidate", "candidate problems"], rows)], started=t0)
     final_ref, final_cand = text(ref[-1]), text(cand[-1])
     want = result_case[2]
     ok_a, ok_b = final_ref == want, final_cand == want
     ctx.check("tool_result", Status.FAIL if ok_a and not ok_b else Status.PASS if ok_b else Status.WARN,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})", {"expected": want, "reference": final_ref, "candidate": final_cand},
-              [] if ok_b else [Evidence("text_pair", "final answer after the tool result", {
-                  "reference": final_ref, "candidate": final_cand, "divergence": 0, "prompt": want})])
+              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)])
     diff = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if _key(p) != _key(q)]
     ctx.check("tool_stream", Status.FAIL if diff else Status.PASS,
               f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
               f"all {n} streamed tool-call answers equal the non-streamed ones",
               {"cases": n, "differ": len(diff)},
-              [Evidence("text_pair", "non-streamed vs streamed (candidate)", {
-                  "reference": _render(cand[diff[0]]), "candidate": _render(streamed[diff[0]]), "divergence": 0,
-                  "prompt": None})] if diff else [])
+              [TextPair("non-streamed vs streamed (candidate)", _render(cand[diff[0]]), _render(streamed[diff[0]]), 0, None)]
+              if diff else [])
 
 
 def _span(answers: list[Answer]) -> str:
@@ -201,5 +200,4 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right",
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail},
-              [Evidence("table", "JSON-schema cases", {"columns": ["reference", "candidate", "candidate problem"],
-                                                         "rows": rows})], started=t0)
+              [Table("JSON-schema cases", ["reference", "candidate", "candidate problem"], rows)], started=t0)

@@ -14,13 +14,14 @@ import numpy as np
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Histogram, Table
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.noise import ask_twice
 from gatekeeper.gates.numerics.settings import NumericsSettings
 from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
 from gatekeeper.responses import CompletionResponse
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 R = TypeVar("R")
 
@@ -115,9 +116,8 @@ class NumericsGate(Gate):
         rows = [[p[:40], c.positions, len(c.ranked_deltas), round(c.max_delta, 5), round(c.mean_delta, 5), round(c.top1_agreement, 3),
                  round(c.topk_overlap, 3), round(c.kl_mean, 6), round(c.nll_rel_drift, 5), c.bad_b]
                 for p, c in zip(prompts, cands)]
-        table = Evidence("table", "per prompt (candidate vs reference)", {
-            "columns": ["prompt", "positions", "ranked", "max |Δ|", "mean |Δ|", "top-1", "top-k overlap", "KL", "NLL drift", "NaN/Inf"],
-            "rows": rows})
+        table = Table("per prompt (candidate vs reference)", ["prompt", "positions", "ranked", "max |Δ|", "mean |Δ|", "top-1",
+                                                              "top-k overlap", "KL", "NLL drift", "NaN/Inf"], rows)
         bad = sum(c.bad_b for c in cands)
         ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
                   f"{bad} NaN/Inf logprob(s) from the candidate" if bad else "no NaN/Inf", {"nan_inf": bad}, [table] if bad else [])
@@ -129,8 +129,8 @@ class NumericsGate(Gate):
                       + (f" over {over}" if over else ""),
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence)
 
-        hist = Evidence("histogram", "|Δ logprob| of the reference token where the reference ranks it in its top-k",
-                        {"values": all_c[:5000], "label": "|Δ logprob|", "threshold": tol["max_abs_delta"]})
+        hist = Histogram("|Δ logprob| of the reference token where the reference ranks it in its top-k", all_c[:5000],
+                         "|Δ logprob|", tol["max_abs_delta"])
         if all_c:
             upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0), [hist, table], ranked)
             upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99), over=ranked)

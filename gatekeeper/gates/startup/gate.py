@@ -11,10 +11,11 @@ from typing import Any
 from gatekeeper.capabilities import FEATURES
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Log, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.startup.logs import check_logs
 from gatekeeper.gates.startup.settings import StartupSettings
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 
 class StartupGate(Gate):
@@ -47,7 +48,7 @@ class StartupGate(Gate):
                 # A launched candidate that dies is a regression; an unreachable URL is an error.
                 status = Status.FAIL if role == "candidate" and rt.kind != "url" else Status.ERROR
                 ctx.check(f"ready.{role}", status, f"{role} did not become ready: {rt.start_error}",
-                          {"startup_s": rt.startup_s}, [Evidence("log", f"{role} log tail", {"lines": rt.log_lines[-40:]})])
+                          {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
             ctx.check(f"ready.{role}", Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
                       {"startup_s": rt.startup_s})
@@ -87,7 +88,7 @@ class StartupGate(Gate):
         caps = ctx.capabilities[role]  # the first read probes: after the canary
         metrics = {n: getattr(caps, n) for n in FEATURES}
         rows = [[n, "yes" if getattr(caps, n) else "no", caps.note(n)] for n in FEATURES]
-        evidence = [Evidence("table", f"{role} capabilities", {"columns": ["capability", "supported", "note"], "rows": rows})]
+        evidence = [Table(f"{role} capabilities", ["capability", "supported", "note"], rows)]
         errors, warnings = caps.errors, caps.protocol_warnings
         if errors:
             ctx.check(f"protocol.{role}", Status.ERROR, "probe requests failed: " + "; ".join(
@@ -130,9 +131,8 @@ class StartupGate(Gate):
                           + ("and answers the same" if got == ref else f"but answers {ref!r}"))
             else:
                 status, reason = Status.FAIL, f"answered {got!r}, expected {s.canary_expect!r}"
-            evidence = [] if status == Status.PASS else [Evidence("text_pair", "canary answer", {
-                "reference": ref if ref is not None else s.canary_expect, "candidate": got, "divergence": None,
-                "prompt": s.canary_prompt})]
+            evidence = [] if status == Status.PASS else [
+                TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
             ctx.check("canary.candidate", status, reason, {"first_request_s": time.perf_counter() - t0}, evidence)
 
 

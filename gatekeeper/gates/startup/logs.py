@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
+from gatekeeper.evidence import Log, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.startup.settings import StartupSettings
-from gatekeeper.results import Evidence, Status
+from gatekeeper.results import Status
 
 _VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
@@ -48,10 +49,9 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
                 if severity == Status.FAIL or (severity == Status.WARN and worst == Status.PASS):
                     worst = severity
     ctx.check("log_rules", worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
-              {"matches": len(hits)}, [Evidence("table", "matched log lines", {"columns": ["rule", "severity", "line"],
-                                                                              "rows": hits[:50]})] if hits else [])
+              {"matches": len(hits)}, [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [])
     new = sorted({normalise(line) for line in cand.log_lines if _WARNING.search(line)} - ref_lines)
     severity = Status(s.new_warnings_severity) if new else Status.PASS
     ctx.check("new_warnings", severity, f"{len(new)} warning line(s) the reference did not print" if new
               else "no new warnings", {"new_warnings": len(new)},
-              [Evidence("log", "new warning lines (normalised)", {"lines": new[:50]})] if new else [])
+              [Log("new warning lines (normalised)", new[:50])] if new else [])
