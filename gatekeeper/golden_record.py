@@ -29,7 +29,7 @@ def record_target(target: str, golden_path: str, out_path: str, model: str | Non
         try:
             if not started.ready:
                 raise TargetError(f"{spec.describe()} did not start: {started.error}")
-            ep = Endpoint("reference", started.base_url, served_model(started.base_url, spec), tgt.api_key())
+            ep = Endpoint("reference", started.base_url, served_model(started.base_url, spec, tgt.api_key()), tgt.api_key())
             try:
                 record_baseline(ep, golden, Path(out_path))
             finally:

@@ -3,32 +3,19 @@
 Autoescape is on for every template (model output may contain `<script>`); the templates'
 names end in `.j2`, so it is switched on explicitly rather than by file extension. Undefined
 names raise, so a template typo fails the tests instead of rendering blank. The view-models
-come from viewmodel.py (correctness) and `performance_view` below, both built from the report
-data; the two pages are two `Renderer`s sharing one Jinja2 environment.
+come from viewmodel.py (correctness) and performance_view.py, both built from the report data;
+the two pages are two `Renderer`s sharing one Jinja2 environment, each told the other's file
+name for the link between them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup
 
-from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData
 from gatekeeper.report.interface import Renderer
-from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.report.viewmodel import correctness_view, run_view
-
-
-@dataclass(frozen=True)
-class PerfRow:
-    """One row of a performance table: label cells, then figures, then the meaningful flag."""
-
-    cells: tuple[str, ...]
-    meaningful: bool
-    reason: str
+from gatekeeper.report.performance_view import performance_view
+from gatekeeper.report.viewmodel import correctness_view
 
 
 def _environment() -> Environment:
@@ -44,83 +31,6 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value * 1000:.1f} ms"
-
-
-def _tps(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1f}"
-
-
-def _figures(p: TargetPerformance) -> list[tuple[str, str]]:
-    """(figure name, formatted value) for one target, in display order."""
-    return [
-        ("requests (streamed)", f"{p.num_requests} ({p.num_streamed})"),
-        ("startup time", "–" if p.startup_s is None else f"{p.startup_s:.2f} s"),
-        ("TTFT p50", _ms(p.ttft_s.p50)),
-        ("TTFT p95", _ms(p.ttft_s.p95)),
-        ("time per output token p50", _ms(p.tpot_s.p50)),
-        ("time per output token p95", _ms(p.tpot_s.p95)),
-        ("end-to-end latency p50", _ms(p.e2e_s.p50)),
-        ("end-to-end latency p95", _ms(p.e2e_s.p95)),
-        ("output tokens", str(p.output_tokens)),
-        ("output tokens/s", _tps(p.output_tokens_per_s)),
-    ]
-
-
-_RATIO_KEYS = {
-    "startup time": "startup_s",
-    "TTFT p50": "ttft_p50",
-    "time per output token p50": "tpot_p50",
-    "end-to-end latency p50": "e2e_p50",
-    "output tokens/s": "output_tokens_per_s",
-}
-
-
-def _gate_row(p: TargetPerformance) -> PerfRow:
-    cells = (p.scope, p.role, str(p.num_requests), _ms(p.ttft_s.p50), _ms(p.e2e_s.p50), _tps(p.output_tokens_per_s))
-    return PerfRow(cells, p.meaningful, p.not_meaningful_reason or "")
-
-
-def performance_view(data: ReportData) -> dict[str, Any]:
-    """Everything performance.html.j2 needs.
-
-    The per-target table is transposed (one row per figure, one column per target, then the
-    candidate/reference ratio) so it fits a narrow window; the per-gate table has one row per
-    gate and target.
-    """
-    run, perf = data.run, data.performance
-    candidate = next((p for p in perf.targets if p.role == "candidate"), None)
-    caveat = "" if candidate is None or candidate.meaningful else str(candidate.not_meaningful_reason)
-    has_ratio = bool(perf.candidate_vs_reference)
-    columns = tuple(p.role for p in perf.targets) + (("candidate / reference",) if has_ratio else ())
-    per_target = [_figures(p) for p in perf.targets]
-    figure_rows = []
-    for i, (name, _) in enumerate(per_target[0] if per_target else []):
-        cells = [name] + [figs[i][1] for figs in per_target]
-        if has_ratio:
-            ratio = perf.candidate_vs_reference.get(_RATIO_KEYS.get(name, ""))
-            cells.append("" if ratio is None else f"{ratio:.2f}×")
-        figure_rows.append(tuple(cells))
-    meaningful = tuple(("yes" if p.meaningful else f"no: {p.not_meaningful_reason}") for p in perf.targets)
-    meaningful += ("",) if has_ratio else ()
-    histograms: list[Markup] = []
-    for p in perf.targets:
-        values = [t.e2e_s * 1000 for t in run.timings if t.target == p.role]
-        if values:
-            histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)"))
-    return {
-        "run": run_view(data),
-        "caveat": caveat,
-        "columns": columns,
-        "figure_rows": tuple(figure_rows),
-        "meaningful": meaningful,
-        "gate_columns": ("gate", "target", "requests", "TTFT p50", "E2E p50", "output tok/s"),
-        "by_gate": tuple(_gate_row(p) for p in perf.by_gate),
-        "histograms": tuple(histograms),
-    }
-
-
 class CorrectnessHtmlRenderer(Renderer):
     """correctness.html: the verdict, then every gate with its checks and their evidence."""
 
@@ -129,7 +39,8 @@ class CorrectnessHtmlRenderer(Renderer):
 
     def render(self, data: ReportData) -> str:
         """correctness.html's text."""
-        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data))
+        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data),
+                                                               other_page=PerformanceHtmlRenderer.filename)
 
 
 class PerformanceHtmlRenderer(Renderer):
@@ -140,4 +51,5 @@ class PerformanceHtmlRenderer(Renderer):
 
     def render(self, data: ReportData) -> str:
         """performance.html's text."""
-        return _ENV.get_template("performance.html.j2").render(**performance_view(data))
+        return _ENV.get_template("performance.html.j2").render(**performance_view(data),
+                                                               other_page=CorrectnessHtmlRenderer.filename)

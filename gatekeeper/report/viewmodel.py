@@ -1,6 +1,6 @@
 """The data the HTML templates render, built in Python so the templates only loop and branch.
 
-`correctness_view(data)` (here) and `performance_view(data)` (html.py) turn the report data
+`correctness_view(data)` (here) and `performance_view(data)` (performance_view.py) turn the report data
 into plain frozen values: formatted strings, CSS class names, pre-cut text pairs and ready SVG
 charts. Nothing here writes HTML except the charts (charts.py), which escape their own text.
 """
