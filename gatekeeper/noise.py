@@ -4,7 +4,8 @@ LLM serving is not bitwise deterministic: batch composition and kernel order cha
 So before the candidate is held to the reference, the reference is asked the same items a second
 time, at another concurrency (`noise_floor_concurrency`, the one setting name in every policy
 section) and in the reverse order, so that the batches differ; what it does not repeat is noise,
-never a regression. A second pass of 0 concurrency means "not measured", and gates say so.
+never a regression. A second pass at concurrency 0 means "not measured" (gate 4 allows it and
+notes it; gates 2 and 3 require the pass).
 """
 
 from __future__ import annotations

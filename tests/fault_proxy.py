@@ -2,7 +2,8 @@
 transport-fault tests: HTTP 500s, malformed JSON, hangs, cut streams, or dying mid-run.
 
 GETs (health, models, version) always pass through, so the target looks healthy at startup, as
-a broken production server does; POSTs misbehave per `mode` once `after` of them have passed.
+a broken production server does; POSTs misbehave per `mode` once `after` of them have passed
+("pass" never misbehaves). With `record`, every request's (method, path, body) is appended to it.
 """
 
 from __future__ import annotations
@@ -36,14 +37,17 @@ class _Handler(BaseHTTPRequestHandler):
                         return  # drop the connection mid-stream
 
     def do_GET(self) -> None:  # noqa: N802
+        with self.server.lock:
+            self.server.record.append(("GET", self.path, b""))
         self._forward("GET", None)
 
     def do_POST(self) -> None:  # noqa: N802
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         srv = self.server
         with srv.lock:
+            srv.record.append(("POST", self.path, body))
             srv.posts += 1
-            srv.misbehaving = srv.posts > srv.after
+            srv.misbehaving = srv.posts > srv.after and srv.mode != "pass"
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
             return
@@ -69,9 +73,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, upstream: str, mode: str, after: int, hang_s: float) -> None:
+    def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
+        self.record: list = record if record is not None else []
         self.posts = 0
         self.misbehaving = False
         self.lock = threading.Lock()
@@ -83,9 +88,10 @@ class _ProxyServer(ThreadingHTTPServer):
 
 
 @contextmanager
-def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0) -> Iterator[str]:
-    """Yield the proxy's base URL; `mode` is http500, malformed, timeout, cut_stream or die."""
-    srv = _ProxyServer(upstream, mode, after, hang_s)
+def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
+                record: list | None = None) -> Iterator[str]:
+    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream or die."""
+    srv = _ProxyServer(upstream, mode, after, hang_s, record)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

@@ -93,3 +93,20 @@ def test_a_missing_golden_baseline_exits_3_before_any_engine_starts(tmp_path):
     out = gk_run(tmp_path / "r", "--policy", str(bad))
     assert out.code == 3 and out.run_dir is None
     assert "nope.jsonl: cannot read baseline" in out.stderr
+
+
+def test_the_canary_is_the_first_request_a_target_sees(tmp_path, upstream, tiny_model_dir):
+    """Gate 1 probes capabilities after its canary; the run reports the /version gate 1 read."""
+    import json
+
+    seen: list = []
+    with fault_proxy(upstream.url, "pass", record=seen) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--gates", "startup")
+    posts = [(path, json.loads(body)) for method, path, body in seen if method == "POST"]
+    first_path, first = posts[0]
+    assert first_path == "/v1/chat/completions" and first["max_tokens"] == 8  # the canary's budget, not the probe's 4
+    assert first["messages"] == [{"role": "user", "content": "Reply with exactly: OK"}]
+    assert len(posts) > 3  # the capability probe followed
+    candidate = next(t for t in out.summary["targets"] if t["role"] == "candidate")
+    assert candidate["version"] == out.check("startup.version.candidate")["metrics"]["version"] is not None
+    assert candidate["capabilities"]["chat"] is True and candidate["capabilities"]["top_logprobs_max"] >= 5
