@@ -3,13 +3,16 @@ transport-fault tests: HTTP 500s, malformed JSON, hangs, cut streams, or dying m
 
 GETs (health, models, version) always pass through, so the target looks healthy at startup, as
 a broken production server does; POSTs misbehave per `mode` once `after` of them have passed
-("pass" never misbehaves). With `record`, every request's (method, path, body) is appended to it.
+("pass" never misbehaves). With `record`, every request's (method, path, body) is appended to it;
+with `rewrite`, every non-streamed JSON answer is passed through it first.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
@@ -24,6 +27,14 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _forward(self, method: str, body: bytes | None) -> None:
+        rewrite = self.server.rewrite
+        if rewrite is not None and method == "POST" and b'"stream": true' not in (body or b"").replace(b'"stream":true', b'"stream": true'):
+            with httpx.Client(timeout=120) as http:
+                r = http.post(self.server.upstream + self.path, content=body,
+                              headers={"content-type": self.headers.get("content-type", "application/json")})
+            out = json.dumps(rewrite(self.path, r.json())).encode() if r.status_code == 200 else r.content
+            self._reply(r.status_code, out)
+            return
         with httpx.Client(timeout=120) as http:
             with http.stream(method, self.server.upstream + self.path, content=body,
                              headers={"content-type": self.headers.get("content-type", "application/json")}) as r:
@@ -73,9 +84,11 @@ class _Handler(BaseHTTPRequestHandler):
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None) -> None:
+    def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
+                 rewrite: Callable[[str, dict], dict] | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
+        self.rewrite = rewrite
         self.record: list = record if record is not None else []
         self.posts = 0
         self.misbehaving = False
@@ -89,9 +102,10 @@ class _ProxyServer(ThreadingHTTPServer):
 
 @contextmanager
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
-                record: list | None = None) -> Iterator[str]:
-    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream or die."""
-    srv = _ProxyServer(upstream, mode, after, hang_s, record)
+                record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
+    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream or die;
+    `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
+    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

@@ -102,6 +102,17 @@ def test_no_degeneration_kinds_and_healthy_outputs():
     assert check({"type": "no_degeneration", "allow_empty": True}, reply("")).ok
 
 
+@pytest.mark.parametrize("text,flagged", [
+    ("!" * 16, True),  # NaN logits under argmax at max_tokens 16: under max_char_run, still degenerate
+    ("!!!!", True), ("  ????  ", True), ("the " * 8, True), ("a" * 8, True),
+    ("!!!", False), ("OK", False), ("1111", False), ("no no no", False), ("OK!!!!", False),
+])
+def test_an_answer_that_is_one_symbol_or_word_repeated_is_degenerate(text: str, flagged: bool) -> None:
+    found = find_degeneration(text)
+    assert (found is not None and found.kind == "fill") is flagged, (text, found)
+    assert find_degeneration("!" * 17).kind == "char_run"  # longer runs keep their own name
+
+
 def test_degeneration_offsets_point_at_the_problem():
     found = find_degeneration("OK then!!!!!!!!!!!!!!!!!!!!")
     assert found is not None and found.kind == "char_run" and found.offset == 7

@@ -41,3 +41,14 @@ def test_settings_are_typed_values_with_the_policy_overlaid(tmp_path) -> None:
     assert isinstance(policy.settings("numerics"), NumericsSettings) and policy.settings("numerics").concurrency == 4
     assert "golden" not in policy.enabled and "longctx" in policy.enabled
     assert policy.where("longctx", "noise_floor_concurrency") == (str(tmp_path / "policy.yaml"), 4)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("  longctx:\n    needle_lengths: []\n", r"policy.yaml:4: gates.longctx.needle_lengths: must not be empty"),
+    ("  longctx:\n    boundary_tokens: []\n", r"policy.yaml:4: gates.longctx.boundary_tokens: must not be empty"),
+    ("  longctx:\n    decay_sessions: 0\n", r"policy.yaml:4: gates.longctx.decay_sessions: must be at least 1"),
+    ("  numerics:\n    prompts: []\n", r"policy.yaml:4: gates.numerics.prompts: must name at least one prompt"),
+])
+def test_a_setting_that_would_judge_nothing_is_refused(tmp_path, body: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        _load(tmp_path, body)

@@ -110,3 +110,20 @@ def test_the_canary_is_the_first_request_a_target_sees(tmp_path, upstream, tiny_
     candidate = next(t for t in out.summary["targets"] if t["role"] == "candidate")
     assert candidate["version"] == out.check("startup.version.candidate")["metrics"]["version"] is not None
     assert candidate["capabilities"]["chat"] is True and candidate["capabilities"]["top_logprobs_max"] >= 5
+
+
+def test_a_candidate_without_top_logprobs_does_not_pass_numerics(tmp_path, upstream, tiny_model_dir):
+    """top_logprobs: null on every completion: no top-1 agreement, top-k overlap or KL can be
+    measured, so those checks SKIP (blocking) and the run HOLDs instead of passing on defaults."""
+    def strip_top(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            if path.endswith("/completions") and isinstance(choice.get("logprobs"), dict) and "top_logprobs" in choice["logprobs"]:
+                choice["logprobs"]["top_logprobs"] = None
+        return body
+
+    with fault_proxy(upstream.url, "pass", rewrite=strip_top) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    for name in ("top1_agreement", "topk_overlap", "kl"):
+        check = out.check(f"numerics.{name}")
+        assert check["status"] == "SKIP" and check["blocking"], check
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"

@@ -13,7 +13,7 @@ Types (parameters in brackets):
 - `json_schema` [schema] — JSON valid under a JSON Schema (structured.py);
 - `python_ast` [defines] — Python source that parses (structured.py);
 - `tool_call` [calls, ordered=false, content=any|empty] — BFCL-style call matching (structured.py);
-- `no_degeneration` [allow_empty, max_char_run, ngram, max_ngram_repeats, ...] — hard;
+- `no_degeneration` [allow_empty, min_fill_symbols, min_fill_words, max_char_run, ngram, max_ngram_repeats, ...] — hard;
 - `finish_reason` [value: str | list] — e.g. "stop", or "tool_calls";
 - `length` [min_chars, max_chars, min_tokens, max_tokens] — bounds on the answer;
 - `refusal` [expect=true] — the answer is (or, expect false, is not) a refusal;
@@ -124,11 +124,14 @@ class Regex(Assertion):
 @register
 @dataclass(frozen=True)
 class NoDegeneration(Assertion):
-    """The answer (text and tool calls) is not empty, has no U+FFFD, no long run of one character,
-    no looping tail and no word n-gram repeated too often. Always a hard failure."""
+    """The answer (text and tool calls) is not empty, is not one symbol or word repeated, has no
+    U+FFFD, no long run of one character, no looping tail and no word n-gram repeated too often.
+    Always a hard failure."""
 
     type: ClassVar[str] = "no_degeneration"
     allow_empty: bool = False
+    min_fill_symbols: int = DegenerationLimits.min_fill_symbols
+    min_fill_words: int = DegenerationLimits.min_fill_words
     max_char_run: int = DegenerationLimits.max_char_run
     ngram: int = DegenerationLimits.ngram
     max_ngram_repeats: int = DegenerationLimits.max_ngram_repeats

@@ -7,6 +7,9 @@ the detokenizer turns into U+FFFD. These detectors find those shapes in a single
 - `empty`: nothing but whitespace;
 - `replacement_char`: U+FFFD anywhere;
 - `char_run`: one character repeated more than `max_char_run` times in a row;
+- `fill`: the whole answer is one character or one word repeated — at least `min_fill_symbols`
+  times for a symbol (`!!!!`, what NaN logits decode to at any `max_tokens`), at least
+  `min_fill_words` times for a letter, digit or word;
 - `repeated_ngram`: a word n-gram occurring more than `max_ngram_repeats` times;
 - `looping_tail`: the text ends in a block of 1..`max_period` characters repeated at least
   `min_tail_repeats` times, covering at least `min_tail_chars` characters.
@@ -28,6 +31,8 @@ class DegenerationLimits:
     """Thresholds for `find_degeneration`; the defaults suit short and medium golden answers."""
 
     allow_empty: bool = False
+    min_fill_symbols: int = 4
+    min_fill_words: int = 8
     max_char_run: int = 16
     ngram: int = 3
     max_ngram_repeats: int = 4
@@ -58,6 +63,12 @@ def find_degeneration(text: str, limits: DegenerationLimits = DegenerationLimits
     if run[1] > limits.max_char_run:
         ch, length, start = run
         return Degeneration("char_run", f"{ch!r} repeated {length} times in a row", start)
+    fill = filled_with(text)
+    if fill is not None:
+        unit, count = fill
+        least = limits.min_fill_symbols if len(unit) == 1 and not unit.isalnum() else limits.min_fill_words
+        if count >= least:
+            return Degeneration("fill", f"the whole answer is {unit!r} repeated {count} times", len(text) - len(text.lstrip()))
     tail = looping_tail(text, limits.max_period, limits.min_tail_repeats, limits.min_tail_chars)
     if tail is not None:
         period, repeats, start = tail
@@ -66,6 +77,18 @@ def find_degeneration(text: str, limits: DegenerationLimits = DegenerationLimits
     if gram is not None and gram[1] > limits.max_ngram_repeats:
         words, count = gram
         return Degeneration("repeated_ngram", f"the {limits.ngram}-gram {words!r} occurs {count} times", max(0, text.find(words)))
+    return None
+
+
+def filled_with(text: str) -> tuple[str, int] | None:
+    """(unit, count) when the whole stripped text is one character, or one whitespace-separated
+    word, repeated; None otherwise."""
+    body = text.strip()
+    if body and len(set(body)) == 1:
+        return body[0], len(body)
+    words = body.split()
+    if len(words) > 1 and len(set(words)) == 1:
+        return words[0], len(words)
     return None
 
 

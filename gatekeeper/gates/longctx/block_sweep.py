@@ -47,7 +47,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     conc = s.concurrency
     ref, ref2, cand = side_by_side(triple, triples, ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
-    err = first_error([x[1] for x in flat], [x[2] for x in flat])
+    err = first_error([x[1] for x in flat], [x[2] for x in flat], [a for t in ref2 or [] for a in t])
     if err is not None:
         ctx.error_check("block_boundary", err)
         return

@@ -119,10 +119,13 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
     if not w.logprobs:
         ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
-    ctx.check("nan_inf", Status.FAIL if w.non_finite else Status.PASS,
-              f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
-              f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers",
-              {"non_finite": w.non_finite, "answers_hit": w.answers_hit, "answers": w.answers})
+    missing = (f"; {w.missing} token(s) came with a null logprob (missing: NaN could hide there)" if w.missing else "")
+    status = Status.FAIL if w.non_finite else Status.WARN if w.missing else Status.PASS
+    ctx.check("nan_inf", status,
+              (f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
+               f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
+              + missing,
+              {"non_finite": w.non_finite, "missing": w.missing, "answers_hit": w.answers_hit, "answers": w.answers})
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:

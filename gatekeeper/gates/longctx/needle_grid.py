@@ -45,7 +45,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     conc, limit = s.concurrency, s.answer_tokens
     ref, ref2, cand = side_by_side(lambda ep, p: chat(ep, p.messages, max_tokens=limit), grid,
                                    ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
-    err = first_error(ref, cand)
+    err = first_error(ref, cand, ref2 or [])  # a failed noise-floor request is an error, not noise
     if err is not None:
         ctx.error_check("needle_grid", err)
         return
@@ -79,15 +79,19 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                         for li in range(len(lengths))}
     limit = s.needle_max_regressions
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
-    status = Status.FAIL if len(regressions) > limit else Status.PASS
-    reason = (f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"
+    judged = sum(1 for i, ok in enumerate(ok_ref) if ok and not noisy[i])
+    status = Status.FAIL if len(regressions) > limit else Status.PASS if judged else Status.SKIP
+    reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
+              if status is Status.SKIP else "") + (
+              f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
               + f"; {both_fail} cells neither answers (not held against the candidate)"
               + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else "")
               + (f"; {sum(noisy)} cells the reference itself answers differently on a second pass (noise, not judged)"
                  if any(noisy) else ""))
     ctx.check("needle_grid", status, reason, {
-        "cells": len(grid), "regressions": len(regressions), "reference_unstable": sum(noisy), "both_fail": both_fail, "limit": limit,
+        "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
+        "both_fail": both_fail, "limit": limit,
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid)},

@@ -70,3 +70,9 @@ class LongContextSettings:
         require(all(isinstance(d, (int, float)) and 0.0 <= d <= 1.0 for d in self.needle_depths), "needle_depths",
                 "must be a list of depths between 0 and 1")
         require(0.0 < self.decay_alpha < 1.0, "decay_alpha", "must be between 0 and 1")
+        # An empty family would "pass" having judged nothing: every family needs something to judge.
+        for key in ("needle_lengths", "needle_depths", "boundary_tokens", "decay_growth"):
+            require(len(getattr(self, key)) > 0, key, "must not be empty (an empty list would pass having judged nothing)")
+        for key in ("prefix_suffixes", "tool_cases", "json_cases", "decay_sessions", "decay_facts", "decay_concurrency"):
+            require(getattr(self, key) >= 1, key, "must be at least 1 (0 would pass having judged nothing)")
+        require(self.decay_rounds >= 2, "decay_rounds", "must be at least 2: decay is measured between rounds")

@@ -8,6 +8,7 @@ number of requests a target had in flight — the concurrency the run actually e
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -73,10 +74,18 @@ def cached_tokens(answer: Answer) -> int | None:
 
 
 def non_finite(answer: Answer) -> int:
-    """How many logprobs of an answer are NaN or infinite (0 when none were returned)."""
+    """How many logprobs of an answer are NaN or infinite (0 when none were returned; a null
+    logprob is missing, not NaN — see `missing_logprobs`)."""
     if not isinstance(answer, ChatResponse) or not answer.logprobs:
         return 0
-    return sum(1 for t in answer.logprobs if t.logprob is None or t.logprob != t.logprob or abs(t.logprob) == float("inf"))
+    return sum(1 for t in answer.logprobs if t.logprob is not None and not math.isfinite(t.logprob))
+
+
+def missing_logprobs(answer: Answer) -> int:
+    """How many tokens of an answer came with a null logprob."""
+    if not isinstance(answer, ChatResponse) or not answer.logprobs:
+        return 0
+    return sum(1 for t in answer.logprobs if t.logprob is None)
 
 
 def text(answer: Answer) -> str:
@@ -85,7 +94,8 @@ def text(answer: Answer) -> str:
 
 
 def first_error(*groups: list[Answer]) -> EndpointError | None:
-    """The first failed request among the answer lists, if any."""
+    """The first failed request among the answer lists, if any. Gates pass the reference's
+    noise-floor pass too: a request that failed there is an ERROR, never "noise, not judged"."""
     return next((a for g in groups for a in g if isinstance(a, EndpointError)), None)
 
 
@@ -99,6 +109,7 @@ class Watched:
         self._lock = threading.Lock()
         self.answers = 0
         self.non_finite = 0
+        self.missing = 0
         self.answers_hit = 0
         self.example = ""
 
@@ -113,6 +124,7 @@ class Watched:
         bad = non_finite(answer)
         with self._lock:
             self.answers += 1
+            self.missing += missing_logprobs(answer)
             if bad:
                 self.non_finite += bad
                 self.answers_hit += 1

@@ -14,7 +14,7 @@ import numpy as np
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.evidence import Histogram, Table
+from gatekeeper.evidence import Evidence, Histogram, Table
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.noise import ask_twice
@@ -105,49 +105,82 @@ class NumericsGate(Gate):
         dtype = ctx.runtimes["candidate"].dtype
         s: NumericsSettings = ctx.settings
         tol = s.tolerance(dtype)
-        m = s.noise_multiplier
+        m, most = s.noise_multiplier, s.max_noise_loosening
         all_c = [d for c in cands for d in c.ranked_deltas]
         all_n = [d for c in noises for d in c.ranked_deltas]
-        ranked = f"{len(all_c)} of {sum(c.positions for c in cands)} positions (the reference's top-{k} tokens)"
+        missing = sum(c.missing_b for c in cands)
+        ranked = (f"{len(all_c)} of {sum(c.positions for c in cands)} positions (the reference's top-{k} tokens)"
+                  + (f"; {missing} position(s) the candidate returned no logprob for" if missing else ""))
 
         def pct(xs: list[float], q: float) -> float:
             return float(np.percentile(xs, q)) if xs else 0.0
 
-        rows = [[p[:40], c.positions, len(c.ranked_deltas), round(c.max_delta, 5), round(c.mean_delta, 5), round(c.top1_agreement, 3),
-                 round(c.topk_overlap, 3), round(c.kl_mean, 6), round(c.nll_rel_drift, 5), c.bad_b]
+        def r(x: float | None, digits: int) -> float | None:
+            return None if x is None else round(x, digits)
+
+        rows = [[p[:40], c.positions, len(c.ranked_deltas), round(c.max_delta, 5), round(c.mean_delta, 5), r(c.top1_agreement, 3),
+                 r(c.topk_overlap, 3), r(c.kl_mean, 6), round(c.nll_rel_drift, 5), c.bad_b, c.missing_b]
                 for p, c in zip(prompts, cands)]
         table = Table("per prompt (candidate vs reference)", ["prompt", "positions", "ranked", "max |Δ|", "mean |Δ|", "top-1",
-                                                              "top-k overlap", "KL", "NLL drift", "NaN/Inf"], rows)
+                                                              "top-k overlap", "KL", "NLL drift", "NaN/Inf", "missing"], rows)
         bad = sum(c.bad_b for c in cands)
         ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
-                  f"{bad} NaN/Inf logprob(s) from the candidate" if bad else "no NaN/Inf", {"nan_inf": bad}, [table] if bad else [])
+                  f"{bad} NaN/Inf logprob(s) from the candidate" if bad else "no NaN/Inf", {"nan_inf": bad, "missing": missing},
+                  [table] if bad else [])
 
-        def upper(check: str, key: str, value: float, noise_value: float, evidence=(), over: str = "") -> None:
+        def unstable(check: str, key: str, noise_value: float) -> None:
+            ctx.skip(check, f"reference unstable: it disagrees with itself on {key} by {noise_value:.4g}, so the limit would be "
+                            f"loosened past {most:g}x the policy's {tol[key]:g}; not judged")
+
+        def upper(check: str, key: str, value: float, noise_value: float, evidence: tuple[Evidence, ...] = (),
+                  over: str = "") -> None:
+            if m * noise_value > most * tol[key]:
+                unstable(check, key, noise_value)
+                return
             limit = max(tol[key], m * noise_value)
             status = Status.PASS if value <= limit and not bad else Status.FAIL
             ctx.check(check, status, f"{key} {value:.6g} vs limit {limit:.6g} (policy {tol[key]:g}, noise floor {noise_value:.3g})"
                       + (f" over {over}" if over else ""),
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence)
 
+        def lower(check: str, key: str, value: float, noise_value: float, over: str) -> None:
+            deficit = m * (1.0 - noise_value)
+            if deficit > most * (1.0 - tol[key]) or deficit >= 1.0:
+                unstable(check, key, noise_value)
+                return
+            limit = min(tol[key], 1.0 - deficit)
+            status = Status.PASS if value >= limit and not bad else Status.FAIL
+            ctx.check(check, status, f"{check} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
+                      f"{noise_value:.4f}) over {over}",
+                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})
+
         hist = Histogram("|Δ logprob| of the reference token where the reference ranks it in its top-k", all_c[:5000],
                          "|Δ logprob|", tol["max_abs_delta"])
         if all_c:
-            upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0), [hist, table], ranked)
+            upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0), (hist, table), ranked)
             upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99), over=ranked)
             upper("mean_logprob_delta", "mean_abs_delta", float(np.mean(all_c)), float(np.mean(all_n)) if all_n else 0.0,
                   over=ranked)
         else:
             for name in ("max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta"):
-                ctx.skip(name, f"no position where the reference ranks the scored token in its top-{k}")
-        upper("kl", "kl_max", float(np.mean([c.kl_mean for c in cands])), float(np.mean([c.kl_mean for c in noises])))
+                ctx.skip(name, f"no position where the reference ranks the scored token in its top-{k}"
+                         + (f" and the candidate returns a logprob ({missing} missing)" if missing else ""))
+        kl = [c.kl_mean for c in cands if c.kl_mean is not None]
+        kl_noise = [c.kl_mean for c in noises if c.kl_mean is not None]
+        if kl:
+            upper("kl", "kl_max", float(np.mean(kl)), float(np.mean(kl_noise)) if kl_noise else 0.0,
+                  over=f"{len(kl)} of {len(cands)} prompts with shared top-k tokens")
+        else:
+            ctx.skip("kl", "no position where both targets' top-k lists share a token (a target returned no top-k lists)")
         upper("nll_drift", "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises))
         for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
-            value = float(np.mean([getattr(c, name) for c in cands]))
-            noise_value = float(np.mean([getattr(c, name) for c in noises]))
-            limit = min(tol[key], 1.0 - m * (1.0 - noise_value))
-            status = Status.PASS if value >= limit and not bad else Status.FAIL
-            ctx.check(name, status, f"{name} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor {noise_value:.4f})",
-                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})
+            values = [v for c in cands if (v := getattr(c, name)) is not None]
+            noise_values = [v for c in noises if (v := getattr(c, name)) is not None]
+            if not values:
+                ctx.skip(name, "no position where both targets return a top-k list: nothing to compare, not judged")
+                continue
+            lower(name, key, float(np.mean(values)), float(np.mean(noise_values)) if noise_values else 1.0,
+                  f"{len(values)} of {len(cands)} prompts with top-k lists on both targets")
 
 
 def _scorer(ep: Endpoint, k: int) -> Callable[[str], CompletionResponse]:

@@ -34,7 +34,9 @@ def _default_tolerances() -> dict[str, dict[str, float]]:
 class NumericsSettings:
     """The fixed prompts, how many tokens the reference continues each with, top-k, the
     concurrency of the scoring passes and of the reference's noise-floor pass, how far the noise
-    loosens a limit (`noise_multiplier`), and the tolerances per candidate dtype (float32 is the
+    loosens a limit (`noise_multiplier`) and how far at most (`max_noise_loosening` × the policy's
+    tolerance: a reference noisier than that makes the check "reference unstable", not judged,
+    rather than a limit that cannot fail), and the tolerances per candidate dtype (float32 is the
     fallback for a dtype without its own row)."""
 
     prompts: list[str] = field(default_factory=lambda: list(DEFAULT_PROMPTS))
@@ -43,6 +45,7 @@ class NumericsSettings:
     concurrency: int = 4
     noise_floor_concurrency: int = 1
     noise_multiplier: float = 2.0
+    max_noise_loosening: float = 10.0
     tolerances: dict[str, dict[str, Any]] = field(default_factory=_default_tolerances)
 
     def __post_init__(self) -> None:
@@ -50,6 +53,9 @@ class NumericsSettings:
         require(self.max_new_tokens > 0, "max_new_tokens", "must be at least 1")
         require(self.top_k > 0, "top_k", "must be at least 1")
         require(self.concurrency > 0, "concurrency", "must be at least 1")
+        require(len(self.prompts) > 0, "prompts", "must name at least one prompt")
+        require(self.noise_multiplier >= 1.0, "noise_multiplier", "must be at least 1")
+        require(self.max_noise_loosening >= 1.0, "max_noise_loosening", "must be at least 1")
         require(self.noise_floor_concurrency > 0, "noise_floor_concurrency",
                 "must be at least 1: gate 2's limits are never tighter than the measured noise floor")
         require("float32" in self.tolerances, "tolerances", "needs a float32 row (the fallback for other dtypes)")

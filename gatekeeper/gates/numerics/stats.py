@@ -1,4 +1,7 @@
-"""Small statistics over per-token logprob comparisons (numpy; no engine code)."""
+"""Small statistics over per-token logprob comparisons (numpy; no engine code).
+
+A figure with no data behind it is None, never a default of "perfect": no shared top-k list means
+no top-1 agreement, no top-k overlap and no KL to report, and the gate says so instead of passing."""
 
 from __future__ import annotations
 
@@ -48,12 +51,13 @@ class Comparison:
     positions: int
     deltas: tuple[float, ...]
     ranked: tuple[bool, ...]  # per delta: the token is in a's top-k there (True where a has no top-k)
-    top1_agreement: float
-    topk_overlap: float
-    kl_mean: float
+    top1_agreement: float | None  # None: no position where both returned a top-k list
+    topk_overlap: float | None
+    kl_mean: float | None  # None: no position whose two top-k lists share a token
     nll_a: float
     nll_b: float
     bad_b: int
+    missing_b: int = 0  # positions where a has a logprob and b returned none (missing, not NaN)
 
     @property
     def ranked_deltas(self) -> tuple[float, ...]:
@@ -99,8 +103,11 @@ def compare(a: Scored, b: Scored, top_k: int = 5) -> Comparison:
     deltas, ranked, top1, overlap, kls, nll_a, nll_b = [], [], [], [], [], [], []
     bad_b = sum(1 for x in b.logprobs if is_bad(x)) + sum(
         1 for top in b.tops if top and any(is_bad(v) for v in top.values()))
+    missing_b = 0
     for i in range(min(len(a.logprobs), len(b.logprobs))):
         la, lb = a.logprobs[i], b.logprobs[i]
+        if la is not None and lb is None:
+            missing_b += 1
         if la is None or lb is None or is_bad(la) or is_bad(lb):
             continue
         deltas.append(abs(la - lb))
@@ -119,10 +126,11 @@ def compare(a: Scored, b: Scored, top_k: int = 5) -> Comparison:
         positions=len(deltas),
         deltas=tuple(deltas),
         ranked=tuple(ranked),
-        top1_agreement=float(np.mean(top1)) if top1 else (0.0 if bad_b else 1.0),
-        topk_overlap=float(np.mean(overlap)) if overlap else (0.0 if bad_b else 1.0),
-        kl_mean=float(np.mean(kls)) if kls else 0.0,
+        top1_agreement=float(np.mean(top1)) if top1 else None,
+        topk_overlap=float(np.mean(overlap)) if overlap else None,
+        kl_mean=float(np.mean(kls)) if kls else None,
         nll_a=float(np.mean(nll_a)) if nll_a else 0.0,
         nll_b=float(np.mean(nll_b)) if nll_b else 0.0,
         bad_b=bad_b,
+        missing_b=missing_b,
     )
