@@ -49,6 +49,32 @@ class CheckResult:
 
 
 @dataclass(frozen=True)
+class Coverage:
+    """How much of what a gate set out to judge it did judge: `judged` items, and the items it
+    could not judge by reason (both targets fail identically, reference unstable, capability
+    missing, request failed...); `min_share` is the policy's floor."""
+
+    judged: int
+    unjudged: tuple[tuple[str, int], ...] = ()
+    min_share: float = 0.0
+
+    @property
+    def total(self) -> int:
+        """Items judged or not."""
+        return self.judged + sum(n for _, n in self.unjudged)
+
+    @property
+    def share(self) -> float | None:
+        """The judged share (None when the gate had nothing to judge)."""
+        return self.judged / self.total if self.total else None
+
+    @property
+    def enough(self) -> bool:
+        """Whether the judged share reaches the floor (nothing judged is never enough)."""
+        return self.share is not None and self.judged > 0 and self.share >= self.min_share - 1e-12
+
+
+@dataclass(frozen=True)
 class GateResult:
     """One gate's checks. `status` is the worst check status; `stopped_run` marks a hard
     failure that stops the later gates."""
@@ -62,6 +88,7 @@ class GateResult:
     duration_s: float = 0.0
     stopped_run: bool = False
     notes: tuple[str, ...] = ()
+    coverage: Coverage | None = None  # None: the gate did not run (disabled, stopped, or a target did not start)
 
 
 @dataclass(frozen=True)
@@ -112,4 +139,4 @@ class RunResult:
         return exit_codes.FOR_VERDICT[self.verdict.value]
 
 
-__all__ = ["CheckResult", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]
+__all__ = ["CheckResult", "Coverage", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]

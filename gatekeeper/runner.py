@@ -21,7 +21,7 @@ from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, Ta
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status, TargetInfo
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.spec import make_target
@@ -135,27 +135,38 @@ class Runner:
         results: list[GateResult] = []
         stopped_by: GateResult | None = None
         for gate_cls in select(plan.gates):
-            if gate_cls.id not in plan.policy.enabled:
-                continue
             gate = gate_cls()
+            if gate.id not in plan.policy.enabled:
+                results.append(self._disabled(gate, records))
+                continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions)
             t0 = time.perf_counter()
+            coverage = None
             if stopped_by is not None:
                 ctx.check("not_run", Status.SKIP, f"not run: gate {stopped_by.stage} ({stopped_by.id}) failed")
             elif gate.needs_ready_targets and not all(rt.ready for rt in runtimes.values()):
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
                 self._run_one(gate, ctx, endpoints)
+                coverage = ctx.coverage(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
+                _coverage_check(ctx, coverage)
             hard = any(c.blocking and c.status in gate.stops_run_on for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
-                                time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes))
+                                time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage)
             results.append(result)
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
             if result.stopped_run:
                 stopped_by = result
         return results
+
+    def _disabled(self, gate: Gate, records: RecordWriter) -> GateResult:
+        """A gate the policy turns off: one advisory SKIP, so the report shows it was not run."""
+        check = CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
+                            f"disabled by policy {self.plan.policy.path} (gates.{gate.id}.enabled: false)")
+        records.write(check)
+        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,))
 
     def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
         """Run one gate; whatever it raises becomes an ERROR check (fail closed)."""
@@ -170,3 +181,17 @@ class Runner:
             (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
             ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
 
+
+def _coverage_check(ctx: GateContext, coverage: Coverage) -> None:
+    """`<gate>.coverage`: advisory by construction — a gate that judged too little holds the run
+    (an advisory FAIL is HOLD), it never rolls a candidate back."""
+    unjudged = ", ".join(f"{n} {why}" for why, n in coverage.unjudged)
+    share = "nothing" if coverage.share is None else f"{coverage.judged} of {coverage.total} items ({coverage.share:.0%})"
+    reason = (f"judged {share}" + (f"; not judged: {unjudged}" if unjudged else "")
+              + f"; the policy's minimum is {coverage.min_share:.0%}")
+    status = Status.PASS if coverage.enough else Status.FAIL
+    metrics = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share, "min_share": coverage.min_share,
+               "unjudged": dict(coverage.unjudged)}
+    result = CheckResult(f"{ctx.gate_id}.coverage", ctx.gate_id, status, False, reason, metrics)
+    ctx.checks.append(result)
+    ctx.record(result)

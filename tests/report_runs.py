@@ -10,6 +10,7 @@ from __future__ import annotations
 from gatekeeper.evidence import from_json
 from gatekeeper.results import (
     CheckResult,
+    Coverage,
     GateResult,
     RequestTiming,
     RunResult,
@@ -55,6 +56,11 @@ def _check(
 def _gate(gid: str, stage: int, title: str, checks: list[CheckResult], **kw: object) -> GateResult:
     order = [Status.ERROR, Status.FAIL, Status.SKIP, Status.WARN, Status.PASS]
     worst = min((c.status for c in checks), key=order.index, default=Status.PASS)
+    if "coverage" not in kw:  # as the runner derives it for a gate that counts nothing itself
+        skipped = sum(c.status is Status.SKIP for c in checks)
+        errors = sum(c.status is Status.ERROR for c in checks)
+        kw["coverage"] = Coverage(len(checks) - skipped - errors,
+                                  tuple((why, n) for why, n in (("could not run", errors), ("skipped", skipped)) if n), 0.5)
     return GateResult(
         id=gid,
         stage=stage,

@@ -71,3 +71,28 @@ def test_server_without_logprobs_skips_numerics_and_holds(tmp_path, tiny_model_d
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
     scoring = out.check("numerics.scoring")
     assert scoring["status"] == "SKIP" and scoring["blocking"] and "echo" in scoring["reason"]
+
+
+def test_a_gate_that_judges_too_little_holds_the_run(tmp_path, tiny_model_dir):
+    """The random checkpoint fails these golden cases exactly as the reference does: every case
+    WARNs "reference fails too" and nothing is judged, which must HOLD, not PROMOTE."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, echo-words, arith-mul]\n"
+                      "    stream_variants: false\n    min_judged_share: 0.5\n")
+    out = gk_run(tmp_path / "r", "--model", str(tiny_model_dir), "--policy", str(policy), "--gates", "startup,golden")
+    coverage = out.check("golden.coverage")
+    assert coverage["status"] == "FAIL" and not coverage["blocking"], coverage
+    assert coverage["metrics"]["judged"] < coverage["metrics"]["total"] * 0.5
+    assert out.gate("golden")["coverage"]["min_share"] == 0.5
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    assert any(r.startswith("golden.coverage: FAIL (advisory)") for r in out.summary["reasons"])
+
+
+def test_a_gate_disabled_by_policy_is_shown_as_an_advisory_skip(tmp_path, tiny_model_dir):
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("version: 1\ngates:\n  numerics:\n    enabled: false\n")
+    out = gk_run(tmp_path / "r", "--model", str(tiny_model_dir), "--policy", str(policy), *GATES)
+    disabled = out.check("numerics.disabled")
+    assert disabled["status"] == "SKIP" and not disabled["blocking"] and "disabled by policy" in disabled["reason"]
+    assert out.gate("numerics")["coverage"] is None
+    assert out.code == 0 and out.summary["verdict"] == "PROMOTE"

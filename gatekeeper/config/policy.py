@@ -44,6 +44,7 @@ class Policy:
     rules: tuple[BlockingRule, ...] = ()
     description: str = ""
     lines: dict[tuple[str, str], int] = field(default_factory=dict, compare=False)
+    min_judged: dict[str, float] = field(default_factory=dict)  # gate id -> the policy's coverage floor, where it sets one
 
     def where(self, gate_id: str, key: str) -> tuple[str, int | None]:
         """(file, line) of a gate's setting, for a ConfigError raised after loading."""
@@ -73,15 +74,16 @@ def _type_ok(value: Any, default: Any) -> bool:
     return isinstance(value, type(default))
 
 
-def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[Any, bool]:
-    """The gate's settings from its section (and whether it is enabled), or a ConfigError."""
+def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[Any, bool, float | None]:
+    """The gate's settings from its section, whether it is enabled and its coverage floor (None:
+    the gate's default), or a ConfigError. `enabled` and `min_judged_share` are every gate's."""
     if section is None:
         section = LineDict()
     if not isinstance(section, dict):
         raise ConfigError("a gate's section must be a mapping", path, line_of(section), f"gates.{gate_id}")
     defaults = defaults_of(settings_type)
     values: dict[str, Any] = {}
-    enabled = True
+    enabled, floor = True, None
     for key, value in section.items():
         where = f"gates.{gate_id}.{key}"
         if key == "enabled":
@@ -89,8 +91,14 @@ def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[
                 raise ConfigError("must be a boolean", path, line_of(section, key), where)
             enabled = value
             continue
+        if key == "min_judged_share":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+                raise ConfigError("must be a number between 0 and 1 (the share of items the gate must judge)", path,
+                                  line_of(section, key), where)
+            floor = float(value)
+            continue
         if key not in defaults:
-            known = ", ".join(["enabled", *sorted(defaults)])
+            known = ", ".join(["enabled", "min_judged_share", *sorted(defaults)])
             renamed = f"; renamed to {RENAMED[key]}" if key in RENAMED else ""
             raise ConfigError(f"unknown setting (known: {known}){renamed}", path, line_of(section, key), where)
         if not _type_ok(value, defaults[key]):
@@ -98,7 +106,7 @@ def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[
                               line_of(section, key), where)
         values[key] = float(value) if isinstance(defaults[key], float) else value
     try:
-        return settings_type(**values), enabled
+        return settings_type(**values), enabled, floor
     except SettingError as e:
         raise ConfigError(str(e), path, line_of(section, e.key), f"gates.{gate_id}.{e.key}") from None
 
@@ -137,4 +145,5 @@ def load_policy(path: str | Path, settings_types: dict[str, type]) -> Policy:
             raise ConfigError("match must be a string and blocking a boolean", p, line, f"checks[{i}]")
         rules.append(BlockingRule(rule["match"], rule["blocking"]))
     return Policy(p, str(data.get("name", Path(p).stem)), {gid: b[0] for gid, b in built.items()},
-                  tuple(gid for gid, b in built.items() if b[1]), tuple(rules), str(data.get("description", "")), lines)
+                  tuple(gid for gid, b in built.items() if b[1]), tuple(rules), str(data.get("description", "")), lines,
+                  {gid: b[2] for gid, b in built.items() if b[2] is not None})

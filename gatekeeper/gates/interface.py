@@ -31,7 +31,7 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.probe import probe
 from gatekeeper.evidence import Evidence
-from gatekeeper.results import CheckResult, Status
+from gatekeeper.results import CheckResult, Coverage, Status
 from gatekeeper.run_plan import RunPlan
 
 
@@ -88,6 +88,15 @@ class ProbedCapabilities(Mapping[str, Capabilities]):
 
 
 @dataclass
+class Tally:
+    """Items a gate judged and did not judge (by reason), as the gate counts them."""
+
+    judged: int = 0
+    unjudged: dict[str, int] = field(default_factory=dict)
+    counted: bool = False  # the gate counted its items itself (else coverage is derived from its checks)
+
+
+@dataclass
 class GateContext:
     """Everything a gate may use. `settings` is the gate's own typed settings; `versions` is where
     gate 1 puts each target's /version for the report."""
@@ -106,6 +115,7 @@ class GateContext:
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
+    tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -147,6 +157,31 @@ class GateContext:
         """Record a check that was not run, with its reason (SKIP)."""
         return self.check(name, Status.SKIP, reason, family=family)
 
+    def judged(self, n: int = 1) -> None:
+        """Count `n` items this gate judged (compared and decided), for its coverage."""
+        self.tally.counted = True
+        self.tally.judged += n
+
+    def not_judged(self, reason: str, n: int = 1) -> None:
+        """Count `n` items this gate could not judge, and why (e.g. "reference fails too",
+        "reference unstable", "capability missing", "request failed")."""
+        self.tally.counted = True
+        if n:
+            self.tally.unjudged[reason] = self.tally.unjudged.get(reason, 0) + n
+
+    def coverage(self, min_share: float) -> Coverage:
+        """What the gate judged: its own counts, or — for a gate that counts nothing itself — one
+        item per check (PASS, WARN and FAIL judged; SKIP and ERROR not)."""
+        if self.tally.counted:
+            return Coverage(self.tally.judged, tuple(sorted(self.tally.unjudged.items())), min_share)
+        unjudged: dict[str, int] = {}
+        for c in self.checks:
+            if c.status in (Status.SKIP, Status.ERROR):
+                why = "skipped" if c.status is Status.SKIP else "could not run"
+                unjudged[why] = unjudged.get(why, 0) + 1
+        judged = sum(1 for c in self.checks if c.status in (Status.PASS, Status.WARN, Status.FAIL))
+        return Coverage(judged, tuple(sorted(unjudged.items())), min_share)
+
 
 class Gate(ABC):
     """A staged gate. Subclasses set `id`, `stage`, `title` and `Settings`, write `run`, and say
@@ -158,6 +193,7 @@ class Gate(ABC):
     title: ClassVar[str]
     Settings: ClassVar[type] = NoSettings
     stops_run_on: ClassVar[frozenset[Status]] = frozenset({Status.FAIL})  # a blocking check ending so stops later gates
+    min_judged_share: ClassVar[float] = 0.5  # the default floor of the gate's coverage (policy: min_judged_share)
     needs_ready_targets: ClassVar[bool] = True  # False: the gate runs (and reports) even when a target did not start
     uses_golden_sets: ClassVar[bool] = False  # True: the plan loads the golden sets for it
 

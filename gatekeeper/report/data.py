@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from gatekeeper.report.performance import PerformanceSummary, summarize_performance
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status
+from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status
 
 StatusCounts = Mapping[Status, int]
 """Checks by status: every `Status` in declaration order, zeros included."""
@@ -38,6 +38,15 @@ class ReportData:
     def gates(self) -> Iterable[tuple[GateResult, StatusCounts]]:
         """Each gate of the run with its checks counted by status."""
         return zip(self.run.gates, self.gate_counts, strict=True)
+
+
+def coverage_text(coverage: Coverage | None) -> str:
+    """A gate's coverage in a few words, e.g. "40/54 (74%, min 60%)"; "–" for a gate not run."""
+    if coverage is None:
+        return "–"
+    if coverage.share is None:
+        return f"nothing judged (min {coverage.min_share:.0%})"
+    return f"{coverage.judged}/{coverage.total} ({coverage.share:.0%}, min {coverage.min_share:.0%})"
 
 
 def _count_statuses(checks: Iterable[CheckResult]) -> StatusCounts:

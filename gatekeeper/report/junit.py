@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from gatekeeper.report.data import ReportData, StatusCounts
+from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.results import CheckResult, GateResult, Status
@@ -69,7 +69,8 @@ def _testsuite(root: ET.Element, gate: GateResult, counts: StatusCounts, timesta
         timestamp=xml_text(timestamp),
     )
     props = ET.SubElement(suite, "properties")
-    for name, value in (("stage", gate.stage), ("title", gate.title), ("status", gate.status.value)):
+    for name, value in (("stage", gate.stage), ("title", gate.title), ("status", gate.status.value),
+                        ("coverage", coverage_text(gate.coverage))):
         ET.SubElement(props, "property", name=name, value=xml_text(value))
     for check in checks:
         _testcase(suite, check)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from gatekeeper.report.data import ReportData
+from gatekeeper.report.data import ReportData, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.results import CheckResult, Status, Verdict
@@ -99,11 +99,11 @@ class MarkdownRenderer(Renderer):
         if len(run.reasons) > MAX_LISTED_REASONS:
             lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
 
-        lines += ["", "### Gates", "", "| Stage | Gate | Status | Pass | Warn | Fail | Skip | Error |"]
-        lines.append("|---:|---|---|---:|---:|---:|---:|---:|")
+        lines += ["", "### Gates", "", "| Stage | Gate | Status | Judged | Pass | Warn | Fail | Skip | Error |"]
+        lines.append("|---:|---|---|---|---:|---:|---:|---:|---:|")
         for g, n in data.gates():
             lines.append(
-                f"| {g.stage} | {md_cell(g.title)} (`{md_code(g.id)}`) | {_STATUS_MARK[g.status]} "
+                f"| {g.stage} | {md_cell(g.title)} (`{md_code(g.id)}`) | {_STATUS_MARK[g.status]} | {md_cell(coverage_text(g.coverage))} "
                 f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
             )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gatekeeper.results import CheckResult, Evidence, GateResult, Status
+from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, Status
 
 
 def evidence_json(evidence: Evidence) -> dict[str, Any]:
@@ -44,6 +44,12 @@ def counts_json(counts: Mapping[Status, int]) -> dict[str, int]:
     return {status.value: n for status, n in counts.items()}
 
 
+def coverage_json(coverage: Coverage) -> dict[str, Any]:
+    """A gate's judged coverage: counts, the reasons items went unjudged, the share and its floor."""
+    return {"judged": coverage.judged, "total": coverage.total, "share": coverage.share, "min_share": coverage.min_share,
+            "unjudged": dict(coverage.unjudged)}
+
+
 def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
     """A gate as summary.json shows it, its checks (without evidence) included."""
     return {
@@ -54,6 +60,7 @@ def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
         "stopped_run": gate.stopped_run,
         "duration_s": gate.duration_s,
         "counts": counts_json(counts),
+        "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
         "notes": list(gate.notes),
         "checks": [check_json(c) for c in gate.checks],
     }

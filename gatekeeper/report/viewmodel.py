@@ -16,7 +16,7 @@ from typing import Any
 from markupsafe import Markup
 
 from gatekeeper.report import charts
-from gatekeeper.report.data import ReportData, StatusCounts
+from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
 from gatekeeper.report.jsonable import to_jsonable
 from gatekeeper.report.textdiff import TextPair, text_pair
 from gatekeeper import evidence
@@ -71,6 +71,7 @@ class GateView:
     stopped_run: bool
     duration: str
     counts: tuple[tuple[str, int], ...]
+    coverage: str
     notes: tuple[str, ...]
     family_chart: Markup | None
     checks: tuple[CheckView, ...]
@@ -217,7 +218,8 @@ def check_view(c: CheckResult) -> CheckView:
 
 
 def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
-    """Pass rate by family (PASS and WARN count as passed; SKIP is left out)."""
+    """Pass rate by family (only PASS counts as passed — a WARN is a miss the gate could not hold
+    against the candidate, not a pass; SKIP is left out)."""
     families: dict[str, list[CheckResult]] = {}
     for c in checks:
         if c.family and c.status != Status.SKIP:
@@ -227,7 +229,7 @@ def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
     items = []
     for name in sorted(families):
         group = families[name]
-        passed = sum(c.status in _PASSED for c in group)
+        passed = sum(c.status is Status.PASS for c in group)
         items.append((name, passed / len(group), f"({passed}/{len(group)})"))
     return charts.bar_chart_svg(items, "pass rate by family")
 
@@ -243,6 +245,7 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
         counts=_counts(counts),
+        coverage=coverage_text(g.coverage),
         notes=g.notes,
         family_chart=family_chart(g.checks),
         checks=tuple(check_view(c) for c in g.checks),

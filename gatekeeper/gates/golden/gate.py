@@ -67,6 +67,7 @@ class GoldenGate(Gate):
     title = "Golden prompts"
     Settings = GoldenSettings
     uses_golden_sets = True
+    min_judged_share = 0.6  # the clean default run judges about three in four cases; the rest both fail identically
 
     @classmethod
     def validate(cls, settings: GoldenSettings, plan: RunPlan) -> None:
@@ -94,6 +95,7 @@ class GoldenGate(Gate):
             missing = _missing_capability(ctx, case, baseline is None)
             if missing:
                 ctx.skip(name, missing, family=case.family)
+                ctx.not_judged("capability missing")
             else:
                 runnable.append((name, case))
         conc, floor_conc = settings.concurrency, settings.noise_floor_concurrency
@@ -128,12 +130,14 @@ class GoldenGate(Gate):
                settings: GoldenSettings, rates: PassRates) -> None:
         if isinstance(cand, EndpointError):
             ctx.error_check(name, cand, family=case.family)
+            ctx.not_judged("request failed")
             rates.add(case.family, None, None, Status.ERROR)
             return
         good_refs = [r for r in refs if isinstance(r, ChatResponse)]
         if not good_refs:
             err = refs[0]
             assert isinstance(err, EndpointError)
+            ctx.not_judged("reference request failed")
             ctx.check(name, Status.ERROR, f"the reference could not answer, so the case cannot be judged: {err}",
                       {"error_kind": err.kind, "role": "reference"}, family=case.family)
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
@@ -143,6 +147,7 @@ class GoldenGate(Gate):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family)
+        _count(ctx, j)
         ref_ok = [passes_absolute(case, r) for r in good_refs]
         rates.add(case.family, passes_absolute(case, cand), ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
 
@@ -156,6 +161,7 @@ class GoldenGate(Gate):
         if not ctx.capabilities["candidate"].streaming:
             for _, name, case in items:
                 ctx.skip(f"{name}.stream", "the candidate does not stream (capability probe)", family=case.family)
+                ctx.not_judged("capability missing")
             return
         ctx.progress(f"golden: {len(items)} stream variants")
         cases = [case for _, _, case in items]
@@ -180,9 +186,11 @@ class GoldenGate(Gate):
         started = time.perf_counter()
         if isinstance(streamed, EndpointError):
             ctx.error_check(name, streamed, family=case.family)
+            ctx.not_judged("request failed")
             return
         if isinstance(plain, EndpointError):
             ctx.check(name, Status.ERROR, "no non-streamed answer to compare with (its request failed)", family=case.family)
+            ctx.not_judged("request failed")
             return
         good = [r for r in refs if isinstance(r, ChatResponse)]
         pair = (ref_stream, good[0]) if isinstance(ref_stream, ChatResponse) and good else None
@@ -191,6 +199,7 @@ class GoldenGate(Gate):
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "the streamed answer equals the non-streamed one",
                   j.metrics, ev, family=case.family, started=started)
+        _count(ctx, j)
 
 
 def named_cases(sets: Sequence[GoldenSet]) -> list[tuple[str, GoldenCase]]:
@@ -226,3 +235,11 @@ def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
 def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> TextPair:
     ref_text, cand_text = render_answer(reference), render_answer(candidate)
     return TextPair(title, ref_text, cand_text, first_divergence(ref_text, cand_text), case.prompt_text)
+
+
+def _count(ctx: GateContext, j: Judgement) -> None:
+    """One case toward the gate's coverage: judged, or not and why."""
+    if j.judged:
+        ctx.judged()
+    else:
+        ctx.not_judged(j.unjudged or "not judged")

@@ -39,12 +39,22 @@ class Judgement:
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    unjudged: str | None = None  # why a WARN finding could not be judged (e.g. "reference fails too")
 
-    def add(self, status: Status, reason: str) -> None:
-        """Record a finding; the status only ever gets worse."""
+    def add(self, status: Status, reason: str, unjudged: str | None = None) -> None:
+        """Record a finding; the status only ever gets worse. `unjudged` says the finding is a
+        WARN because the case could not be judged (and why), not a judged deviation."""
         if _RANK[status] > _RANK[self.status]:
             self.status = status
+        if unjudged and status is not Status.FAIL:
+            self.unjudged = self.unjudged or unjudged
         self.reasons.append(f"{status.value}: {reason}")
+
+    @property
+    def judged(self) -> bool:
+        """Whether the case was judged: a FAIL always is; a WARN that only says "could not
+        judge" is not."""
+        return self.status is Status.FAIL or self.unjudged is None
 
     @property
     def reason(self) -> str:
@@ -97,13 +107,15 @@ def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, referen
     ref_ok = [a.check(r, tools).ok for r in references]
     if out.hard:
         shared = bool(ref_ok) and not any(ref_ok)
-        j.add(shared_hard if shared else Status.FAIL, f"{a.type}: {out.reason}" + (" (the reference fails it too)" if shared else ""))
+        j.add(shared_hard if shared else Status.FAIL, f"{a.type}: {out.reason}" + (" (the reference fails it too)" if shared else ""),
+              "reference fails too" if shared else None)
     elif ref_ok and all(ref_ok):
         j.add(Status.FAIL, f"regression, the reference passes {a.type}: {out.reason}")
     elif not any(ref_ok):
-        j.add(Status.WARN, f"case does not suit this model (reference fails too): {a.type}: {out.reason}")
+        j.add(Status.WARN, f"case does not suit this model (reference fails too): {a.type}: {out.reason}", "reference fails too")
     else:
-        j.add(Status.WARN, f"the reference passes {a.type} in only {sum(ref_ok)} of {len(ref_ok)} runs (noise): {out.reason}")
+        j.add(Status.WARN, f"the reference passes {a.type} in only {sum(ref_ok)} of {len(ref_ok)} runs (noise): {out.reason}",
+              "reference unstable")
 
 
 def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
@@ -115,7 +127,8 @@ def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, referen
         return
     failed.append(a.describe())
     if len(references) > 1 and not a.compare(references[1], references[0], threshold).ok:
-        j.add(Status.WARN, f"{a.type}: {outs[0].reason}, but the reference disagrees with itself too (noise floor)")
+        j.add(Status.WARN, f"{a.type}: {outs[0].reason}, but the reference disagrees with itself too (noise floor)",
+              "reference unstable")
     else:
         runs = f"agrees with itself across {len(references)} runs" if len(references) > 1 else "has one run (no noise floor)"
         j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}")
@@ -144,9 +157,10 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
         what = (f"the streamed answer differs from the non-streamed one (finish_reason "
                 f"{streamed.finish_reason!r} vs {plain.finish_reason!r})")
         if ref_differs:
-            j.add(Status.WARN, f"{what}, and the reference's stream differs from its non-streamed answer too")
+            j.add(Status.WARN, f"{what}, and the reference's stream differs from its non-streamed answer too",
+                  "reference's stream differs too")
         elif reference_noisy:
-            j.add(Status.WARN, f"{what}, but the reference disagrees with itself on this case (noise floor)")
+            j.add(Status.WARN, f"{what}, but the reference disagrees with itself on this case (noise floor)", "reference unstable")
         else:
             j.add(Status.FAIL, what)
     for w in streamed.protocol_warnings:

@@ -50,6 +50,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     err = first_error([x[1] for x in flat], [x[2] for x in flat], [a for t in ref2 or [] for a in t])
     if err is not None:
         ctx.error_check("block_boundary", err)
+        ctx.not_judged("request failed", len(flat))
         return
     noisy = unstable([a for t in ref for a in t], None if ref2 is None else [a for t in ref2 for a in t])
     rows, bad = [], []
@@ -65,6 +66,8 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     if inexact:
         note += f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}"
     mm = s.boundary_max_mismatches
+    ctx.judged(len(flat) - sum(noisy))
+    ctx.not_judged("reference unstable", sum(noisy))
     ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
               + (f" at {bad} tokens" if bad else "") + note,

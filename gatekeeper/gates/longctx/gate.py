@@ -65,6 +65,7 @@ class LongContextGate(Gate):
     stage = 4
     title = "Long context and tool calling"
     Settings = LongContextSettings
+    min_judged_share = 0.5
 
     def run(self, ctx: GateContext) -> None:
         """The check families in order; the cache-churning session decay runs last."""

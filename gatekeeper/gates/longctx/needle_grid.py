@@ -48,6 +48,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     err = first_error(ref, cand, ref2 or [])  # a failed noise-floor request is an error, not noise
     if err is not None:
         ctx.error_check("needle_grid", err)
+        ctx.not_judged("request failed", len(grid))
         return
     noisy = unstable(ref, ref2)
     ok_ref = [text(a) == p.value for p, a in zip(grid, ref)]
@@ -80,6 +81,9 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     limit = s.needle_max_regressions
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
     judged = sum(1 for i, ok in enumerate(ok_ref) if ok and not noisy[i])
+    ctx.judged(judged)
+    ctx.not_judged("reference unstable", sum(noisy))
+    ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i]))
     status = Status.FAIL if len(regressions) > limit else Status.PASS if judged else Status.SKIP
     reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
               if status is Status.SKIP else "") + (

@@ -56,6 +56,7 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     err = first_error([ref, ref2, cold, warm])
     if err is not None:
         ctx.error_check("prefix_cache.cold_warm", err)
+        ctx.not_judged("request failed")
         return
     shaky = text(ref) != text(ref2)
     hits = cached_tokens(warm)
@@ -73,6 +74,10 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
                           JsonValue("answers", {**texts, "reference (second pass)": text(ref2)})]
     # Equal answers prove nothing about the cache when the warm request did not hit it.
     status = Status.FAIL if not ok else Status.SKIP if hits == 0 else Status.PASS
+    if status is Status.SKIP:
+        ctx.not_judged("no cache hit")
+    else:
+        ctx.judged()
     ctx.check("prefix_cache.cold_warm", status,
               ("cold, warm and reference answers are equal" if same else
                f"answers differ: reference {texts['reference']!r}, cold {texts['cold']!r}, warm {texts['warm']!r}"
@@ -122,9 +127,13 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)
+        ctx.not_judged("request failed", len(items))
         return
     rows, mismatches = [], 0
-    for (messages, want), a, b, shaky in zip(items, ref, cand, unstable(ref, ref2)):
+    shaky_items = unstable(ref, ref2)
+    ctx.judged(len(items) - sum(shaky_items))
+    ctx.not_judged("reference unstable", sum(shaky_items))
+    for (messages, want), a, b, shaky in zip(items, ref, cand, shaky_items):
         if want is None and text(a) == text(b):
             continue
         mismatches += text(a) != text(b) and not shaky

@@ -56,6 +56,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     for role, answers in (("reference", ref_ans), ("candidate", cand_ans)):
         errors = [a for sess in answers for a in sess if isinstance(a, EndpointError)]
         if errors:
+            ctx.not_judged("request failed", sum(len(sess) for sess in sessions))
             ctx.check("session_decay", Status.ERROR, f"{len(errors)} {role} request(s) failed: {errors[0]}",
                       {"error_kind": errors[0].kind, "role": role}, started=started)
             return
@@ -123,6 +124,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list
 
 
 def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell]) -> None:
+    ctx.judged(len(cells))  # every (session, round) cell is compared with the reference's answer
     limit = s.max_disagreement
     rate = d.disagreements / d.cells if d.cells else 0.0
     first = next((c for c in cells if not c.agree), None)

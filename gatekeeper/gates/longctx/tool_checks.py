@@ -88,6 +88,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     if no_tools:
         for name in ("tool_calls", "tool_result", "tool_stream"):
             ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
+        ctx.not_judged("capability missing", 2 * s.tool_cases + 1)
     else:
         _tools(ctx, s, rng, counter, room)
     _json(ctx, s, rng, counter, room)
@@ -104,6 +105,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
         for name in ("tool_calls", "tool_result", "tool_stream"):
             ctx.skip(name, f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a tool case "
                            "and its answer")
+        ctx.not_judged("context too short", 2 * n + 1)
         return
     cases = [(m[:1] + pre + m[1:], tools, expected) for m, tools, expected in samples]
     result_case = (last[0][:1] + pre + last[0][1:], last[1], last[2])
@@ -128,6 +130,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     err = first_error(ref, cand, streamed)
     if err is not None:
         ctx.error_check("tool_calls", err)
+        ctx.not_judged("request failed", 2 * n + 1)
         return
     rows, regressions, hard, both_fail = [], 0, 0, 0
     for (_, tools, expected), a, b in zip(cases, ref[:n], cand[:n]):
@@ -136,6 +139,10 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
         regressions += ra and not cb
         hard += is_hard
         both_fail += not ra and not cb
+        if ra or is_hard:
+            ctx.judged()
+        else:
+            ctx.not_judged("reference fails")
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", problems or ""])
     status = Status.FAIL if regressions or hard else Status.WARN if both_fail == n else Status.PASS
     ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
@@ -146,11 +153,16 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     final_ref, final_cand = text(ref[-1]), text(cand[-1])
     want = result_case[2]
     ok_a, ok_b = final_ref == want, final_cand == want
+    if ok_a:
+        ctx.judged()
+    else:
+        ctx.not_judged("reference fails")
     ctx.check("tool_result", Status.FAIL if ok_a and not ok_b else Status.PASS if ok_b else Status.WARN,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})", {"expected": want, "reference": final_ref, "candidate": final_cand},
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)])
     diff = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if _key(p) != _key(q)]
+    ctx.judged(n)  # the candidate's stream against its own non-streamed answer: no reference needed
     ctx.check("tool_stream", Status.FAIL if diff else Status.PASS,
               f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
               f"all {n} streamed tool-call answers equal the non-streamed ones",
@@ -181,6 +193,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
             cases.append(([*pre, *ask], schema))
     if not cases:
         ctx.skip("json_schema", f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
+        ctx.not_judged("context too short", s.json_cases)
         return
     limit = s.tool_answer_tokens
     ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency),
@@ -188,12 +201,17 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     err = first_error(ref, cand)
     if err is not None:
         ctx.error_check("json_schema", err)
+        ctx.not_judged("request failed", len(cases))
         return
     rows, regressions, hard = [], 0, 0
     for (_, schema), a, b in zip(cases, ref, cand):
         oa, ob = JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None)  # type: ignore[arg-type]
         regressions += oa.ok and not ob.ok
         hard += ob.hard and not oa.hard
+        if oa.ok or (ob.hard and not oa.hard):
+            ctx.judged()
+        else:
+            ctx.not_judged("reference fails")
         rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗", ob.reason[:160]])
     both_fail = sum(1 for r in rows if r[0] == r[1] == "✗")
     status = Status.FAIL if regressions or hard else Status.WARN if both_fail == len(cases) else Status.PASS

@@ -59,6 +59,7 @@ class NumericsGate(Gate):
     stage = 2
     title = "Numerical consistency"
     Settings = NumericsSettings
+    min_judged_share = 0.75
 
     def run(self, ctx: GateContext) -> None:
         """Decode on the reference, score everywhere, compare against dtype tolerances."""

@@ -38,6 +38,7 @@ class StartupGate(Gate):
     Settings = StartupSettings
     stops_run_on = frozenset({Status.FAIL, Status.ERROR})  # a candidate that cannot start or answer stops the run
     needs_ready_targets = False  # it is the gate that reports a target that did not start
+    min_judged_share = 0.8  # a URL candidate has no startup log: its two log checks are not judged
 
     def run(self, ctx: GateContext) -> None:
         """Readiness and endpoints per target, the canary (the first chat request), the capability
