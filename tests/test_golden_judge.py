@@ -156,3 +156,42 @@ def test_pass_rate_summary_allows_the_reference_noise_only():
     ctx = _ctx()
     steady.report(ctx, 0.0)
     assert ctx.checks[-1].status is Status.FAIL and "reference noise 0.0%" in ctx.checks[-1].reason
+
+
+def test_both_fail_is_still_compared_with_what_the_reference_answers():
+    """Diffy's rule: where both miss the expected answer, the reference's repeatable answer is
+    the baseline."""
+    j = judge_case(GS.case("ok"), r("Okay"), [r("Okay"), r("Okay")], 0.8)
+    assert j.status is Status.WARN and not j.judged and j.unjudged == "both fail identically"
+    j = judge_case(GS.case("ok"), r("Sure"), [r("Okay"), r("Okay")], 0.8)
+    assert j.status is Status.FAIL and j.judged and j.divergent
+    assert "differs from the one the reference gives in every run (2)" in j.reason
+    j = judge_case(GS.case("ok"), r("Sure"), [r("Okay"), r("Fine")], 0.8)
+    assert j.status is Status.WARN and j.unjudged == "reference unstable"
+    loop, other = r("!!!!!!!!!!!!!!!!!!!!"), r("????????????????????")
+    j = judge_case(GS.case("ok"), other, [loop, loop], 0.8)  # a different degeneration than the reference's
+    assert j.status is Status.FAIL and not j.divergent  # degenerate output is never forgiven as a near tie
+
+
+def test_a_forgiven_divergence_keeps_the_other_findings():
+    j = judge_case(GS.case("ok"), r("Sure"), [r("Okay"), r("Okay")], 0.8)
+    j.forgive("near tie")
+    assert j.status is Status.PASS and j.notes[-1] == "near tie" and not j.divergent
+
+
+def test_near_tie_divergence_is_noise_and_a_confident_one_is_not():
+    from gatekeeper.gates.golden.near_tie import first_divergence
+    from gatekeeper.responses import TokenLogprob
+
+    def answer(*tokens: tuple[str, float, dict[str, float]]) -> ChatResponse:
+        return ChatResponse(text="".join(t for t, _, _ in tokens), logprobs=tuple(TokenLogprob(*t) for t in tokens))
+
+    ref = answer(("The", -0.1, {"The": -0.1}), (" cat", -0.70, {" cat": -0.70, " dog": -0.72}))
+    close = answer(("The", -0.1, {"The": -0.1}), (" dog", -0.69, {" dog": -0.69, " cat": -0.71}))
+    far = answer(("The", -0.1, {"The": -0.1}), (" dog", -0.01, {" dog": -0.01, " cat": -6.0}))
+    d = first_divergence(ref, close, max_gap=0.05)
+    assert d is not None and d.index == 1 and d.tie and abs(d.reference_gap - 0.02) < 1e-9
+    d = first_divergence(ref, far, max_gap=0.05)
+    assert d is not None and not d.tie and d.candidate_gap > 5
+    assert first_divergence(ref, ref, max_gap=0.05) is None
+    assert first_divergence(ref, ChatResponse(text="x"), max_gap=0.05) is None  # no logprobs: nothing to review

@@ -127,3 +127,37 @@ def test_a_candidate_without_top_logprobs_does_not_pass_numerics(tmp_path, upstr
         check = out.check(f"numerics.{name}")
         assert check["status"] == "SKIP" and check["blocking"], check
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
+
+
+def _golden_policy(tmp_path):
+    policy = tmp_path / "golden.yaml"
+    policy.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, echo-words, arith-mul, eos-1]\n"
+                      "    stream_variants: false\n")
+    return str(policy)
+
+
+def test_a_both_fail_case_the_candidate_answers_differently_fails(tmp_path, upstream, tiny_model_dir):
+    """The random checkpoint fails these cases on both targets. Answered identically they only
+    WARN; a candidate whose answer differs from the reference's repeatable one is a regression."""
+    seen = [0]
+
+    def reword(path: str, body: dict) -> dict:
+        seen[0] += 1
+        if seen[0] == 1:  # the canary (the first request) stays as it is: gate 1 must let gate 3 run
+            return body
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {}
+            if isinstance(message.get("content"), str):
+                message["content"] += " (reworded)"
+        return body
+
+    args = ("--model", str(tiny_model_dir), "--policy", _golden_policy(tmp_path), "--gates", "startup,golden")
+    with fault_proxy(upstream.url, "pass") as url:
+        same = gk_run(tmp_path / "same", *args, "--candidate", url)
+    with fault_proxy(upstream.url, "pass", rewrite=reword) as url:
+        changed = gk_run(tmp_path / "changed", *args, "--candidate", url)
+    for case in ("echo-words", "arith-mul"):
+        assert same.check(f"golden.{case}")["status"] == "WARN", same.check(f"golden.{case}")
+        assert "identically" in same.check(f"golden.{case}")["reason"]
+        check = changed.check(f"golden.{case}")
+        assert check["status"] == "FAIL" and "differs from the one the reference gives in every run" in check["reason"], check

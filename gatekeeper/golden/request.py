@@ -19,13 +19,17 @@ from gatekeeper.responses import ChatResponse
 _UNREACHABLE = ("connect", "timeout")
 
 
-def ask(endpoint: Endpoint, case: GoldenCase, stream: bool = False, seed: int | None = None) -> ChatResponse:
-    """Send one case to an endpoint (greedy); raises EndpointError on transport or HTTP failure."""
+def ask(endpoint: Endpoint, case: GoldenCase, stream: bool = False, seed: int | None = None,
+        top_logprobs: int = 0) -> ChatResponse:
+    """Send one case to an endpoint (greedy); `top_logprobs` > 0 also asks for each token's
+    logprob and that many alternatives. Raises EndpointError on transport or HTTP failure."""
     return endpoint.chat(
         [dict(m) for m in case.messages],
         max_tokens=case.max_tokens,
         temperature=0.0,
         stream=stream,
+        logprobs=top_logprobs > 0,
+        top_logprobs=top_logprobs,
         tools=[dict(t) for t in case.tools] if case.tools else None,
         tool_choice=case.tool_choice,
         seed=seed,

@@ -16,6 +16,7 @@ from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.evidence import TextPair
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
+from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import Gate, GateContext
@@ -105,8 +106,10 @@ class GoldenGate(Gate):
         cand = fan_out(ask_cand, only, conc)
         refs = self._reference_runs(ctx, ask_ref, only, baseline, conc, floor_conc)
         rates = PassRates()
+        judgements = [_judgement(case, cand[i], [r[i] for r in refs], settings) for i, (_, case) in enumerate(runnable)]
+        review_near_ties(ctx, [c for _, c in runnable], judgements, settings, live_reference=baseline is None)
         for i, (name, case) in enumerate(runnable):
-            self._judge(ctx, name, case, cand[i], [r[i] for r in refs], settings, rates)
+            self._record(ctx, name, case, cand[i], [r[i] for r in refs], judgements[i], rates)
         if settings.stream_variants:
             self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
         rates.report(ctx, settings.max_pass_rate_drop)
@@ -126,15 +129,16 @@ class GoldenGate(Gate):
         assert passes.second is not None  # the settings require the noise-floor pass
         return [passes.first, passes.second]
 
-    def _judge(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
-               settings: GoldenSettings, rates: PassRates) -> None:
+    def _record(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
+                j: Judgement | None, rates: PassRates) -> None:
+        """Record one case's check (an ERROR where a side could not answer), its coverage and pass rates."""
         if isinstance(cand, EndpointError):
             ctx.error_check(name, cand, family=case.family)
             ctx.not_judged("request failed")
             rates.add(case.family, None, None, Status.ERROR)
             return
         good_refs = [r for r in refs if isinstance(r, ChatResponse)]
-        if not good_refs:
+        if j is None or not good_refs:
             err = refs[0]
             assert isinstance(err, EndpointError)
             ctx.not_judged("reference request failed")
@@ -142,7 +146,6 @@ class GoldenGate(Gate):
                       {"error_kind": err.kind, "role": "reference"}, family=case.family)
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
-        j = judge_case(case, cand, good_refs, settings.similar_threshold, settings.shared_hard_failure_status)
         if len(good_refs) < len(refs):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
@@ -235,6 +238,14 @@ def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
 def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> TextPair:
     ref_text, cand_text = render_answer(reference), render_answer(candidate)
     return TextPair(title, ref_text, cand_text, first_divergence(ref_text, cand_text), case.prompt_text)
+
+
+def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> Judgement | None:
+    """The case judged (None when the candidate or every reference run failed to answer)."""
+    good_refs = [r for r in refs if isinstance(r, ChatResponse)]
+    if isinstance(cand, EndpointError) or not good_refs:
+        return None
+    return judge_case(case, cand, good_refs, settings.similar_threshold, settings.shared_hard_failure_status)
 
 
 def _count(ctx: GateContext, j: Judgement) -> None:

@@ -8,8 +8,12 @@ Pure logic, no endpoints, so every rule is unit-testable:
   the model, not the engine, cannot do the case, and `shared_hard` decides (WARN by default,
   like any case both fail; a policy may make it FAIL);
 - any other absolute failure is FAIL (a regression) when the reference passes the same assertion
-  in every run, WARN ("the case does not suit this model") when the reference fails it in every
-  run, and WARN (noise) when the reference passes it in some runs only;
+  in every run, and WARN (noise) when the reference passes it in some runs only;
+- a case both fail is still compared (Diffy's rule: the reference's own behaviour is the
+  baseline): the candidate answering exactly as the reference does is WARN ("both fail
+  identically": the case does not suit this model, not judged); a candidate answer that differs
+  from the answer the reference gives in every run is FAIL, a regression; where the reference's
+  own runs differ, WARN (reference unstable, not judged);
 - a relative failure (equals_reference, similar_to_reference against every reference run) is
   FAIL when the reference agrees with itself, WARN when its own runs disagree (the noise floor);
 - client-tolerated protocol deviations (`protocol_warnings`) make the case at least WARN.
@@ -39,16 +43,37 @@ class Judgement:
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
-    unjudged: str | None = None  # why a WARN finding could not be judged (e.g. "reference fails too")
+    unjudged: str | None = None  # why a WARN finding could not be judged (e.g. "both fail identically")
+    divergent_fails: int = 0  # FAIL findings resting only on the candidate's text differing from the reference's
+    other_fails: int = 0
 
-    def add(self, status: Status, reason: str, unjudged: str | None = None) -> None:
+    def add(self, status: Status, reason: str, unjudged: str | None = None, divergence: bool = False) -> None:
         """Record a finding; the status only ever gets worse. `unjudged` says the finding is a
-        WARN because the case could not be judged (and why), not a judged deviation."""
+        WARN because the case could not be judged (and why), not a judged deviation;
+        `divergence` marks a FAIL that rests only on the candidate answering differently."""
         if _RANK[status] > _RANK[self.status]:
             self.status = status
         if unjudged and status is not Status.FAIL:
             self.unjudged = self.unjudged or unjudged
+        if status is Status.FAIL:
+            if divergence:
+                self.divergent_fails += 1
+            else:
+                self.other_fails += 1
         self.reasons.append(f"{status.value}: {reason}")
+
+    @property
+    def divergent(self) -> bool:
+        """Whether the case FAILs only because the candidate's answer differs from the
+        reference's (a near tie could explain it; a hard failure could not)."""
+        return self.status is Status.FAIL and self.divergent_fails > 0 and self.other_fails == 0
+
+    def forgive(self, note: str) -> None:
+        """Drop the divergence FAILs (found to be noise) and keep the rest, with `note`."""
+        self.reasons = [r for r in self.reasons if not r.startswith("FAIL:")]
+        self.status = max((Status(r.split(":", 1)[0]) for r in self.reasons), key=_RANK.__getitem__, default=Status.PASS)
+        self.divergent_fails = 0
+        self.notes.append(note)
 
     @property
     def judged(self) -> bool:
@@ -105,16 +130,33 @@ def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, referen
         return
     failed.append(a.describe())
     ref_ok = [a.check(r, tools).ok for r in references]
-    if out.hard:
-        shared = bool(ref_ok) and not any(ref_ok)
-        j.add(shared_hard if shared else Status.FAIL, f"{a.type}: {out.reason}" + (" (the reference fails it too)" if shared else ""),
-              "reference fails too" if shared else None)
+    if ref_ok and not any(ref_ok):
+        _both_fail(j, a.type, out.reason, candidate, references, out.hard, shared_hard)
+    elif out.hard:
+        j.add(Status.FAIL, f"{a.type}: {out.reason}")
     elif ref_ok and all(ref_ok):
-        j.add(Status.FAIL, f"regression, the reference passes {a.type}: {out.reason}")
-    elif not any(ref_ok):
-        j.add(Status.WARN, f"case does not suit this model (reference fails too): {a.type}: {out.reason}", "reference fails too")
+        j.add(Status.FAIL, f"regression, the reference passes {a.type}: {out.reason}", divergence=True)
     else:
         j.add(Status.WARN, f"the reference passes {a.type} in only {sum(ref_ok)} of {len(ref_ok)} runs (noise): {out.reason}",
+              "reference unstable")
+
+
+def _both_fail(j: Judgement, kind: str, reason: str, candidate: ChatResponse, references: list[ChatResponse],
+               hard: bool, shared_hard: Status) -> None:
+    """Both miss an absolute assertion: compare the candidate with what the reference answered."""
+    cand = render_answer(candidate)
+    refs = [render_answer(r) for r in references]
+    if cand in refs:
+        if hard:
+            j.add(shared_hard, f"{kind}: {reason} (the reference fails it too, identically)", "both fail identically")
+        else:
+            j.add(Status.WARN, f"case does not suit this model (reference fails too), both answer identically: {kind}: {reason}",
+                  "both fail identically")
+    elif len(set(refs)) == 1:
+        j.add(Status.FAIL, f"regression: both miss {kind}, but the candidate's answer differs from the one the reference "
+                           f"gives in every run ({len(refs)}): {reason}", divergence=not hard)
+    else:
+        j.add(Status.WARN, f"both miss {kind} and the reference's own runs differ (reference unstable): {reason}",
               "reference unstable")
 
 
@@ -131,7 +173,7 @@ def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, referen
               "reference unstable")
     else:
         runs = f"agrees with itself across {len(references)} runs" if len(references) > 1 else "has one run (no noise floor)"
-        j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}")
+        j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}", divergence=True)
 
 
 def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,

@@ -23,7 +23,12 @@ class GoldenSettings:
     - `baseline` (null): a baseline JSONL (`gatekeeper golden record`) whose answers stand in for
       the live reference (loaded and checked at plan time);
     - `cases` (["*"]): globs over check names (case ids) choosing the cases to run; a glob that
-      matches no case is a configuration error (a typo would silently drop cases).
+      matches no case is a configuration error (a typo would silently drop cases);
+    - `near_tie_gap` (per candidate dtype, nats; float32 is the fallback): a case that fails only
+      because the candidate's greedy answer differs from the reference's is asked again with
+      logprobs; where the first differing tokens are each in the other's top-k within this gap,
+      the divergence is a near tie — noise, not a regression;
+    - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL).
     """
 
     concurrency: int = 4
@@ -34,6 +39,9 @@ class GoldenSettings:
     max_pass_rate_drop: float = 0.0
     baseline: str | None = None
     cases: list[str] = field(default_factory=lambda: ["*"])
+    near_tie_gap: dict[str, float] = field(default_factory=lambda: {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0,
+                                                                      "float16": 1.0})
+    near_tie_max_reviews: int = 16
 
     def __post_init__(self) -> None:
         require(self.concurrency > 0, "concurrency", "must be at least 1")
@@ -45,6 +53,13 @@ class GoldenSettings:
         require(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a path")
         require(all(isinstance(g, str) for g in self.cases), "cases",
                 f"must be a list of glob strings, got {self.cases!r}")
+        require("float32" in self.near_tie_gap and all(isinstance(v, (int, float)) and v >= 0 for v in self.near_tie_gap.values()),
+                "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
+
+    def gap(self, dtype: str) -> float:
+        """The near-tie gap for the candidate's dtype (float32's when it has none)."""
+        return float(self.near_tie_gap.get(dtype, self.near_tie_gap["float32"]))
 
     @property
     def shared_hard_failure_status(self) -> Status:

@@ -1,0 +1,57 @@
+"""Near-tie divergences: is a candidate's different greedy answer a regression or noise?
+
+Greedy decoding amplifies a tiny numerical difference into a different text when two tokens are
+almost equally likely: bf16 rounding, another batch, another kernel. vLLM's own engine tests
+(`check_logprobs_close`) accept such a divergence when each side's token is in the other's top-k.
+Here, where the candidate's answer first differs from the reference's, both are asked again with
+their top-k logprobs; the divergence is a near tie — noise, not a regression — when each chosen
+token is in the other's top-k and both logprob gaps are within the candidate dtype's tolerance.
+Without logprobs (the probe found none), nothing is downgraded: the comparison stays exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gatekeeper.responses import ChatResponse, TokenLogprob
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where two greedy answers first differ, token by token, and whether it is a near tie."""
+
+    index: int  # first differing token
+    reference: TokenLogprob
+    candidate: TokenLogprob
+    reference_gap: float | None  # the reference's logprob of its token minus of the candidate's (None: not in its top-k)
+    candidate_gap: float | None
+    tie: bool
+
+    def describe(self) -> str:
+        """One line for a check's reason."""
+        def gap(g: float | None) -> str:
+            return "not in its top-k" if g is None else f"gap {g:.3g}"
+        return (f"first divergence at token {self.index}: reference {self.reference.token!r} ({gap(self.reference_gap)}), "
+                f"candidate {self.candidate.token!r} ({gap(self.candidate_gap)})")
+
+
+def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: float) -> Divergence | None:
+    """The first token where the two answers differ (None when their tokens agree throughout or
+    either has no logprobs), judged as a near tie against `max_gap` nats."""
+    ref, cand = reference.logprobs or (), candidate.logprobs or ()
+    for i, (r, c) in enumerate(zip(ref, cand)):
+        if r.token == c.token:
+            continue
+        r_gap = _gap(r, c.token)
+        c_gap = _gap(c, r.token)
+        tie = r_gap is not None and c_gap is not None and r_gap <= max_gap and c_gap <= max_gap
+        return Divergence(i, r, c, r_gap, c_gap, tie)
+    return None
+
+
+def _gap(chosen: TokenLogprob, other: str) -> float | None:
+    """How much more likely the chosen token was than `other` at this position (None when
+    `other` is not in the position's top-k or a logprob is missing)."""
+    if chosen.logprob is None or other not in chosen.top or chosen.top[other] is None:
+        return None
+    return max(0.0, chosen.logprob - chosen.top[other])

@@ -1,0 +1,65 @@
+"""The golden gate's second look at cases that fail only because the candidate answered
+differently: both targets are asked again with logprobs, and a divergence at a near tie (see
+`near_tie.py`) is noise, not a regression. Confident divergences stay FAIL, with the token
+where the answers part named in the reason."""
+
+from __future__ import annotations
+
+from gatekeeper.fanout import fan_out
+from gatekeeper.gates.golden.judge import Judgement
+from gatekeeper.gates.golden.near_tie import first_divergence
+from gatekeeper.gates.golden.settings import GoldenSettings
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.golden.golden_set import GoldenCase
+from gatekeeper.golden.request import ask
+from gatekeeper.responses import ChatResponse
+
+TOP_K = 5
+
+
+def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list[Judgement | None], settings: GoldenSettings,
+                     live_reference: bool) -> None:
+    """Forgive the divergence FAILs among `judgements` that are near ties (in place)."""
+    todo = [i for i, j in enumerate(judgements) if j is not None and j.divergent]
+    if not todo:
+        return
+    caps = ctx.capabilities
+    why_not = ("the reference is a recorded baseline" if not live_reference else
+               "a target returns no logprobs" if not (caps["reference"].logprobs and caps["candidate"].logprobs) else
+               "near_tie_max_reviews is 0" if settings.near_tie_max_reviews == 0 else None)
+    if why_not:
+        for i in todo:
+            _note(judgements[i], f"no near-tie review ({why_not}): the comparison is exact")
+        return
+    for i in todo[settings.near_tie_max_reviews:]:
+        _note(judgements[i], f"not reviewed for a near tie (more than near_tie_max_reviews={settings.near_tie_max_reviews} cases)")
+    todo = todo[:settings.near_tie_max_reviews]
+    k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
+    gap = settings.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+    ctx.progress(f"golden: {len(todo)} diverging case(s) asked again with logprobs (near-tie review)")
+    picked = [cases[i] for i in todo]
+    refs = fan_out(lambda c: ask(ctx.reference, c, seed=ctx.seed, top_logprobs=k), picked, settings.concurrency)
+    cands = fan_out(lambda c: ask(ctx.candidate, c, seed=ctx.seed, top_logprobs=k), picked, settings.concurrency)
+    for i, ref, cand in zip(todo, refs, cands):
+        j = judgements[i]
+        assert j is not None
+        if not isinstance(ref, ChatResponse) or not isinstance(cand, ChatResponse):
+            _note(j, "near-tie review failed (a request failed): the comparison stays exact")
+            continue
+        d = first_divergence(ref, cand, gap)
+        if d is None:
+            _note(j, "near-tie review: asked again with logprobs, the answers' tokens do not part (the difference is "
+                     "outside the tokens, or the answers changed)")
+        elif d.tie:
+            j.metrics["near_tie"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
+                                     "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
+            j.forgive(f"near tie, not a regression: {d.describe()}, both within {gap:g} nats")
+        else:
+            j.metrics["divergence"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
+                                       "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
+            _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g} nats)")
+
+
+def _note(j: Judgement | None, note: str) -> None:
+    if j is not None:
+        j.notes.append(note)
