@@ -148,3 +148,19 @@ def test_rope_drift_hurts_long_range_more_than_short(tiny_model_dir):
 def test_faults_need_the_optimized_profile(tiny_model_dir):
     with pytest.raises(EngineOptionError, match="optimized"):
         build_engine(EngineArgs(model=str(tiny_model_dir), profile="reference", faults=FaultSet.parse(["nan-residue"])))
+
+
+def test_late_decode_corrupt_changes_only_long_answers(tiny_model_dir):
+    prompts = [_rand(25, s) for s in (4, 5, 6)]
+    long = SamplingParams(temperature=0, max_tokens=48, logprobs=1, ignore_eos=True)
+    clean = LLM(tiny_model_dir, profile="optimized").generate(prompts, long)
+    faulty = LLM(tiny_model_dir, profile="optimized", faults=("late-decode-corrupt=12",)).generate(prompts, long)
+    for c, f in zip(clean, faulty):
+        assert f.token_ids[:13] == c.token_ids[:13]  # up to the trigger the answer is untouched
+        assert all(abs(a.logprob - b.logprob) < 1e-5 for a, b in zip(c.logprobs[:13], f.logprobs[:13]))
+    # Past it, every step reads a corrupted cache: the logprobs move (the greedy tokens usually follow).
+    assert any(abs(a.logprob - b.logprob) > 1e-3 for c, f in zip(clean, faulty) for a, b in zip(c.logprobs[13:], f.logprobs[13:]))
+    short = SamplingParams(temperature=0, max_tokens=12, logprobs=1, ignore_eos=True)
+    faulty_short = LLM(tiny_model_dir, profile="optimized", faults=("late-decode-corrupt=12",)).generate(prompts, short)
+    assert [o.token_ids for o in faulty_short] == [
+        o.token_ids for o in LLM(tiny_model_dir, profile="optimized").generate(prompts, short)]

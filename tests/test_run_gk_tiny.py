@@ -68,3 +68,19 @@ def test_the_smoke_subset_passes_on_the_shipped_model(tmp_path):
     out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "golden")
     not_passing = {c["id"]: c["reason"] for c in out.gate("golden")["checks"] if c["status"] != "PASS"}
     assert out.summary["verdict"] == "PROMOTE" and not not_passing, not_passing
+
+
+def test_late_decode_corrupt_rolls_back_at_golden_while_short_cases_pass(tmp_path):
+    """A bug only long outputs show: gk-tiny fails every count case on both targets (it runs past
+    the end), so only comparing those both-fail answers with the reference's catches it."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, echo-words, arith-mul, eos-1, code-1, "
+                      "json-facts-4, tool-weather, \"count-*\"]\n")
+    out = gk_run(tmp_path / "r", "--policy", str(policy), "--gates", "startup,golden",
+                 "--candidate-fault", "late-decode-corrupt=64")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    failing = _failing(out)
+    assert failing and all(f.startswith("golden.count-") for f in failing), failing
+    assert "differs from the one the reference gives in every run" in out.check(failing[0])["reason"]
+    for short in ("canary-ok", "echo-words", "arith-mul", "eos-1", "code-1", "json-facts-4", "tool-weather"):
+        assert out.check(f"golden.{short}")["status"] == "PASS", short

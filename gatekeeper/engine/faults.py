@@ -68,6 +68,14 @@ FAULTS: dict[str, Fault] = {
             "always, at startup and on every step",
         ),
         Fault(
+            "late-decode-corrupt",
+            "the decode path's slot mapping goes off by one once a sequence has generated VALUE tokens: each new "
+            "token's K/V overwrites the previous token's slot",
+            "decode steps of answers longer than VALUE tokens (short answers are untouched)",
+            takes_value=True,
+            default_value=64.0,
+        ),
+        Fault(
             "rope-drift",
             "seed 000 §5.2: the engine uses a rope theta other than the checkpoint's (VALUE = factor)",
             "long contexts (positions far from 0)",

@@ -46,6 +46,7 @@ class OptimizedCore(EngineCore):
             opts,
             naive_attention="silent-fallback" in faults,
             multiplicative_mask="nan-residue" in faults,
+            corrupt_after=int(faults.value("late-decode-corrupt") or 0) if "late-decode-corrupt" in faults else None,
         )
         self.honour_eos = "eos-ignored" not in faults
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0

@@ -28,6 +28,7 @@ class PagedRunner:
         opts: ForwardOptions,
         naive_attention: bool = False,
         multiplicative_mask: bool = False,
+        corrupt_after: int | None = None,
     ) -> None:
         cfg = model.config
         self.model = model
@@ -36,6 +37,7 @@ class PagedRunner:
         self.opts = opts
         self.naive_attention = naive_attention
         self.multiplicative_mask = multiplicative_mask
+        self.corrupt_after = corrupt_after  # the `late-decode-corrupt` fault: output length where slots go off by one
         # [layers, 2 (k, v), blocks + null, block_size, Hkv, D]
         self.kv = torch.zeros(
             cfg.num_hidden_layers, 2, num_blocks + 1, block_size, cfg.num_key_value_heads, cfg.head_dim, dtype=cache_dtype
@@ -61,10 +63,13 @@ class PagedRunner:
         last_rows: list[int] = []
         for s, (seq, start) in enumerate(zip(seqs, starts)):
             tables[s, : len(seq.block_table)] = torch.tensor(seq.block_table)
+            late = self.corrupt_after is not None and len(seq) - start == 1 and seq.num_output_tokens > self.corrupt_after
             for pos in range(start, len(seq)):
                 ids.append(seq.token_ids[pos])
                 positions.append(pos)
-                slots.append(seq.block_table[pos // bs] * bs + pos % bs)
+                # late-decode-corrupt: the new token's K/V lands in the previous token's slot
+                at = pos - 1 if late else pos
+                slots.append(seq.block_table[at // bs] * bs + at % bs)
                 q_index.append(s * q_max + pos - start)
             last_rows.append(len(ids) - 1)
         gather = (tables[:, :, None] * bs + torch.arange(bs)).reshape(len(seqs), -1)  # [S, Bmax*bs]
