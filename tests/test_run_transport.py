@@ -161,3 +161,26 @@ def test_a_both_fail_case_the_candidate_answers_differently_fails(tmp_path, upst
         assert "identically" in same.check(f"golden.{case}")["reason"]
         check = changed.check(f"golden.{case}")
         assert check["status"] == "FAIL" and "differs from the one the reference gives in every run" in check["reason"], check
+
+
+def test_a_candidate_that_does_not_repeat_itself_is_reported(tmp_path, upstream, tiny_model_dir):
+    """The reference repeats every answer; a candidate whose answers change between two asks
+    gets golden.candidate_repeat WARN naming the cases (advisory: a finding, not a verdict)."""
+    seen = [0]
+
+    def flip(path: str, body: dict) -> dict:
+        seen[0] += 1
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {}
+            if seen[0] > 1 and seen[0] % 2 and isinstance(message.get("content"), str):
+                message["content"] += " (this time)"
+        return body
+
+    args = ("--model", str(tiny_model_dir), "--policy", _golden_policy(tmp_path), "--gates", "startup,golden")
+    with fault_proxy(upstream.url, "pass") as url:
+        steady = gk_run(tmp_path / "steady", *args, "--candidate", url)
+    with fault_proxy(upstream.url, "pass", rewrite=flip) as url:
+        flaky = gk_run(tmp_path / "flaky", *args, "--candidate", url)
+    assert steady.check("golden.candidate_repeat")["status"] == "PASS"
+    check = flaky.check("golden.candidate_repeat")
+    assert check["status"] == "WARN" and check["metrics"]["reference_changed"] == 0 and check["metrics"]["only_candidate"]

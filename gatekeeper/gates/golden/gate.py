@@ -20,6 +20,7 @@ from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper import noise
 from gatekeeper.noise import ask_twice
 from gatekeeper.golden.answer import render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
@@ -105,11 +106,19 @@ class GoldenGate(Gate):
         ask_cand, ask_ref = Asker(ctx.candidate, ctx.seed), Asker(ctx.reference, ctx.seed)
         cand = fan_out(ask_cand, only, conc)
         refs = self._reference_runs(ctx, ask_ref, only, baseline, conc, floor_conc)
+        ref_changed = [_changed(a, b) for a, b in zip(*refs)]
+        if baseline is None:
+            ctx.notes.append(noise.describe("golden answers", sum(ref_changed), len(only), conc, floor_conc))
+        else:
+            ctx.notes.append(f"golden answers: the reference is the baseline {baseline.path} (its two recorded passes are "
+                             "the noise floor)")
         rates = PassRates()
         judgements = [_judgement(case, cand[i], [r[i] for r in refs], settings) for i, (_, case) in enumerate(runnable)]
         review_near_ties(ctx, [c for _, c in runnable], judgements, settings, live_reference=baseline is None)
         for i, (name, case) in enumerate(runnable):
             self._record(ctx, name, case, cand[i], [r[i] for r in refs], judgements[i], rates)
+        if settings.candidate_repeat and only:
+            self._candidate_repeat(ctx, ask_cand, runnable, cand, ref_changed, floor_conc)
         if settings.stream_variants:
             self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
         rates.report(ctx, settings.max_pass_rate_drop)
@@ -153,6 +162,19 @@ class GoldenGate(Gate):
         _count(ctx, j)
         ref_ok = [passes_absolute(case, r) for r in good_refs]
         rates.add(case.family, passes_absolute(case, cand), ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
+
+    def _candidate_repeat(self, ctx: GateContext, ask_cand: Asker, runnable: list[tuple[str, GoldenCase]], cand: list[Answer],
+                          ref_changed: list[bool], floor_conc: int) -> None:
+        """`golden.candidate_repeat`: the candidate asked again (reverse order, noise-floor
+        concurrency); answers it does not repeat where the reference does are a finding (WARN)."""
+        again = list(reversed(fan_out(ask_cand, [c for _, c in reversed(runnable)], floor_conc)))
+        changed = [_changed(a, b) for a, b in zip(cand, again)]
+        only_cand = [name for (name, _), c, r in zip(runnable, changed, ref_changed) if c and not r]
+        reason = (f"the candidate changed {sum(changed)} of {len(changed)} answers on a second pass (the reference "
+                  f"{sum(ref_changed)})" + (f"; only the candidate: {', '.join(only_cand[:10])}" if only_cand else ""))
+        ctx.check("candidate_repeat", Status.WARN if only_cand else Status.PASS, reason,
+                  {"candidate_changed": sum(changed), "reference_changed": sum(ref_changed), "cases": len(changed),
+                   "only_candidate": only_cand})
 
     def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
                  cand: list[Answer], refs: list[list[Answer]], baseline: Baseline | None, conc: int) -> None:
@@ -238,6 +260,11 @@ def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
 def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> TextPair:
     ref_text, cand_text = render_answer(reference), render_answer(candidate)
     return TextPair(title, ref_text, cand_text, first_divergence(ref_text, cand_text), case.prompt_text)
+
+
+def _changed(a: Answer, b: Answer) -> bool:
+    """Whether two answers to one case differ (a failed request counts as a change)."""
+    return not isinstance(a, ChatResponse) or not isinstance(b, ChatResponse) or render_answer(a) != render_answer(b)
 
 
 def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> Judgement | None:

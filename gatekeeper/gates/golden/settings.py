@@ -28,7 +28,10 @@ class GoldenSettings:
       because the candidate's greedy answer differs from the reference's is asked again with
       logprobs; where the first differing tokens are each in the other's top-k within this gap,
       the divergence is a near tie — noise, not a regression;
-    - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL).
+    - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL);
+    - `candidate_repeat` (true): ask the candidate a second time too (at the noise-floor
+      concurrency, reverse order) and report, advisory, how many answers it did not repeat where
+      the reference did (`golden.candidate_repeat`: WARN, never blocking by itself).
     """
 
     concurrency: int = 4
@@ -42,6 +45,7 @@ class GoldenSettings:
     near_tie_gap: dict[str, float] = field(default_factory=lambda: {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0,
                                                                       "float16": 1.0})
     near_tie_max_reviews: int = 16
+    candidate_repeat: bool = True
 
     def __post_init__(self) -> None:
         require(self.concurrency > 0, "concurrency", "must be at least 1")

@@ -17,6 +17,7 @@ import time
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper import noise
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, padded_variants
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
@@ -66,6 +67,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     if inexact:
         note += f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}"
     mm = s.boundary_max_mismatches
+    ctx.notes.append(noise.describe("block-boundary sweep", sum(noisy), len(flat), conc, s.noise_floor_concurrency))
     ctx.judged(len(flat) - sum(noisy))
     ctx.not_judged("reference unstable", sum(noisy))
     ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,

@@ -86,9 +86,6 @@ class LongContextGate(Gate):
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} /tokenize calls")
-        if not s.noise_floor_concurrency:
-            ctx.notes.append("noise floor not measured (noise_floor_concurrency: 0): every answer the reference gives once "
-                             "is taken as its answer")
 
 
 def _tokenizer(ctx: GateContext):

@@ -19,6 +19,7 @@ import time
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper import noise
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
@@ -51,6 +52,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         ctx.not_judged("request failed", len(grid))
         return
     noisy = unstable(ref, ref2)
+    ctx.notes.append(noise.describe("needle grid", sum(noisy), len(grid), conc, s.noise_floor_concurrency))
     ok_ref = [text(a) == p.value for p, a in zip(grid, ref)]
     ok_cand = [text(a) == p.value for p, a in zip(grid, cand)]
     regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand)) if a and not b and not noisy[i]]

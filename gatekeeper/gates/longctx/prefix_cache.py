@@ -21,6 +21,7 @@ import time
 from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper import noise
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.prompts import needle_prompts, words_for
 from gatekeeper.gates.longctx.scrape import delta, scrape
@@ -131,6 +132,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
         return
     rows, mismatches = [], 0
     shaky_items = unstable(ref, ref2)
+    ctx.notes.append(noise.describe("shared prefix", sum(shaky_items), len(items), conc, s.noise_floor_concurrency))
     ctx.judged(len(items) - sum(shaky_items))
     ctx.not_judged("reference unstable", sum(shaky_items))
     for (messages, want), a, b, shaky in zip(items, ref, cand, shaky_items):

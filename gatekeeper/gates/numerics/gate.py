@@ -155,6 +155,11 @@ class NumericsGate(Gate):
                       f"{noise_value:.4f}) over {over}",
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})
 
+        moved = max(all_n, default=0.0)
+        ctx.notes.append(f"noise floor: the reference scored the texts twice (concurrency {s.concurrency}, then "
+                         f"{s.noise_floor_concurrency} in reverse order): " + (
+                             "identical logprobs (reference deterministic)" if moved == 0.0 else
+                             f"its ranked logprobs moved by up to {moved:.3g} nats"))
         hist = Histogram("|Δ logprob| of the reference token where the reference ranks it in its top-k", all_c[:5000],
                          "|Δ logprob|", tol["max_abs_delta"])
         if all_c:
