@@ -24,6 +24,10 @@ def test_default_run_promotes(tmp_path):
     out = gk_run(tmp_path)
     assert out.code == 0 and out.summary["verdict"] == "PROMOTE", (out.summary or {}).get("reasons", out.stderr)
     assert {g["id"] for g in out.summary["gates"]} >= {"startup", "numerics", "golden"}
+    table = {row["dimension"]: row for row in out.summary["correctness_table"]}
+    assert list(table) == ["Deterministic", "Structured", "Numerical", "Degeneration", "Long context"]
+    assert table["Numerical"]["status"] == "PASS" and table["Degeneration"]["candidate"].startswith("0 of ")
+    assert all(row["status"] != "FAIL" for row in table.values())
 
 
 def test_eos_ignored_rolls_back_at_golden(tmp_path):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from gatekeeper.report.correctness_table import CorrectnessRow, build_table
 from gatekeeper.report.performance import PerformanceSummary, summarize_performance
 from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status
 
@@ -34,6 +35,7 @@ class ReportData:
     counts: StatusCounts
     gate_counts: tuple[StatusCounts, ...]
     report_files: tuple[str, ...]
+    correctness: tuple[CorrectnessRow, ...] = ()
 
     def gates(self) -> Iterable[tuple[GateResult, StatusCounts]]:
         """Each gate of the run with its checks counted by status."""
@@ -65,4 +67,5 @@ def build_report_data(run: RunResult, report_files: tuple[str, ...]) -> ReportDa
         counts=_count_statuses(c for g in run.gates for c in g.checks),
         gate_counts=tuple(_count_statuses(g.checks) for g in run.gates),
         report_files=report_files,
+        correctness=build_table(run),
     )

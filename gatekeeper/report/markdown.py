@@ -66,6 +66,10 @@ def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:
     return check.status == Status.SKIP and check.blocking and verdict == Verdict.HOLD
 
 
+def _row_status(status: str) -> str:
+    return _STATUS_MARK[Status(status)] if status in Status.__members__ else md_cell(status)
+
+
 def _fmt(value: float | None, unit: str = "s") -> str:
     return "–" if value is None else f"{value:.3f} {unit}".strip()
 
@@ -94,6 +98,11 @@ class MarkdownRenderer(Renderer):
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
         lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
+        if data.correctness:
+            lines += ["", "### Correctness", "", "| Dimension | Metric | Threshold | Reference | Candidate | Judged | Status |",
+                      "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_cell(r.dimension)} | {md_cell(r.metric)} | {md_cell(r.threshold)} | {md_cell(r.reference)} "
+                      f"| {md_cell(r.candidate)} | {md_cell(r.judged)} | {_row_status(r.status)} |" for r in data.correctness]
         lines += ["", "### Reasons", ""]
         lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
         if len(run.reasons) > MAX_LISTED_REASONS:

@@ -7,6 +7,7 @@ histograms) stays out of this file: it is in the HTML report and in records.json
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from gatekeeper.report.data import ReportData
@@ -49,6 +50,7 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "golden_sets": list(run.golden_sets),
         "seed": run.seed,
         "counts": counts_json(data.counts),
+        "correctness_table": [dataclasses.asdict(row) for row in data.correctness],
         "targets": [_target(t) for t in run.targets],
         "gates": [gate_json(g, counts) for g, counts in data.gates()],
         "performance": data.performance.to_dict(),

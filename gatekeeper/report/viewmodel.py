@@ -276,4 +276,5 @@ def run_view(data: ReportData) -> RunView:
 
 def correctness_view(data: ReportData) -> dict[str, Any]:
     """Everything correctness.html.j2 needs."""
-    return {"run": run_view(data), "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}
+    return {"run": run_view(data), "table": data.correctness,
+            "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}

@@ -157,11 +157,13 @@ class GoldenGate(Gate):
             return
         if len(good_refs) < len(refs):
             j.notes.append("note: the reference's noise-floor run failed; judged against one run")
+        ref_ok = [passes_absolute(case, r) for r in good_refs]
+        cand_ok = passes_absolute(case, cand)
+        j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family)
         _count(ctx, j)
-        ref_ok = [passes_absolute(case, r) for r in good_refs]
-        rates.add(case.family, passes_absolute(case, cand), ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
+        rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
 
     def _candidate_repeat(self, ctx: GateContext, ask_cand: Asker, runnable: list[tuple[str, GoldenCase]], cand: list[Answer],
                           ref_changed: list[bool], floor_conc: int) -> None:

@@ -1,0 +1,119 @@
+"""Seed 002 §5's correctness table, built from the checks: the first thing every report shows.
+
+Five dimensions, each a row with its metric, threshold, the reference's and the candidate's
+figures, how much was judged, and a status:
+
+- Deterministic: the fixed short cases (golden family `short_answer`, and the startup canary) —
+  the candidate passes every case the reference passes;
+- Structured: JSON and tool-call cases (families `json`, `tool_call`) — parse success not below
+  the reference's;
+- Numerical: logprob / perplexity drift (gate 2) within the dtype's tolerance (the row's status
+  is gate 2's worst check);
+- Degeneration: repeated tokens, garbage, empty output — 0 severe degenerations;
+- Long context: fact recall over the needle grid (gate 4) not below the reference's.
+
+A dimension whose gate did not run says so ("not run"), one without cases "no cases", one whose
+cases were all left unjudged "not judged" — never PASS.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status
+
+_ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
+DETERMINISTIC = ("short_answer",)
+STRUCTURED = ("json", "tool_call")
+
+
+@dataclass(frozen=True)
+class CorrectnessRow:
+    """One dimension of the table; `status` is a Status value or "not run"."""
+
+    dimension: str
+    metric: str
+    threshold: str
+    reference: str
+    candidate: str
+    judged: str
+    status: str
+    checks: tuple[str, ...]  # the check ids behind the row
+
+
+def _worst(checks: list[CheckResult]) -> str:
+    return min((c.status for c in checks), key=_ORDER.index).value if checks else "not run"
+
+
+def _pct(n: int, d: int) -> str:
+    return "–" if d == 0 else f"{n}/{d} ({n / d:.0%})"
+
+
+def _gate(run: RunResult, gate_id: str) -> GateResult | None:
+    g = next((g for g in run.gates if g.id == gate_id), None)
+    return g if g is not None and g.coverage is not None else None  # a gate that did not run has no coverage
+
+
+def _cases(golden: GateResult | None, families: tuple[str, ...]) -> list[CheckResult]:
+    if golden is None:
+        return []
+    return [c for c in golden.checks if c.family in families and not c.id.endswith(".stream")]
+
+
+def _passing(cases: list[CheckResult], key: str) -> int:
+    return sum(1 for c in cases if c.metrics.get(key) is True)
+
+
+def _judged(cases: list[CheckResult]) -> str:
+    return _pct(sum(1 for c in cases if c.metrics.get("judged") is True), len(cases))
+
+
+def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult | None, families: tuple[str, ...],
+                extra: tuple[CheckResult, ...] = ()) -> CorrectnessRow:
+    cases = _cases(golden, families)
+    checks = [*extra, *cases]
+    status = "not run" if golden is None and not extra else "no cases" if not checks else _worst(checks)
+    if cases and not any(c.metrics.get("judged") is True for c in cases) and status in ("PASS", "WARN"):
+        status = "not judged"  # every case both fail identically (or could not be compared): no blind PASS
+    return CorrectnessRow(dimension, metric, threshold, _pct(_passing(cases, "reference_passes"), len(cases)),
+                          _pct(_passing(cases, "candidate_passes"), len(cases)), _judged(cases), status,
+                          tuple(c.id for c in checks))
+
+
+def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
+    """The five rows for `run`."""
+    startup, numerics, golden, longctx = (_gate(run, g) for g in ("startup", "numerics", "golden", "longctx"))
+    canary = tuple(c for c in (startup.checks if startup else ()) if c.id == "startup.canary.candidate")
+    rows = [
+        _golden_row("Deterministic", "fixed short cases passed (and the canary)", "every case the reference passes",
+                    golden, DETERMINISTIC, canary),
+        _golden_row("Structured", "JSON / tool-call cases passed", "not below the reference", golden, STRUCTURED),
+    ]
+    drift = [c for c in (numerics.checks if numerics else ()) if not c.id.endswith(".coverage")]
+    nll = next((c for c in drift if c.id == "numerics.nll_drift"), None)
+    rows.append(CorrectnessRow(
+        "Numerical", "NLL drift, max |Δ logprob|, NaN/Inf", "within the dtype's tolerance (and the noise floor)",
+        "–" if nll is None else f"noise floor {_num(nll.metrics.get('noise_floor'))}",
+        "–" if nll is None else f"NLL drift {_num(nll.metrics.get('value'))} (limit {_num(nll.metrics.get('limit'))})",
+        "–" if numerics is None or numerics.coverage is None else _pct(numerics.coverage.judged, numerics.coverage.total),
+        _worst(drift), tuple(c.id for c in drift)))
+    cases = [c for c in (golden.checks if golden else ()) if not c.id.endswith((".coverage", ".pass_rate", ".candidate_repeat"))]
+    degenerate = [c for c in cases if c.status is Status.FAIL and "degenerate output" in c.reason]
+    rows.append(CorrectnessRow(
+        "Degeneration", "answers with repeated tokens, garbage or nothing (golden)", "0 severe degenerations", "–",
+        f"{len(degenerate)} of {len(cases)}" if cases else "–",
+        _pct(sum(c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in cases), len(cases)) if cases else "–",
+        ("FAIL" if degenerate else "PASS") if cases else "not run", tuple(c.id for c in degenerate)))
+    grid = next((c for c in (longctx.checks if longctx else ()) if c.id == "longctx.needle_grid"), None)
+    m = grid.metrics if grid else {}
+    cells = int(m.get("cells") or 0)
+    rows.append(CorrectnessRow(
+        "Long context", "needle facts recalled (length × depth grid)", "not below the reference",
+        _pct(int(m.get("reference_pass") or 0), cells) if grid else "–", _pct(int(m.get("candidate_pass") or 0), cells) if grid else "–",
+        _pct(int(m.get("judged") or 0), cells) if grid else "–", grid.status.value if grid else "not run",
+        (grid.id,) if grid else ()))
+    return tuple(rows)
+
+
+def _num(x: object) -> str:
+    return "–" if not isinstance(x, (int, float)) else f"{x:.3g}"
