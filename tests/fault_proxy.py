@@ -56,13 +56,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         srv = self.server
         with srv.lock:
+            repeat = any(m == "POST" and b == body for m, _, b in srv.record)
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
             srv.misbehaving = srv.posts > srv.after and srv.mode != "pass"
+            if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
+                srv.misbehaving = repeat
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
             return
-        if srv.mode == "http500":
+        if srv.mode in ("http500", "fail_repeats"):
             self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
         elif srv.mode == "malformed":
             self._reply(200, b'{"choices": [{"message": ')
@@ -103,7 +106,8 @@ class _ProxyServer(ThreadingHTTPServer):
 @contextmanager
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
-    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream or die;
+    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die or
+    fail_repeats (HTTP 500 for a POST whose body was sent before);
     `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

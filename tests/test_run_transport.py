@@ -184,3 +184,15 @@ def test_a_candidate_that_does_not_repeat_itself_is_reported(tmp_path, upstream,
     assert steady.check("golden.candidate_repeat")["status"] == "PASS"
     check = flaky.check("golden.candidate_repeat")
     assert check["status"] == "WARN" and check["metrics"]["reference_changed"] == 0 and check["metrics"]["only_candidate"]
+
+
+def test_a_failed_reference_noise_floor_pass_is_an_error_not_noise(tmp_path, upstream, tiny_model_dir):
+    """The reference answers each golden case once and fails the identical second request (its
+    noise-floor pass): those cases are ERROR (HOLD), never judged against one run or as noise."""
+    with fault_proxy(upstream.url, "fail_repeats") as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--reference", url, "--policy", _golden_policy(tmp_path),
+                     "--gates", "startup,golden")
+    check = out.check("golden.echo-words")
+    assert check["status"] == "ERROR" and "noise-floor pass failed" in check["reason"], check
+    assert out.gate("golden")["coverage"]["unjudged"].get("reference request failed", 0) >= 3
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"

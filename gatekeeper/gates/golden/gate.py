@@ -156,7 +156,13 @@ class GoldenGate(Gate):
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
         if len(good_refs) < len(refs):
-            j.notes.append("note: the reference's noise-floor run failed; judged against one run")
+            # No noise floor for this case: an errored reference pass is an ERROR, never "noise".
+            err = next(r for r in refs if isinstance(r, EndpointError))
+            ctx.not_judged("reference request failed")
+            ctx.check(name, Status.ERROR, f"the reference's noise-floor pass failed on this case, so it cannot be judged: {err}",
+                      {"error_kind": err.kind, "role": "reference"}, family=case.family)
+            rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
+            return
         ref_ok = [passes_absolute(case, r) for r in good_refs]
         cand_ok = passes_absolute(case, cand)
         j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
