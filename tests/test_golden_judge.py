@@ -180,7 +180,7 @@ def test_a_forgiven_divergence_keeps_the_other_findings():
 
 
 def test_near_tie_divergence_is_noise_and_a_confident_one_is_not():
-    from gatekeeper.gates.golden.near_tie import first_divergence
+    from gatekeeper.near_tie import first_divergence
     from gatekeeper.responses import TokenLogprob
 
     def answer(*tokens: tuple[str, float, dict[str, float]]) -> ChatResponse:

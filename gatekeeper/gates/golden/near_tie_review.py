@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement
-from gatekeeper.gates.golden.near_tie import first_divergence
+from gatekeeper.near_tie import first_divergence
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.golden_set import GoldenCase

@@ -18,6 +18,7 @@ from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper import noise
+from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, padded_variants
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
@@ -54,16 +55,21 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         ctx.not_judged("request failed", len(flat))
         return
     noisy = unstable([a for t in ref for a in t], None if ref2 is None else [a for t in ref2 for a in t])
+    differ = [i for i, ((_, a, b), shaky) in enumerate(zip(flat, noisy)) if text(a) != text(b) and not shaky]
+    tie_at = dict(zip(differ, near_ties(ctx, s, [flat[i][0].messages for i in differ], limit)))
     rows, bad = [], []
-    for (p, a, b), shaky in zip(flat, noisy):
+    for i, ((p, a, b), shaky) in enumerate(zip(flat, noisy)):
         same = text(a) == text(b)
-        if not same and not shaky:
+        if not same and not shaky and tie_at.get(i) is None:
             bad.append(p.tokens)
         rows.append([p.tokens, f"B·{p.tokens // block}{'' if p.tokens % block == 0 else '+1' if p.tokens % block == 1 else ''}"
                      if p.tokens % block in (0, 1) else f"B·{p.tokens // block + 1}−1", p.value, text(a), text(b),
-                     "same" if same else "differs (reference unstable)" if shaky else "DIFFERENT"])
+                     "same" if same else "differs (reference unstable)" if shaky else
+                     "differs at a near tie (noise)" if tie_at.get(i) else "DIFFERENT"])
     inexact = [p.tokens for p, _, _ in flat if not p.exact]
     note = f"; {sum(noisy)} answers the reference itself does not repeat (noise, not judged)" if any(noisy) else ""
+    ties = sum(1 for d in tie_at.values() if d is not None)
+    note += f"; {ties} differ at a near tie (noise)" if ties else ""
     if inexact:
         note += f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}"
     mm = s.boundary_max_mismatches

@@ -23,6 +23,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper import noise
 from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.prompts import needle_prompts, words_for
 from gatekeeper.gates.longctx.scrape import delta, scrape
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
@@ -60,6 +61,8 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
         ctx.not_judged("request failed")
         return
     shaky = text(ref) != text(ref2)
+    # A candidate that parts from the reference at a near tie: only cold = warm is judged.
+    tie = text(cold) == text(warm) != text(ref) and not shaky and near_ties(ctx, s, [prompt.messages], limit)[0] is not None
     hits = cached_tokens(warm)
     if hits is None:
         d = delta(before, after, "vllm:prefix_cache_hits")
@@ -70,7 +73,7 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     same = len(set(texts.values())) == 1
     # Cold and warm must always agree; their agreement with the reference counts only where the
     # reference repeats its own answer (the noise floor).
-    ok = texts["cold"] == texts["warm"] and (same or shaky)
+    ok = texts["cold"] == texts["warm"] and (same or shaky or tie)
     ev = [] if same else [TextPair("cold vs warm (candidate)", texts["cold"], texts["warm"], 0, prompt.question),
                           JsonValue("answers", {**texts, "reference (second pass)": text(ref2)})]
     # Equal answers prove nothing about the cache when the warm request did not hit it.
@@ -82,7 +85,8 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     ctx.check("prefix_cache.cold_warm", status,
               ("cold, warm and reference answers are equal" if same else
                f"answers differ: reference {texts['reference']!r}, cold {texts['cold']!r}, warm {texts['warm']!r}"
-               + (" (the reference does not repeat its own answer: only cold = warm is judged)" if shaky else ""))
+               + (" (the reference does not repeat its own answer: only cold = warm is judged)" if shaky else "")
+               + (" (the candidate parts from the reference at a near tie: only cold = warm is judged)" if tie else ""))
               + f" ({prompt.tokens}-token prompt; {seen})",
               {"tokens": prompt.tokens, "warm_cached_tokens": hits, **texts}, ev, started=t0)
 
@@ -135,11 +139,15 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     ctx.notes.append(noise.describe("shared prefix", sum(shaky_items), len(items), conc, s.noise_floor_concurrency))
     ctx.judged(len(items) - sum(shaky_items))
     ctx.not_judged("reference unstable", sum(shaky_items))
-    for (messages, want), a, b, shaky in zip(items, ref, cand, shaky_items):
+    differ = [i for i, (a, b, shaky) in enumerate(zip(ref, cand, shaky_items)) if text(a) != text(b) and not shaky]
+    tie_at = dict(zip(differ, near_ties(ctx, s, [items[i][0] for i in differ], limit)))
+    for i, ((messages, want), a, b, shaky) in enumerate(zip(items, ref, cand, shaky_items)):
         if want is None and text(a) == text(b):
             continue
-        mismatches += text(a) != text(b) and not shaky
-        verdict = "same" if text(a) == text(b) else "differs (reference unstable)" if shaky else "DIFFERENT"
+        tie = tie_at.get(i) is not None
+        mismatches += text(a) != text(b) and not shaky and not tie
+        verdict = ("same" if text(a) == text(b) else "differs (reference unstable)" if shaky else
+                   "differs at a near tie (noise)" if tie else "DIFFERENT")
         rows.append([messages[-1]["content"][-60:], want or "(unrelated)", text(a), text(b), verdict])
     right = sum(1 for (_, want), b in zip(items, cand) if want is not None and text(b) == want)
     limit_mm = s.prefix_max_mismatches

@@ -15,6 +15,7 @@ import time
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import conditions as cond
 from gatekeeper.gates.longctx.decay import Cell, Decay, score, sqdr
@@ -64,7 +65,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     cells = [_cell(r, a, b) for sess, ra, ca in zip(sessions, ref_ans, cand_ans) for r, a, b in zip(sess, ra, ca)]
     d = score(cells)
     _decay_check(ctx, s, d, cells, rounds, started)
-    _agreement_check(ctx, s, d, cells)
+    _agreement_check(ctx, s, d, cells, rounds)
     found = [
         cond.concurrency(peak, plan.sessions, sampler.max_running),
         cond.prefix_caching(delta(before, after, "vllm:prefix_cache_hits"), delta(before, after, "vllm:prefix_cache_queries"),
@@ -123,16 +124,23 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list
         "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0)
 
 
-def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell]) -> None:
+def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], rounds: list[Round]) -> None:
     ctx.judged(len(cells))  # every (session, round) cell is compared with the reference's answer
     limit = s.max_disagreement
-    rate = d.disagreements / d.cells if d.cells else 0.0
-    first = next((c for c in cells if not c.agree), None)
+    differ = [c for c in cells if not c.agree]
+    by_cell = {(r.session, r.index): r for r in rounds}
+    ties = near_ties(ctx, s, [by_cell[(c.session, c.round)].messages for c in differ], s.answer_tokens)
+    confident = [c for c, tie in zip(differ, ties) if tie is None]
+    rate = len(confident) / d.cells if d.cells else 0.0
+    first = confident[0] if confident else None
     where = f"; first at session {first.session} round {first.round}" if first else ""
+    forgiven = len(differ) - len(confident)
     ctx.check("session_agreement", Status.FAIL if rate > limit else Status.PASS,
-              f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
-              f"({rate:.1%}, limit {limit:.0%}){where}",
-              {"disagreements": d.disagreements, "cells": d.cells, "rate": rate, "limit": limit,
+              f"the candidate's answer differs from the reference's in {len(confident)} of {d.cells} identical requests "
+              f"({rate:.1%}, limit {limit:.0%}){where}"
+              + (f"; {forgiven} more differ at a near tie (noise: asked again with logprobs, each side's token is in the "
+                 f"other's top-k within the dtype's gap)" if forgiven else ""),
+              {"disagreements": len(confident), "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
                "agreement_by_round": d.agreement, "agreement_decay_per_round": sqdr(d.agreement)}, [_curve(d)] if first else [])
 
 

@@ -25,7 +25,9 @@ class LongContextSettings:
     (per round, the candidate's SQDR minus the reference's), `decay_alpha` (the excess must also be
     beyond chance: a sign test), `decay_min_recall` (below this reference recall at round 1 decay
     is not measurable), `max_disagreement` (share of identical session requests answered
-    differently).
+    differently). `near_tie_gap` (nats per candidate dtype, float32 the fallback) and
+    `near_tie_max_reviews`: session answers that differ from the reference's are asked again with
+    logprobs, and a divergence at a near tie is noise, not a disagreement.
     """
 
     block_size: int = 16
@@ -56,6 +58,9 @@ class LongContextSettings:
     decay_alpha: float = 0.01
     decay_min_recall: float = 0.5
     max_disagreement: float = 0.05
+    near_tie_gap: dict[str, float] = field(default_factory=lambda: {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0,
+                                                                      "float16": 1.0})
+    near_tie_max_reviews: int = 32
 
     def __post_init__(self) -> None:
         require(self.block_size > 0, "block_size", "must be at least 1")
@@ -76,3 +81,10 @@ class LongContextSettings:
         for key in ("prefix_suffixes", "tool_cases", "json_cases", "decay_sessions", "decay_facts", "decay_concurrency"):
             require(getattr(self, key) >= 1, key, "must be at least 1 (0 would pass having judged nothing)")
         require(self.decay_rounds >= 2, "decay_rounds", "must be at least 2: decay is measured between rounds")
+        require("float32" in self.near_tie_gap and all(isinstance(v, (int, float)) and v >= 0 for v in self.near_tie_gap.values()),
+                "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
+
+    def gap(self, dtype: str) -> float:
+        """The near-tie gap for the candidate's dtype (float32's when it has none)."""
+        return float(self.near_tie_gap.get(dtype, self.near_tie_gap["float32"]))

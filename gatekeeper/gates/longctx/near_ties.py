@@ -1,0 +1,42 @@
+"""Gate 4's near-tie review: items where the candidate's greedy answer differs from the
+reference's are asked again of both with top-k logprobs, and a divergence at a near tie (each
+first differing token in the other's top-k within the dtype's `near_tie_gap`; see
+`gatekeeper/near_tie.py`) is noise, not a disagreement. Asked again alone, an answer that no
+longer differs is not forgiven: the difference came from the traffic around it (a cache bug
+shows exactly so), so it stands.
+"""
+
+from __future__ import annotations
+
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
+from gatekeeper.fanout import fan_out
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.settings import LongContextSettings
+from gatekeeper.gates.longctx.tokens import Messages
+from gatekeeper.near_tie import Divergence, first_divergence
+from gatekeeper.responses import ChatResponse
+
+TOP_K = 5
+
+
+def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int) -> list[Divergence | None]:
+    """Per item: the near-tie divergence found when both targets answer it again with logprobs,
+    or None (a confident divergence, no divergence at all, no logprobs, or a failed request)."""
+    caps = ctx.capabilities
+    if not items or not (caps["reference"].logprobs and caps["candidate"].logprobs) or s.near_tie_max_reviews == 0:
+        return [None] * len(items)
+    picked = items[: s.near_tie_max_reviews]
+    k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
+    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+
+    def again(ep: Endpoint) -> list[ChatResponse | EndpointError]:
+        return fan_out(lambda m: ep.chat(m, max_tokens=max_tokens, temperature=0.0, logprobs=True, top_logprobs=k), picked,
+                       s.concurrency)
+
+    refs, cands = again(ctx.reference), again(ctx.candidate)
+    out: list[Divergence | None] = []
+    for ref, cand in zip(refs, cands):
+        d = first_divergence(ref, cand, gap) if isinstance(ref, ChatResponse) and isinstance(cand, ChatResponse) else None
+        out.append(d if d is not None and d.tie else None)
+    return out + [None] * (len(items) - len(picked))
