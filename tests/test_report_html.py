@@ -184,3 +184,11 @@ def test_every_evidence_kind_round_trips_through_its_json_form() -> None:
     for e in kinds:
         assert ev.from_json(e.kind, e.title, e.data) == e
         assert evidence_view(e).kind != "json" or e.kind == "json"
+
+
+def test_reasons_link_to_their_checks_and_passing_checks_fold_away(correctness: str) -> None:
+    assert '<a href="#check-numerics.logprob_delta">numerics.logprob_delta FAIL (blocking)' in correctness
+    gate = correctness[correctness.index('id="gate-numerics"'):correctness.index('id="gate-golden"')]
+    folded = gate.index('<details class="passing">')
+    assert gate.index('id="check-numerics.logprob_delta"') < folded  # what failed comes first
+    assert "1 passing check</summary>" in gate[folded:] and 'id="check-numerics.' in gate[folded:]

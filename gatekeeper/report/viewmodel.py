@@ -99,8 +99,8 @@ class RunView:
     finished_at: str
     verdict: str
     exit_code: int
-    reasons: tuple[str, ...]
-    more_reasons: tuple[str, ...]
+    reasons: tuple[tuple[str | None, str], ...]  # (anchor of the check it names, or None; text)
+    more_reasons: tuple[tuple[str | None, str], ...]
     policy: str
     golden_sets: str
     seed: int
@@ -252,17 +252,24 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
     )
 
 
+def _linked(reason: str, ids: set[str]) -> tuple[str | None, str]:
+    """A verdict reason with the id of the check it names (for a link to it), or None."""
+    head = re.match(r"[^\s:]*", reason).group(0)  # type: ignore[union-attr]  # matches "" at worst
+    return (head if head in ids else None), _clip(reason)
+
+
 def run_view(data: ReportData) -> RunView:
     """The header: verdict, reasons, targets."""
     run = data.run
+    ids = {c.id for g in run.gates for c in g.checks}
     return RunView(
         run_id=run.run_id,
         started_at=run.started_at,
         finished_at=run.finished_at,
         verdict=run.verdict.value,
         exit_code=run.exit_code,
-        reasons=tuple(_clip(r) for r in run.reasons[:MAX_TOP_REASONS]),
-        more_reasons=tuple(_clip(r) for r in run.reasons[MAX_TOP_REASONS:]),
+        reasons=tuple(_linked(r, ids) for r in run.reasons[:MAX_TOP_REASONS]),
+        more_reasons=tuple(_linked(r, ids) for r in run.reasons[MAX_TOP_REASONS:]),
         policy=run.policy,
         golden_sets=", ".join(run.golden_sets),
         seed=run.seed,
