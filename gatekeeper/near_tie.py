@@ -16,6 +16,21 @@ from dataclasses import dataclass
 from gatekeeper.responses import ChatResponse, TokenLogprob
 
 
+# The default near-tie gap per candidate dtype, in nats: rounding alone moves a bf16/fp16 logprob
+# by about a nat (gate 2's half-precision tolerance is 1.5), fp32 hardly at all.
+DEFAULT_GAPS = {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0, "float16": 1.0}
+
+
+def valid_gaps(gaps: dict[str, float]) -> bool:
+    """Whether a policy's gap table has a float32 row (the fallback) and only non-negative numbers."""
+    return "float32" in gaps and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in gaps.values())
+
+
+def gap_for(gaps: dict[str, float], dtype: str) -> float:
+    """The gap for the candidate's dtype (float32's when the table has none)."""
+    return float(gaps.get(dtype, gaps["float32"]))
+
+
 @dataclass(frozen=True)
 class Divergence:
     """Where two greedy answers first differ, token by token, and whether it is a near tie."""

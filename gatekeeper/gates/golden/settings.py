@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gatekeeper.config.settings import require
+from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 from gatekeeper.results import Status
 
 
@@ -42,8 +43,7 @@ class GoldenSettings:
     max_pass_rate_drop: float = 0.0
     baseline: str | None = None
     cases: list[str] = field(default_factory=lambda: ["*"])
-    near_tie_gap: dict[str, float] = field(default_factory=lambda: {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0,
-                                                                      "float16": 1.0})
+    near_tie_gap: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_GAPS))
     near_tie_max_reviews: int = 16
     candidate_repeat: bool = True
 
@@ -57,13 +57,12 @@ class GoldenSettings:
         require(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a path")
         require(all(isinstance(g, str) for g in self.cases), "cases",
                 f"must be a list of glob strings, got {self.cases!r}")
-        require("float32" in self.near_tie_gap and all(isinstance(v, (int, float)) and v >= 0 for v in self.near_tie_gap.values()),
-                "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
         require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
-        return float(self.near_tie_gap.get(dtype, self.near_tie_gap["float32"]))
+        return gap_for(self.near_tie_gap, dtype)
 
     @property
     def shared_hard_failure_status(self) -> Status:

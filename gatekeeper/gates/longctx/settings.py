@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gatekeeper.config.settings import require
+from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 
 
 @dataclass(frozen=True)
@@ -58,8 +59,7 @@ class LongContextSettings:
     decay_alpha: float = 0.01
     decay_min_recall: float = 0.5
     max_disagreement: float = 0.05
-    near_tie_gap: dict[str, float] = field(default_factory=lambda: {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0,
-                                                                      "float16": 1.0})
+    near_tie_gap: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_GAPS))
     near_tie_max_reviews: int = 32
 
     def __post_init__(self) -> None:
@@ -81,10 +81,9 @@ class LongContextSettings:
         for key in ("prefix_suffixes", "tool_cases", "json_cases", "decay_sessions", "decay_facts", "decay_concurrency"):
             require(getattr(self, key) >= 1, key, "must be at least 1 (0 would pass having judged nothing)")
         require(self.decay_rounds >= 2, "decay_rounds", "must be at least 2: decay is measured between rounds")
-        require("float32" in self.near_tie_gap and all(isinstance(v, (int, float)) and v >= 0 for v in self.near_tie_gap.values()),
-                "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
         require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
-        return float(self.near_tie_gap.get(dtype, self.near_tie_gap["float32"]))
+        return gap_for(self.near_tie_gap, dtype)
