@@ -147,19 +147,12 @@ class GoldenGate(Gate):
             rates.add(case.family, None, None, Status.ERROR)
             return
         good_refs = [r for r in refs if isinstance(r, ChatResponse)]
-        if j is None or not good_refs:
-            err = refs[0]
-            assert isinstance(err, EndpointError)
-            ctx.not_judged("reference request failed")
-            ctx.check(name, Status.ERROR, f"the reference could not answer, so the case cannot be judged: {err}",
-                      {"error_kind": err.kind, "role": "reference"}, family=case.family)
-            rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
-            return
-        if len(good_refs) < len(refs):
-            # No noise floor for this case: an errored reference pass is an ERROR, never "noise".
+        if j is None:
+            # Without every reference pass there is no noise floor: an ERROR, never "noise".
             err = next(r for r in refs if isinstance(r, EndpointError))
+            which = " could not answer" if not good_refs else "'s noise-floor pass failed on this case"
             ctx.not_judged("reference request failed")
-            ctx.check(name, Status.ERROR, f"the reference's noise-floor pass failed on this case, so it cannot be judged: {err}",
+            ctx.check(name, Status.ERROR, f"the reference{which}, so the case cannot be judged: {err}",
                       {"error_kind": err.kind, "role": "reference"}, family=case.family)
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
@@ -276,9 +269,10 @@ def _changed(a: Answer, b: Answer) -> bool:
 
 
 def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> Judgement | None:
-    """The case judged (None when the candidate or every reference run failed to answer)."""
+    """The case judged (None when the candidate or any reference run failed to answer: not
+    judged, and not worth a near-tie review)."""
     good_refs = [r for r in refs if isinstance(r, ChatResponse)]
-    if isinstance(cand, EndpointError) or not good_refs:
+    if isinstance(cand, EndpointError) or len(good_refs) < len(refs):
         return None
     return judge_case(case, cand, good_refs, settings.similar_threshold, settings.shared_hard_failure_status)
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Evidence, Histogram, Table
-from gatekeeper.fanout import fan_out
+from gatekeeper.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.noise import ask_twice
 from gatekeeper.gates.numerics.settings import NumericsSettings
@@ -23,7 +22,6 @@ from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
 from gatekeeper.responses import CompletionResponse
 from gatekeeper.results import Status
 
-R = TypeVar("R")
 
 CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
           "topk_overlap")
@@ -93,7 +91,7 @@ class NumericsGate(Gate):
     def _continuations(self, ctx: GateContext, prompts: list[str]) -> list[str]:
         s: NumericsSettings = ctx.settings
         outs = fan_out(lambda p: ctx.reference.completion(p, max_tokens=s.max_new_tokens), prompts, s.concurrency)
-        return [p + _raise_failed(o).text for p, o in zip(prompts, outs)]
+        return [p + o.text for p, o in zip(prompts, raise_first(outs))]
 
     def _score_reference(self, ep: Endpoint, texts: list[str], k: int, s: NumericsSettings) -> tuple[list[Scored], list[Scored]]:
         """The reference's scores, and its noise-floor pass's (another concurrency and order)."""
@@ -194,18 +192,10 @@ def _scorer(ep: Endpoint, k: int) -> Callable[[str], CompletionResponse]:
     return lambda text: ep.completion(text, max_tokens=1, echo=True, logprobs=k)
 
 
-def _raise_failed(answer: R | EndpointError) -> R:
-    """The answer, or its failure raised (gate 2 needs every prompt scored)."""
-    if isinstance(answer, EndpointError):
-        raise answer
-    return answer
-
-
 def _scored(outs: list[CompletionResponse | EndpointError]) -> list[Scored]:
     """The scored text of each echo answer, without the one generated token."""
     scored = []
-    for answer in outs:
-        o = _raise_failed(answer)
+    for o in raise_first(outs):
         n = len(o.tokens) - (o.completion_tokens or 1)  # drop the generated token: score the text only
         scored.append(Scored(tuple(o.tokens[:n]), tuple(o.token_logprobs[:n]), tuple((o.top_logprobs + (None,) * n)[:n])))
     return scored
