@@ -3,13 +3,15 @@ transport-fault tests: HTTP 500s, malformed JSON, hangs, cut streams, or dying m
 
 GETs (health, models, version) always pass through, so the target looks healthy at startup, as
 a broken production server does; POSTs misbehave per `mode` once `after` of them have passed
-("pass" never misbehaves). With `record`, every request's (method, path, body) is appended to it;
+("pass" never misbehaves; "no_stream_finish" passes everything but sends `finish_reason: null` in
+every streamed event, as some real servers do). With `record`, every request's (method, path, body) is appended to it;
 with `rewrite`, every non-streamed JSON answer is passed through it first.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +43,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_response(r.status_code)
                 self.send_header("content-type", r.headers.get("content-type", "application/json"))
                 self.end_headers()
+                if self.server.mode == "no_stream_finish" and "event-stream" in r.headers.get("content-type", ""):
+                    self.wfile.write(re.sub(rb'"finish_reason": ?"[a-z_]+"', b'"finish_reason": null', r.read()))
+                    return
                 for chunk in r.iter_raw():
                     self.wfile.write(chunk)
                     self.wfile.flush()
@@ -59,7 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
             repeat = any(m == "POST" and b == body for m, _, b in srv.record)
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
-            srv.misbehaving = srv.posts > srv.after and srv.mode != "pass"
+            srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
         if not srv.misbehaving or srv.mode == "cut_stream":
@@ -106,8 +111,8 @@ class _ProxyServer(ThreadingHTTPServer):
 @contextmanager
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
-    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die or
-    fail_repeats (HTTP 500 for a POST whose body was sent before);
+    """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
+    fail_repeats (HTTP 500 for a POST whose body was sent before) or no_stream_finish;
     `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -122,6 +122,20 @@ def test_stream_difference_fails_unless_the_reference_shows_the_same():
     assert j.status is Status.FAIL and "'stop' vs 'tool_calls'" in j.reason
 
 
+def test_stream_quirk_shared_with_the_reference_is_a_protocol_warn_and_an_added_one_fails():
+    case = GS.case("weather")
+    plain = r(calls=CALL, finish="tool_calls")
+    no_finish = r(calls=CALL, finish=None)  # a server whose streams carry no finish_reason
+    j = judge_stream(case, no_finish, plain, reference_pair=(no_finish, plain))
+    assert j.status is Status.WARN and j.reason.startswith("WARN: protocol:") and "None vs 'tool_calls'" in j.reason
+    # The reference drops finish_reason; the candidate also changes the call: a difference it adds.
+    other = r(calls=(ToolCall("get_weather", '{"city": "Lyon"}'),), finish=None)
+    j = judge_stream(case, other, plain, reference_pair=(no_finish, plain))
+    assert j.status is Status.FAIL and "not the same way" in j.reason
+    assert j.metrics["stream_difference"] == ["answer", "finish_reason None vs 'tool_calls'"]
+    assert j.metrics["reference_stream_difference"] == ["finish_reason None vs 'tool_calls'"]
+
+
 def test_shared_hard_failures_warn_by_default():
     loop = r("!!!!!!!!!!!!!!!!!!!!")
     j = judge_case(GS.case("ok"), loop, [loop, loop], 0.8)

@@ -196,3 +196,27 @@ def test_a_failed_reference_noise_floor_pass_is_an_error_not_noise(tmp_path, ups
     assert check["status"] == "ERROR" and "noise-floor pass failed" in check["reason"], check
     assert out.gate("golden")["coverage"]["unjudged"].get("reference request failed", 0) >= 3
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
+
+
+def test_a_stream_quirk_both_targets_share_is_a_protocol_warn_and_one_the_candidate_adds_fails(tmp_path):
+    """Two instances of one server whose streams carry no finish_reason (a no-op upgrade): the
+    stream checks WARN naming the quirk, no ROLLBACK. Only the candidate dropping it: FAIL.
+    The shipped gk-tiny, since its tool and JSON answers are real ones."""
+    from pathlib import Path
+
+    gk_tiny = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
+    policy = tmp_path / "streams.yaml"
+    policy.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, json-schema-1, tool-weather]\n"
+                      "    stream_variants: true\n")
+    args = ("--policy", str(policy), "--gates", "golden")
+    with running_server(gk_tiny, "--profile", "optimized") as upstream:
+        with fault_proxy(upstream.url, "no_stream_finish") as ref, fault_proxy(upstream.url, "no_stream_finish") as cand:
+            shared = gk_run(tmp_path / "shared", *args, "--reference", ref, "--candidate", cand)
+        with fault_proxy(upstream.url, "no_stream_finish") as cand:
+            added = gk_run(tmp_path / "added", *args, "--reference", upstream.url, "--candidate", cand)
+    for case in ("json-schema-1", "tool-weather"):
+        check = shared.check(f"golden.{case}.stream")
+        assert check["status"] == "WARN" and "protocol:" in check["reason"] and "finish_reason None vs" in check["reason"], check
+        assert check["metrics"]["reference_stream_difference"] == check["metrics"]["stream_difference"]
+        assert added.check(f"golden.{case}.stream")["status"] == "FAIL", added.check(f"golden.{case}.stream")
+    assert shared.summary["verdict"] != "ROLLBACK" and added.summary["verdict"] == "ROLLBACK"

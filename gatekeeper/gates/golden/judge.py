@@ -176,31 +176,47 @@ def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, referen
         j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}", divergence=True)
 
 
+def stream_quirk(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse) -> tuple[str, ...]:
+    """How one target's streamed answer differs from its non-streamed answer to the same case:
+    () when they agree; else the differing parts ("answer" and/or "finish_reason X vs Y"), so two
+    targets' differences can be compared as quirks."""
+    quirk: list[str] = []
+    if answer_key(streamed, case.expects_json) != answer_key(plain, case.expects_json):
+        quirk.append("answer")
+    if streamed.finish_reason != plain.finish_reason:
+        quirk.append(f"finish_reason {streamed.finish_reason!r} vs {plain.finish_reason!r}")
+    return tuple(quirk)
+
+
 def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
                  reference_pair: tuple[ChatResponse, ChatResponse] | None = None,
                  reference_noisy: bool = False) -> Judgement:
     """Judge a streamed answer against the same endpoint's non-streamed answer to the same case:
     tool names and decoded arguments, and decoded JSON for JSON cases, must be equal.
     `reference_pair` is the reference's (streamed, plain) answers when available;
-    `reference_noisy` says the reference's own non-streamed runs differ on this case."""
+    `reference_noisy` says the reference's own non-streamed runs differ on this case.
+
+    Parity is reference-relative: a difference the reference's stream shows too, the same way
+    (the same parts differ, the same finish reasons), is the server's protocol quirk, a WARN that
+    names it; a difference only the candidate shows, or a different one, is a regression."""
     j = Judgement()
     broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
     for c in broken:
         j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {clip(c.arguments)}")
-    same = (answer_key(streamed, case.expects_json) == answer_key(plain, case.expects_json)
-            and streamed.finish_reason == plain.finish_reason)
+    quirk = stream_quirk(case, streamed, plain)
+    ref_quirk = stream_quirk(case, *reference_pair) if reference_pair is not None else None
     j.metrics.update({"streamed_calls": len(streamed.tool_calls), "plain_calls": len(plain.tool_calls),
                       "streamed_finish_reason": streamed.finish_reason, "plain_finish_reason": plain.finish_reason,
-                      "similarity": round(similarity(render_answer(streamed), render_answer(plain)), 4)})
-    if not same and not broken:
-        ref_differs = reference_pair is not None and (
-            answer_key(reference_pair[0], case.expects_json) != answer_key(reference_pair[1], case.expects_json)
-            or reference_pair[0].finish_reason != reference_pair[1].finish_reason)
-        what = (f"the streamed answer differs from the non-streamed one (finish_reason "
-                f"{streamed.finish_reason!r} vs {plain.finish_reason!r})")
-        if ref_differs:
-            j.add(Status.WARN, f"{what}, and the reference's stream differs from its non-streamed answer too",
-                  "reference's stream differs too")
+                      "similarity": round(similarity(render_answer(streamed), render_answer(plain)), 4),
+                      "stream_difference": list(quirk),
+                      "reference_stream_difference": None if ref_quirk is None else list(ref_quirk)})
+    if quirk and not broken:
+        what = f"the streamed answer differs from the non-streamed one ({'; '.join(quirk)})"
+        if ref_quirk == quirk:
+            j.add(Status.WARN, f"protocol: {what}, exactly as the reference's stream differs from its own "
+                  f"non-streamed answer (a quirk of the server, not a regression)", "reference's stream differs too")
+        elif ref_quirk:
+            j.add(Status.FAIL, f"{what}; the reference's stream differs too, but not the same way ({'; '.join(ref_quirk)})")
         elif reference_noisy:
             j.add(Status.WARN, f"{what}, but the reference disagrees with itself on this case (noise floor)", "reference unstable")
         else:
