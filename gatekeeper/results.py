@@ -25,6 +25,18 @@ class Status(str, Enum):
     ERROR = "ERROR"
 
 
+class Judgement(str, Enum):
+    """How a check decides. EXACT: any difference from the reference (or any violation of a
+    requirement) counts. TOLERANCE: a measured difference passes within a stated limit (loosened
+    by the measured noise floor). STATISTICAL: a difference must exceed its limit *and* be beyond
+    chance by a stated test; a gate's statistical checks share a family-wise false-alarm rate
+    (Holm)."""
+
+    EXACT = "exact"
+    TOLERANCE = "tolerance"
+    STATISTICAL = "statistical"
+
+
 class Verdict(str, Enum):
     """What the pipeline should do with the candidate."""
 
@@ -46,6 +58,7 @@ class CheckResult:
     evidence: tuple[Evidence, ...] = ()
     family: str | None = None
     duration_s: float = 0.0
+    judgement: Judgement = Judgement.EXACT
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, Ta
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
-from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RunResult, Status, TargetInfo
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.spec import make_target
@@ -141,7 +141,7 @@ class Runner:
                 continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
-                              self.progress, versions=versions)
+                              self.progress, versions=versions, judgement=gate.judgement)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:
@@ -192,6 +192,7 @@ def _coverage_check(ctx: GateContext, coverage: Coverage) -> None:
     status = Status.PASS if coverage.enough else Status.FAIL
     metrics = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share, "min_share": coverage.min_share,
                "unjudged": dict(coverage.unjudged)}
-    result = CheckResult(f"{ctx.gate_id}.coverage", ctx.gate_id, status, False, reason, metrics)
+    result = CheckResult(f"{ctx.gate_id}.coverage", ctx.gate_id, status, False, reason, metrics,
+                         judgement=Judgement.TOLERANCE)
     ctx.checks.append(result)
     ctx.record(result)

@@ -1,4 +1,4 @@
-"""Gate 4's pure parts: length steering, SQDR and its sign test, metrics parsing, trigger
+"""Gate 4's pure parts: length steering, SQDR and the decay tests over sessions, metrics parsing, trigger
 conditions, exact-length fitting and the session script (no model needed)."""
 
 from __future__ import annotations
@@ -6,9 +6,12 @@ from __future__ import annotations
 import itertools
 import random
 
+import pytest
+
 from gatekeeper.gates.longctx import conditions as cond
 from gatekeeper.gates.longctx import tasks
-from gatekeeper.gates.longctx.decay import Cell, score, sqdr
+from gatekeeper.gates.longctx.decay import Cell, one_cell_effect, score, sqdr
+from gatekeeper.multiple import holm
 from gatekeeper.gates.longctx.prompts import needle_prompts, padded_variants
 from gatekeeper.gates.longctx.scrape import delta, parse, pool_tokens
 from gatekeeper.gates.longctx.sessions import SessionPlan, build_session, steer
@@ -54,12 +57,41 @@ def _cells(fail_from: int | None, sessions: int = 12, rounds: int = 12, flips: i
 
 def test_decay_of_a_stale_cache_is_significant_and_one_flip_is_not():
     fault = score(_cells(fail_from=5))
-    assert fault.excess > 0.005 and fault.p_value < 1e-6 and fault.regressions == 12 * 8
+    assert fault.excess_slope > 0.005 and fault.p_value == 1 / 2**12 and fault.regressions == 12 * 8
+    assert fault.agreement_slope < -0.005 and fault.agreement_p_value == 1 / 2**12
     flip = score(_cells(fail_from=None, flips=1))
-    assert flip.excess > 0.005  # one unlucky answer at the last round crosses the raw threshold...
-    assert flip.p_value > 0.01  # ...but is not beyond chance, so the gate only WARNs
+    assert flip.excess > 0.005  # one unlucky answer at the last round crosses the seed's raw SQDR threshold...
+    assert flip.excess_slope == pytest.approx(flip.one_cell) and flip.excess_slope < 0.005  # ...not the slope limit
+    assert flip.p_value == 0.5  # and one session is never beyond chance
     clean = score(_cells(fail_from=None))
-    assert clean.excess == 0 and clean.p_value == 1.0 and clean.disagreements == 0
+    assert clean.excess_slope == 0 and clean.p_value == 1.0 and clean.disagreements == 0
+
+
+def test_sessions_are_the_unit_many_cells_of_one_session_are_not_significant():
+    """Eight lost recalls in one session are one session's evidence, not eight samples: the
+    pooled sign test gave p = 0.004 here; the permutation over sessions gives 0.5."""
+    cells = [Cell(s, r, 100 * r, True, not (s == 0 and r > 4), not (s == 0 and r > 4), "x", "x")
+             for s in range(12) for r in range(1, 13)]
+    d = score(cells)
+    assert d.regressions == 8 and d.p_value == 0.5
+
+
+def test_a_mid_session_collapse_that_recovers_has_zero_sqdr_but_is_seen_by_the_slopes():
+    cells = [Cell(s, r, 100 * r, True, r not in (6, 7, 8, 9, 10, 11), True, "x", "x") for s in range(12) for r in range(1, 13)]
+    d = score(cells)
+    assert d.excess == 0  # the seed's SQDR: round 1 and round 12 are both recalled
+    assert d.excess_slope > 0.005 and d.p_value == 1 / 2**12
+
+
+def test_one_cell_effect_matches_the_scored_bound():
+    d = score(_cells(fail_from=None, flips=1))
+    assert d.one_cell == pytest.approx(one_cell_effect(12, 12)) == pytest.approx(6 / (12 * 13 * 12))
+
+
+def test_holm_adjusts_the_family():
+    assert holm([0.004, 0.03]) == [0.008, 0.03]
+    assert holm([0.03, 0.004, 0.5]) == [pytest.approx(0.06), pytest.approx(0.012), 0.5]
+    assert holm([0.6, 0.6]) == [1.0, 1.0]
 
 
 def test_prometheus_text_is_parsed_with_vllm_names():

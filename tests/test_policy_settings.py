@@ -47,6 +47,11 @@ def test_settings_are_typed_values_with_the_policy_overlaid(tmp_path) -> None:
     ("  longctx:\n    needle_lengths: []\n", r"policy.yaml:4: gates.longctx.needle_lengths: must not be empty"),
     ("  longctx:\n    boundary_tokens: []\n", r"policy.yaml:4: gates.longctx.boundary_tokens: must not be empty"),
     ("  longctx:\n    decay_sessions: 0\n", r"policy.yaml:4: gates.longctx.decay_sessions: must be at least 1"),
+    ("  longctx:\n    decay_sessions: 6\n", r"policy.yaml:4: gates.longctx.decay_sessions: 6 sessions cannot show decay "
+     r"beyond chance at decay_alpha 0.01"),
+    ("  longctx:\n    decay_max_excess_slope: 0.003\n", r"policy.yaml:4: gates.longctx.decay_max_excess_slope: must be "
+     r"above 0.003205, the most one \(session, round\) cell can move"),
+    ("  longctx:\n    sqdr_max_excess: 0.005\n", r"policy.yaml:4: .*sqdr_max_excess.*renamed to decay_max_excess_slope"),
     ("  numerics:\n    prompts: []\n", r"policy.yaml:4: gates.numerics.prompts: must name at least one prompt"),
 ])
 def test_a_setting_that_would_judge_nothing_is_refused(tmp_path, body: str, message: str) -> None:

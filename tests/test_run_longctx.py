@@ -61,7 +61,7 @@ def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_mod
     ids = {c["id"] for c in out.gate("longctx")["checks"]}
     assert {"longctx.needle_grid", "longctx.block_boundary", "longctx.prefix_cache.cold_warm",
             "longctx.prefix_cache.shared_prefix", "longctx.session_decay", "longctx.session_agreement",
-            "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
+            "longctx.agreement_decay", "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
     assert not [c for c in out.gate("longctx")["checks"] if c["status"] == "ERROR"]
     assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
 
@@ -88,11 +88,11 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     # The curve: the candidate keeps up in the first rounds and falls away after.
     assert sum(series["agreement"][:3]) / 3 > sum(series["agreement"][-3:]) / 3, series["agreement"]
     # How many cached blocks go stale depends on how the 12 concurrent sessions interleave, i.e. on
-    # the machine's timing: one CI run lost 6 recalls (sign test p=0.016: decay WARN, agreement
-    # FAIL) where this machine loses 13-16. The decay's excess is over the limit either way; that
-    # it is beyond chance is asserted under more eviction pressure below.
+    # the machine's timing: one CI run lost 6 recalls (then: decay WARN, agreement FAIL) where this
+    # machine loses 13-16. The decay's excess is over the limit either way; that it is beyond chance
+    # (over sessions) is asserted under more eviction pressure below.
     m = out.check("longctx.session_decay")["metrics"]
-    assert m["sqdr_excess"] > m["limit"], m
+    assert m["excess_slope"] > m["limit"], m
 
 
 def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
@@ -107,7 +107,7 @@ def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk
     ref, cand = series["reference"], series["candidate"]
     assert ref[0] >= 0.5, f"the reference recalls too little to measure decay: {ref}"
     m = decay["metrics"]
-    assert decay["status"] == "FAIL" and m["sqdr_excess"] > m["limit"] and m["p_value"] < 0.01, decay["reason"]
+    assert decay["status"] == "FAIL" and m["excess_slope"] > m["limit"] and m["p_holm"] < 0.01, decay["reason"]
     assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:]), (ref, cand)
     assert out.summary["verdict"] == "ROLLBACK"
 

@@ -21,7 +21,8 @@ TOP_KEYS = {"version", "name", "description", "gates", "checks"}
 _TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
 # Settings renamed since policies were first written: the error names the new key.
 RENAMED = {"noise_concurrency": "noise_floor_concurrency",
-           "noise_floor": "noise_floor_concurrency (0 turns the noise-floor pass off)"}
+           "noise_floor": "noise_floor_concurrency (0 turns the noise-floor pass off)",
+           "sqdr_max_excess": "decay_max_excess_slope (a limit on the mean per-session recall slope; SQDR is still reported)"}
 
 
 @dataclass(frozen=True)

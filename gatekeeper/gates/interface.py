@@ -31,7 +31,7 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.probe import probe
 from gatekeeper.evidence import Evidence
-from gatekeeper.results import CheckResult, Coverage, Status
+from gatekeeper.results import CheckResult, Coverage, Judgement, Status
 from gatekeeper.run_plan import RunPlan
 
 
@@ -116,6 +116,7 @@ class GateContext:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
+    judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -131,8 +132,10 @@ class GateContext:
         evidence: Iterable[Evidence] = (),
         family: str | None = None,
         started: float | None = None,
+        judgement: Judgement | None = None,
     ) -> CheckResult:
-        """Record one check `<gate>.<name>` with the policy's blocking rule applied."""
+        """Record one check `<gate>.<name>` with the policy's blocking rule applied; `judgement`
+        says how it decided (the gate's default when None)."""
         check_id = f"{self.gate_id}.{name}"
         result = CheckResult(
             id=check_id,
@@ -144,6 +147,7 @@ class GateContext:
             evidence=tuple(evidence),
             family=family,
             duration_s=0.0 if started is None else time.perf_counter() - started,
+            judgement=judgement or self.judgement,
         )
         self.checks.append(result)
         self.record(result)
@@ -196,6 +200,7 @@ class Gate(ABC):
     min_judged_share: ClassVar[float] = 0.5  # the default floor of the gate's coverage (policy: min_judged_share)
     needs_ready_targets: ClassVar[bool] = True  # False: the gate runs (and reports) even when a target did not start
     uses_golden_sets: ClassVar[bool] = False  # True: the plan loads the golden sets for it
+    judgement: ClassVar[Judgement] = Judgement.EXACT  # how its checks decide unless a check says otherwise
 
     @classmethod
     def description(cls) -> str:

@@ -33,6 +33,7 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
         "reason": check.reason,
         "metrics": check.metrics,
         "duration_s": check.duration_s,
+        "judgement": check.judgement.value,
     }
     if standalone:
         d["evidence"] = [evidence_json(e) for e in check.evidence]

@@ -57,6 +57,7 @@ class CheckView:
     metrics: tuple[tuple[str, str], ...]
     evidence: tuple[EvidenceView, ...]
     open: bool
+    judgement: str = "exact"
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,7 @@ def check_view(c: CheckResult) -> CheckView:
         metrics=tuple(_flatten(c.metrics)),
         evidence=tuple(evidence_view(e) for e in c.evidence),
         open=c.status not in _PASSED and c.status != Status.SKIP,
+        judgement=c.judgement.value,
     )
 
 

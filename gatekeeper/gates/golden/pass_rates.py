@@ -15,7 +15,7 @@ from typing import Any
 
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.results import Status
+from gatekeeper.results import Judgement, Status
 
 
 @dataclass
@@ -95,7 +95,7 @@ class PassRates:
         else:
             why = f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
             status = Status.PASS
-        ctx.check("pass_rate", status, why, m, [self.table()])
+        ctx.check("pass_rate", status, why, m, [self.table()], judgement=Judgement.TOLERANCE)
 
 
 def _pct(x: float | None) -> str:

@@ -1,18 +1,34 @@
-"""Scoring the sessions round by round: recall, agreement with the reference, and SQDR.
+"""Scoring the sessions round by round: recall, agreement with the reference, SQDR, and the two
+statistical tests of session decay.
+
+Sessions are the unit. The cells of one session share their prefix, so they are not independent
+samples; each session gives one number per target, the least-squares slope of its recall (1 or 0
+per round) over all its rounds, and the candidate's excess decay is the mean over sessions of
+(reference slope − candidate slope): positive when the candidate forgets faster. Whether that is
+beyond chance is a paired sign-flip permutation test over sessions (`scipy.stats.permutation_test`,
+exact for up to 2^13 sessions' sign patterns): under "the upgrade changes nothing" each session's
+two slopes are exchangeable. The agreement test is the same idea for the candidate's agreement
+with the reference's answer to the identical request: the mean over sessions of the slope of
+agreement over rounds, against zero (one-sample sign flips).
+
+A limit on a mean slope is one that a single (session, round) cell cannot cross alone: flipping
+one cell moves one session's slope by at most max|r − r̄| / Σ(r − r̄)², and the mean by that over
+the number of sessions (`one_cell`); the settings refuse a limit below it.
 
 SQDR, the session quality decay rate of seed 000, is (pass rate at round 1 − pass rate at round
-n) / n, per target; the candidate's excess over the reference is what the policy limits (the
-seed calls more than 0.005 per round unhealthy). With a dozen sessions a single unlucky answer
-moves a pass rate by 1/12, so an excess above the threshold fails only when the candidate's
-round-by-round losses are also more than chance: a one-sided sign test over the (session,
-round) cells the reference passes and the candidate fails against those the other way round.
+n) / n per target; the report keeps it as the seed defines it (the seed calls more than 0.005 per
+round unhealthy), beside the slopes the verdict rests on. For a straight-line decline the two
+agree; SQDR alone scores a mid-session collapse that recovers as zero.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
+import numpy as np
+from scipy.stats import permutation_test
+
+RESAMPLES = 9999  # above 2^13: exact (every sign pattern) for up to 13 sessions, Monte Carlo beyond
 
 
 @dataclass(frozen=True)
@@ -31,7 +47,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Decay:
-    """Per-round curves and the summary numbers of one decay run."""
+    """Per-round curves, per-session slopes and the summary numbers of one decay run."""
 
     rounds: list[int]
     ref_rates: list[float]
@@ -39,16 +55,28 @@ class Decay:
     agreement: list[float]
     sqdr_ref: float
     sqdr_cand: float
+    ref_slopes: list[float]  # per session: recall slope over its rounds (pass rate per round)
+    cand_slopes: list[float]
+    agree_slopes: list[float]  # per session: agreement slope over its rounds
+    excess_slope: float  # mean over sessions of (reference slope − candidate slope)
+    p_value: float  # one-sided permutation test over sessions: the candidate decays faster
+    agreement_slope: float  # mean over sessions of the agreement slope (negative: agreement falls)
+    agreement_p_value: float  # one-sided permutation test over sessions: agreement falls
+    one_cell: float  # the most a single (session, round) cell can move either mean slope
     regressions: int  # cells the reference passes and the candidate fails
     improvements: int  # the other way round
-    p_value: float  # one-sided sign test: the candidate loses more cells than chance
     disagreements: int
     cells: int
 
     @property
     def excess(self) -> float:
-        """The candidate's SQDR above the reference's."""
+        """The candidate's SQDR above the reference's (the seed's measure, reported)."""
         return self.sqdr_cand - self.sqdr_ref
+
+    @property
+    def sessions(self) -> int:
+        """Sessions with at least two rounds (the ones that have a slope)."""
+        return len(self.ref_slopes)
 
 
 def sqdr(rates: list[float]) -> float:
@@ -56,8 +84,47 @@ def sqdr(rates: list[float]) -> float:
     return (rates[0] - rates[-1]) / len(rates) if len(rates) > 1 else 0.0
 
 
-def score(cells: list[Cell]) -> Decay:
-    """Curves by round and the summary numbers."""
+def slope(x: list[int], y: list[float]) -> float:
+    """Least-squares slope of y over x (x not all equal)."""
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)  # [n], [n]
+    dx = xs - xs.mean()
+    return float(dx @ (ys - ys.mean()) / (dx @ dx))
+
+
+def one_cell_effect(rounds: int, sessions: int) -> float:
+    """The most one cell moves a mean slope over `sessions` sessions of rounds 1..`rounds`:
+    max|r − r̄| / Σ(r − r̄)² / sessions = 6 / (rounds (rounds + 1) sessions)."""
+    return 6.0 / (rounds * (rounds + 1) * sessions)
+
+
+def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+def _mean(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x, axis=axis)
+
+
+def paired_p(ref: list[float], cand: list[float], seed: int = 0) -> float:
+    """One-sided p that mean(ref − cand) > 0 by chance: sign flips of each session's pair."""
+    if not ref or all(a == b for a, b in zip(ref, cand)):
+        return 1.0
+    res = permutation_test((np.asarray(ref), np.asarray(cand)), _mean_difference, permutation_type="samples",
+                           alternative="greater", n_resamples=RESAMPLES, vectorized=True, rng=seed)
+    return float(res.pvalue)
+
+
+def below_zero_p(values: list[float], seed: int = 0) -> float:
+    """One-sided p that mean(values) < 0 by chance: sign flips of each session's value."""
+    if not values or all(v == 0 for v in values):
+        return 1.0
+    res = permutation_test((np.asarray(values),), _mean, permutation_type="samples",
+                           alternative="less", n_resamples=RESAMPLES, vectorized=True, rng=seed)
+    return float(res.pvalue)
+
+
+def score(cells: list[Cell], seed: int = 0) -> Decay:
+    """Curves by round, slopes by session, and the two tests."""
     rounds = sorted({c.round for c in cells})
     by_round = {r: [c for c in cells if c.round == r] for r in rounds}
 
@@ -68,8 +135,23 @@ def score(cells: list[Cell]) -> Decay:
     ref = [rate(r, lambda c: c.ref_ok) for r in rounds]
     cand = [rate(r, lambda c: c.cand_ok) for r in rounds]
     agree = [rate(r, lambda c: c.agree) for r in rounds]
+    sessions: dict[int, list[Cell]] = {}
+    for c in cells:
+        sessions.setdefault(c.session, []).append(c)
+    ref_s, cand_s, agree_s, effects = [], [], [], []
+    for sess in sessions.values():
+        x = [c.round for c in sess]
+        if len(set(x)) < 2:
+            continue
+        ref_s.append(slope(x, [c.ref_ok for c in sess]))
+        cand_s.append(slope(x, [c.cand_ok for c in sess]))
+        agree_s.append(slope(x, [c.agree for c in sess]))
+        dx = np.asarray(x, dtype=float) - np.mean(x)
+        effects.append(float(np.max(np.abs(dx)) / (dx @ dx)))
+    n = len(ref_s)
     b = sum(1 for c in cells if c.ref_ok and not c.cand_ok)
     w = sum(1 for c in cells if c.cand_ok and not c.ref_ok)
-    p = binomtest(b, b + w, 0.5, alternative="greater").pvalue if b + w else 1.0
-    return Decay(rounds, ref, cand, agree, sqdr(ref), sqdr(cand), b, w, float(p),
-                 sum(1 for c in cells if not c.agree), len(cells))
+    return Decay(rounds, ref, cand, agree, sqdr(ref), sqdr(cand), ref_s, cand_s, agree_s,
+                 float(np.mean(np.subtract(ref_s, cand_s))) if n else 0.0, paired_p(ref_s, cand_s, seed),
+                 float(np.mean(agree_s)) if n else 0.0, below_zero_p(agree_s, seed),
+                 max(effects) / n if n else float("inf"), b, w, sum(1 for c in cells if not c.agree), len(cells))

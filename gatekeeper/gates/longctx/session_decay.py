@@ -1,14 +1,27 @@
 """The session-decay check family: concurrent scripted sessions, scored round by round.
 
-Checks: `longctx.session_decay` (the candidate's SQDR excess over the reference, with the sign
-test of `decay.py`; WARN when the reference recalls less than `decay_min_recall` at round 1,
-since a model that cannot recall cannot show decay), `longctx.session_agreement` (how often the candidate's answer differs from
-the reference's on the identical request) and `longctx.trigger_conditions` (seed 000's
-conditions the run exercised; WARN when some were absent, so a pass says what it did not cover).
+Checks:
+- `longctx.session_decay` (statistical): the candidate's recall slope over rounds against the
+  reference's, sessions as the unit (`decay.py`); FAIL when the mean excess decay is above
+  `decay_max_excess_slope` and beyond chance; WARN when the reference recalls less than
+  `decay_min_recall` at round 1, since a model that cannot recall cannot show decay. SQDR, as
+  seed 000 defines it, is reported beside it.
+- `longctx.agreement_decay` (statistical): whether the candidate's agreement with the
+  reference's answer to the identical request falls over rounds (a stale cache makes a model
+  worse each round), above `agreement_max_decline` per round and beyond chance.
+- `longctx.session_agreement` (tolerance): how often the candidate's answer differs from the
+  reference's on the identical request.
+- `longctx.trigger_conditions`: seed 000's conditions the run exercised; WARN when some were
+  absent, so a pass says what it did not cover.
+
+The two statistical checks are one family: their p-values are Holm-adjusted together, so the
+chance that either raises a false alarm is at most `decay_alpha`. Answers that differ only at a
+near tie (asked again with logprobs) count as agreeing in all three.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 
@@ -18,7 +31,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import conditions as cond
-from gatekeeper.gates.longctx.decay import Cell, Decay, score, sqdr
+from gatekeeper.gates.longctx.decay import Cell, Decay, score
 from gatekeeper.gates.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
 from gatekeeper.gates.longctx.sessions import Round, SessionPlan, build_session
 from gatekeeper.gates.longctx.tokens import TokenCounter
@@ -30,7 +43,8 @@ from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
 )
-from gatekeeper.results import Status
+from gatekeeper.multiple import holm
+from gatekeeper.results import Judgement, Status
 
 
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
@@ -63,9 +77,12 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
             return
     rounds = [r for sess in sessions for r in sess]
     cells = [_cell(r, a, b) for sess, ra, ca in zip(sessions, ref_ans, cand_ans) for r, a, b in zip(sess, ra, ca)]
-    d = score(cells)
-    _decay_check(ctx, s, d, cells, rounds, started)
-    _agreement_check(ctx, s, d, cells, rounds)
+    cells, forgiven = _forgive_near_ties(ctx, s, cells, rounds)
+    d = score(cells, ctx.seed)
+    p_decay, p_agreement = holm([d.p_value, d.agreement_p_value])
+    _decay_check(ctx, s, d, p_decay, cells, rounds, started)
+    _agreement_decay_check(ctx, s, d, p_agreement)
+    _agreement_check(ctx, s, d, cells, forgiven)
     found = [
         cond.concurrency(peak, plan.sessions, sampler.max_running),
         cond.prefix_caching(delta(before, after, "vllm:prefix_cache_hits"), delta(before, after, "vllm:prefix_cache_queries"),
@@ -96,14 +113,36 @@ def _curve(d: Decay) -> Series:
                   {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement}, "round", "pass rate")
 
 
-def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], rounds: list[Round], t0: float) -> None:
-    limit, alpha = s.sqdr_max_excess, s.decay_alpha
-    significant = d.p_value < alpha
-    status = Status.FAIL if d.excess > limit and significant else Status.WARN if d.excess > limit else Status.PASS
+def _forgive_near_ties(ctx: GateContext, s: LongContextSettings, cells: list[Cell],
+                       rounds: list[Round]) -> tuple[list[Cell], int]:
+    """Cells whose answers differ only at a near tie count as agreeing; how many did."""
+    differ = [i for i, c in enumerate(cells) if not c.agree]
+    by_cell = {(r.session, r.index): r for r in rounds}
+    ties = near_ties(ctx, s, [by_cell[(cells[i].session, cells[i].round)].messages for i in differ], s.answer_tokens)
+    tied = {i for i, tie in zip(differ, ties) if tie is not None}
+    return [dataclasses.replace(c, agree=True) if i in tied else c for i, c in enumerate(cells)], len(tied)
+
+
+def _verdict(value: float, limit: float, p_holm: float, alpha: float) -> Status:
+    """Statistical: FAIL above the limit and beyond chance; WARN above it by chance; else PASS."""
+    return Status.FAIL if value > limit and p_holm < alpha else Status.WARN if value > limit else Status.PASS
+
+
+def _test_text(d: Decay, p: float, p_holm: float) -> str:
+    return (f"permutation test over {d.sessions} sessions p={p:.2g}, Holm-adjusted over the 2 decay tests "
+            f"p={p_holm:.2g}")
+
+
+def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float, cells: list[Cell],
+                 rounds: list[Round], t0: float) -> None:
+    limit, alpha = s.decay_max_excess_slope, s.decay_alpha
+    status = _verdict(d.excess_slope, limit, p_holm, alpha)
     weak = d.ref_rates[0] < s.decay_min_recall if d.ref_rates else True
-    why = (f"SQDR candidate {d.sqdr_cand:.4f}/round vs reference {d.sqdr_ref:.4f} (excess {d.excess:+.4f}, limit {limit:g}); "
-           f"{d.regressions} (session, round) cells the reference recalls and the candidate does not, "
-           f"{d.improvements} the other way (sign test p={d.p_value:.2g})")
+    why = (f"the candidate's recall falls {d.excess_slope:+.4f}/round faster than the reference's (mean per-session "
+           f"slope difference, limit {limit:g}; one cell moves it at most {d.one_cell:.4f}); "
+           f"{_test_text(d, d.p_value, p_holm)}; {d.regressions} (session, round) cells the reference recalls and the "
+           f"candidate does not, {d.improvements} the other way; SQDR (seed 000) candidate {d.sqdr_cand:.4f}/round, "
+           f"reference {d.sqdr_ref:.4f}")
     if status is Status.WARN:
         why += f"; above the limit but within chance at alpha {alpha:g}"
     if weak and status is Status.PASS:
@@ -119,29 +158,42 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list
     if worst is not None:
         ev.append(_pair(worst, rounds))
     ctx.check("session_decay", status, why, {
-        "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess, "limit": limit,
-        "regressions": d.regressions, "improvements": d.improvements, "p_value": d.p_value, "cells": d.cells,
-        "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0)
+        "excess_slope": d.excess_slope, "limit": limit, "p_value": d.p_value, "p_holm": p_holm, "alpha": alpha,
+        "sessions": d.sessions, "one_cell": d.one_cell, "reference_slopes": d.ref_slopes, "candidate_slopes": d.cand_slopes,
+        "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess,
+        "regressions": d.regressions, "improvements": d.improvements, "cells": d.cells,
+        "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0,
+        judgement=Judgement.STATISTICAL)
 
 
-def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], rounds: list[Round]) -> None:
-    ctx.judged(len(cells))  # every (session, round) cell is compared with the reference's answer
+def _agreement_decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float) -> None:
+    limit, alpha = s.agreement_max_decline, s.decay_alpha
+    decline = -d.agreement_slope
+    status = _verdict(decline, limit, p_holm, alpha)
+    why = (f"the candidate's agreement with the reference's answer changes {d.agreement_slope:+.4f}/round (mean "
+           f"per-session slope; a decline above {limit:g}/round fails when beyond chance); {_test_text(d, d.agreement_p_value, p_holm)}")
+    if status is Status.WARN:
+        why += f"; a decline above the limit but within chance at alpha {alpha:g}"
+    ctx.check("agreement_decay", status, why, {
+        "agreement_slope": d.agreement_slope, "limit": limit, "p_value": d.agreement_p_value, "p_holm": p_holm,
+        "alpha": alpha, "sessions": d.sessions, "one_cell": d.one_cell, "agreement_slopes": d.agree_slopes,
+        "agreement_by_round": d.agreement}, [_curve(d)] if status is not Status.PASS else [],
+        judgement=Judgement.STATISTICAL)
+
+
+def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], forgiven: int) -> None:
+    ctx.judged(d.cells)  # every (session, round) cell is compared with the reference's answer
     limit = s.max_disagreement
-    differ = [c for c in cells if not c.agree]
-    by_cell = {(r.session, r.index): r for r in rounds}
-    ties = near_ties(ctx, s, [by_cell[(c.session, c.round)].messages for c in differ], s.answer_tokens)
-    confident = [c for c, tie in zip(differ, ties) if tie is None]
-    rate = len(confident) / d.cells if d.cells else 0.0
-    first = confident[0] if confident else None
+    rate = d.disagreements / d.cells if d.cells else 0.0
+    first = next((c for c in cells if not c.agree), None)
     where = f"; first at session {first.session} round {first.round}" if first else ""
-    forgiven = len(differ) - len(confident)
     ctx.check("session_agreement", Status.FAIL if rate > limit else Status.PASS,
-              f"the candidate's answer differs from the reference's in {len(confident)} of {d.cells} identical requests "
+              f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
               f"({rate:.1%}, limit {limit:.0%}){where}"
               + (f"; {forgiven} more differ at a near tie (noise: asked again with logprobs, each side's token is in the "
                  f"other's top-k within the dtype's gap)" if forgiven else ""),
-              {"disagreements": len(confident), "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
-               "agreement_by_round": d.agreement, "agreement_decay_per_round": sqdr(d.agreement)}, [_curve(d)] if first else [])
+              {"disagreements": d.disagreements, "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
+               "agreement_by_round": d.agreement}, [_curve(d)] if first else [], judgement=Judgement.TOLERANCE)
 
 
 def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: TokenCounter) -> None:

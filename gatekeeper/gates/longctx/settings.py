@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gatekeeper.config.settings import require
+from gatekeeper.gates.longctx.decay import one_cell_effect
 from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 
 
@@ -22,11 +23,14 @@ class LongContextSettings:
     `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Tools and JSON: `tool_cases`,
     `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
     decay (seed 000): `decay_sessions` sessions of `decay_rounds` rounds at `decay_concurrency`,
-    `decay_facts` facts each, `decay_growth` tokens added per round in turn; `sqdr_max_excess`
-    (per round, the candidate's SQDR minus the reference's), `decay_alpha` (the excess must also be
-    beyond chance: a sign test), `decay_min_recall` (below this reference recall at round 1 decay
-    is not measurable), `max_disagreement` (share of identical session requests answered
-    differently). `near_tie_gap` (nats per candidate dtype, float32 the fallback) and
+    `decay_facts` facts each, `decay_growth` tokens added per round in turn;
+    `decay_max_excess_slope` (pass rate per round: how much faster, as a mean per-session slope,
+    the candidate may lose recall than the reference), `agreement_max_decline` (per round: how
+    fast its agreement with the reference may fall), both larger than what one (session, round)
+    cell can move; `decay_alpha` (the family-wise false-alarm rate of those two statistical
+    checks: permutation tests over sessions, Holm-adjusted), `decay_min_recall` (below this
+    reference recall at round 1 decay is not measurable), `max_disagreement` (share of identical
+    session requests answered differently). `near_tie_gap` (nats per candidate dtype, float32 the fallback) and
     `near_tie_max_reviews`: session answers that differ from the reference's are asked again with
     logprobs, and a divergence at a near tie is noise, not a disagreement.
     """
@@ -55,7 +59,8 @@ class LongContextSettings:
     decay_concurrency: int = 12
     decay_facts: int = 3
     decay_growth: list[int] = field(default_factory=lambda: [100, 5, 200])
-    sqdr_max_excess: float = 0.005
+    decay_max_excess_slope: float = 0.005
+    agreement_max_decline: float = 0.005
     decay_alpha: float = 0.01
     decay_min_recall: float = 0.5
     max_disagreement: float = 0.05
@@ -83,6 +88,16 @@ class LongContextSettings:
         require(self.decay_rounds >= 2, "decay_rounds", "must be at least 2: decay is measured between rounds")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
         require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
+        # The permutation test's smallest p over S sessions is 1/2^S; Holm doubles the smaller of the two.
+        require(2 * 0.5 ** self.decay_sessions < self.decay_alpha, "decay_sessions",
+                f"{self.decay_sessions} sessions cannot show decay beyond chance at decay_alpha {self.decay_alpha:g} "
+                f"(the smallest p of a permutation over them, Holm-adjusted, is {2 * 0.5 ** self.decay_sessions:.3g}): "
+                f"use more sessions or a larger decay_alpha")
+        one = one_cell_effect(self.decay_rounds, self.decay_sessions)
+        for key in ("decay_max_excess_slope", "agreement_max_decline"):
+            require(getattr(self, key) > one, key,
+                    f"must be above {one:.4g}, the most one (session, round) cell can move a mean slope with "
+                    f"{self.decay_sessions} sessions of {self.decay_rounds} rounds (one unlucky answer would cross it)")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""

@@ -20,7 +20,7 @@ from gatekeeper.noise import ask_twice
 from gatekeeper.gates.numerics.settings import NumericsSettings
 from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
 from gatekeeper.responses import CompletionResponse
-from gatekeeper.results import Status
+from gatekeeper.results import Judgement, Status
 
 
 CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
@@ -58,6 +58,7 @@ class NumericsGate(Gate):
     title = "Numerical consistency"
     Settings = NumericsSettings
     min_judged_share = 0.75
+    judgement = Judgement.TOLERANCE  # each figure passes within its per-dtype limit, loosened by the noise floor
 
     def run(self, ctx: GateContext) -> None:
         """Decode on the reference, score everywhere, compare against dtype tolerances."""
