@@ -58,7 +58,7 @@ def _cells(fail_from: int | None, sessions: int = 12, rounds: int = 12, flips: i
 def test_decay_of_a_stale_cache_is_significant_and_one_flip_is_not():
     fault = score(_cells(fail_from=5))
     assert fault.excess_slope > 0.005 and fault.p_value == 1 / 2**12 and fault.regressions == 12 * 8
-    assert fault.agreement_slope < -0.005 and fault.agreement_p_value == 1 / 2**12
+    assert fault.recall_drop > 0.05 and fault.recall_p_value == 1 / 2**12
     flip = score(_cells(fail_from=None, flips=1))
     assert flip.excess > 0.005  # one unlucky answer at the last round crosses the seed's raw SQDR threshold...
     assert flip.excess_slope == pytest.approx(flip.one_cell) and flip.excess_slope < 0.005  # ...not the slope limit
@@ -207,3 +207,17 @@ def test_reference_noise_floor_marks_answers_it_does_not_repeat():
     assert calls == [0, 1, 2, 2, 1, 0]  # the second pass goes in the reverse order
     assert ask_twice(ask, [0], concurrency=4, noise_floor_concurrency=0).second is None
     assert unstable(first, None) == [False, False, False]
+
+
+def test_the_decay_tests_false_alarm_rate_is_what_the_policy_says():
+    """Null runs (the candidate is the reference, cells of a session dependent): the Holm family's
+    false-alarm rate is not above alpha (binomial test), while the pooled sign test over cells,
+    which treats dependent cells as independent, is far above it."""
+    from scipy.stats import binomtest
+
+    from gatekeeper.gates.longctx.decay_null import simulate
+
+    r = simulate(300, 12, 12, alpha=0.05, limit=0.005, recall_limit=0.05, stickiness=0.8, seed=3)
+    assert binomtest(r.test_alarms, r.runs, 0.05, alternative="greater").pvalue > 0.01, r
+    assert r.gate_alarms <= r.test_alarms
+    assert r.pooled_alarms > 2 * r.test_alarms and r.pooled_alarms / r.runs > 0.1, r

@@ -61,7 +61,7 @@ def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_mod
     ids = {c["id"] for c in out.gate("longctx")["checks"]}
     assert {"longctx.needle_grid", "longctx.block_boundary", "longctx.prefix_cache.cold_warm",
             "longctx.prefix_cache.shared_prefix", "longctx.session_decay", "longctx.session_agreement",
-            "longctx.agreement_decay", "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
+            "longctx.session_recall", "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
     assert not [c for c in out.gate("longctx")["checks"] if c["status"] == "ERROR"]
     assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
 

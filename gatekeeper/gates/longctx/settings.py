@@ -25,8 +25,8 @@ class LongContextSettings:
     decay (seed 000): `decay_sessions` sessions of `decay_rounds` rounds at `decay_concurrency`,
     `decay_facts` facts each, `decay_growth` tokens added per round in turn;
     `decay_max_excess_slope` (pass rate per round: how much faster, as a mean per-session slope,
-    the candidate may lose recall than the reference), `agreement_max_decline` (per round: how
-    fast its agreement with the reference may fall), both larger than what one (session, round)
+    the candidate may lose recall than the reference), `recall_max_drop` (how much less, as a
+    mean per-session share of rounds, it may recall), both larger than what one (session, round)
     cell can move; `decay_alpha` (the family-wise false-alarm rate of those two statistical
     checks: permutation tests over sessions, Holm-adjusted), `decay_min_recall` (below this
     reference recall at round 1 decay is not measurable), `max_disagreement` (share of identical
@@ -60,7 +60,7 @@ class LongContextSettings:
     decay_facts: int = 3
     decay_growth: list[int] = field(default_factory=lambda: [100, 5, 200])
     decay_max_excess_slope: float = 0.005
-    agreement_max_decline: float = 0.005
+    recall_max_drop: float = 0.05
     decay_alpha: float = 0.01
     decay_min_recall: float = 0.5
     max_disagreement: float = 0.05
@@ -93,10 +93,10 @@ class LongContextSettings:
                 f"{self.decay_sessions} sessions cannot show decay beyond chance at decay_alpha {self.decay_alpha:g} "
                 f"(the smallest p of a permutation over them, Holm-adjusted, is {2 * 0.5 ** self.decay_sessions:.3g}): "
                 f"use more sessions or a larger decay_alpha")
-        one = one_cell_effect(self.decay_rounds, self.decay_sessions)
-        for key in ("decay_max_excess_slope", "agreement_max_decline"):
+        for key, one in (("decay_max_excess_slope", one_cell_effect(self.decay_rounds, self.decay_sessions)),
+                         ("recall_max_drop", 1 / (self.decay_rounds * self.decay_sessions))):
             require(getattr(self, key) > one, key,
-                    f"must be above {one:.4g}, the most one (session, round) cell can move a mean slope with "
+                    f"must be above {one:.4g}, the most one (session, round) cell can move it with "
                     f"{self.decay_sessions} sessions of {self.decay_rounds} rounds (one unlucky answer would cross it)")
 
     def gap(self, dtype: str) -> float:
