@@ -180,3 +180,41 @@ def test_a_bf16_candidate_is_not_rolled_back_for_near_tie_divergences(tmp_path, 
     assert not _failed(out), _failed(out)
     agreement = out.check("longctx.session_agreement")
     assert agreement["metrics"]["near_ties"] > 0 and agreement["metrics"]["rate"] <= agreement["metrics"]["limit"]
+
+
+def test_both_fail_cells_answered_differently_fail_and_answered_alike_only_warn(tmp_path, gk_tiny):
+    """gk-tiny misses every tool and JSON case of gate 4 and some needle cells on both
+    targets. Answered as the reference answers (a proxy that passes everything) they are not
+    judged; a candidate whose answers there differ from the reference's repeatable ones (a proxy
+    that rewrites each answer: text reworded, a tool call's arguments changed) fails them."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fault_proxy import fault_proxy
+    from server_util import running_server
+
+    def reword(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {}
+            if message.get("content"):
+                message["content"] += " (reworded)"
+            for call in message.get("tool_calls") or []:
+                args = json.loads(call["function"]["arguments"] or "{}")
+                call["function"]["arguments"] = json.dumps({**args, "note": "changed"} if isinstance(args, dict) else args)
+        return body
+
+    args = ("--policy", _policy(tmp_path, tool_cases=3, json_cases=2), *LONGCTX)
+    with running_server(gk_tiny, "--profile", "optimized") as upstream:
+        with fault_proxy(upstream.url, "pass") as url:
+            same = gk_run(tmp_path / "same", "--model", str(gk_tiny), "--candidate", url, *args)
+        with fault_proxy(upstream.url, "pass", rewrite=reword) as url:
+            changed = gk_run(tmp_path / "changed", "--model", str(gk_tiny), "--candidate", url, *args)
+    for name in ("tool_calls", "json_schema"):
+        alike, differ = same.check(f"longctx.{name}"), changed.check(f"longctx.{name}")
+        assert alike["metrics"]["both_fail"] >= 1 and alike["metrics"]["both_fail_differs"] == 0, alike
+        assert alike["status"] in ("PASS", "WARN"), alike
+        assert differ["metrics"]["both_fail_differs"] >= 1 and differ["status"] == "FAIL", differ
+    assert same.gate("longctx")["coverage"]["unjudged"].get("both fail identically", 0) >= 1
+    needle = changed.check("longctx.needle_grid")["metrics"]
+    assert needle["both_fail"] == 0 or needle["both_fail_differs"] >= 1, needle
+    assert changed.summary["verdict"] == "ROLLBACK"

@@ -8,6 +8,8 @@ shows exactly so), so it stands.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.fanout import fan_out
@@ -20,19 +22,21 @@ from gatekeeper.responses import ChatResponse
 TOP_K = 5
 
 
-def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int) -> list[Divergence | None]:
+def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
+              extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
     """Per item: the near-tie divergence found when both targets answer it again with logprobs,
-    or None (a confident divergence, no divergence at all, no logprobs, or a failed request)."""
+    or None (a confident divergence, no divergence at all, no logprobs, or a failed request).
+    `extra` holds each item's further request fields (tools, tool_choice)."""
     caps = ctx.capabilities
     if not items or not (caps["reference"].logprobs and caps["candidate"].logprobs) or s.near_tie_max_reviews == 0:
         return [None] * len(items)
-    picked = items[: s.near_tie_max_reviews]
+    picked = list(zip(items, extra or [{}] * len(items)))[: s.near_tie_max_reviews]
     k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
     gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
 
     def again(ep: Endpoint) -> list[ChatResponse | EndpointError]:
-        return fan_out(lambda m: ep.chat(m, max_tokens=max_tokens, temperature=0.0, logprobs=True, top_logprobs=k), picked,
-                       s.concurrency)
+        return fan_out(lambda item: ep.chat(item[0], max_tokens=max_tokens, temperature=0.0, logprobs=True, top_logprobs=k,
+                                            **item[1]), picked, s.concurrency)
 
     refs, cands = again(ctx.reference), again(ctx.candidate)
     out: list[Divergence | None] = []

@@ -4,11 +4,11 @@ Every cell (length × depth) is one greedy request to each target (and, unless `
 second one to the reference at another concurrency: a cell it does not answer the same way twice
 is noise and never a regression); a cell the reference answers right and the candidate wrong is
 a regression (`longctx.needle_grid` fails beyond the policy's
-`needle_max_regressions`, 0 by default). Cells both get wrong do not suit the model and are
-reported, not held against the candidate. The grid is the evidence: a rope or position bug
-fails the long rows while the short ones pass; a cache bug fails scattered cells. Cells where
-the two answers merely differ are shown (mid-colour, ≠) and counted, not judged: a model too weak for a
-cell answers it with noise.
+`needle_max_regressions`, 0 by default). A cell both get wrong is still compared with what the
+reference answered (`both_fail.py`): the same answer means the cell does not suit the model (not
+judged, grey); a different answer where the reference repeats its own is a regression too
+(unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
+position bug fails the long rows while the short ones pass; a cache bug fails scattered cells.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import time
 
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.both_fail import Outcome, compare
+from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper import noise
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
@@ -55,9 +57,16 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     ctx.notes.append(noise.describe("needle grid", sum(noisy), len(grid), conc, s.noise_floor_concurrency))
     ok_ref = [text(a) == p.value for p, a in zip(grid, ref)]
     ok_cand = [text(a) == p.value for p, a in zip(grid, cand)]
-    regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand)) if a and not b and not noisy[i]]
     both_fail = sum(1 for a, b in zip(ok_ref, ok_cand) if not a and not b)
     differ = [text(a) != text(b) for a, b in zip(ref, cand)]
+    outcomes = {i: compare(text(cand[i]), text(ref[i]), text(ref2[i]) if ref2 is not None else None)
+                for i in range(len(grid)) if not ok_ref[i] and not ok_cand[i]}
+    review = [i for i, o in outcomes.items() if o is Outcome.DIFFERS]
+    for i, tie in zip(review, near_ties(ctx, s, [grid[i].messages for i in review], limit)):
+        if tie is not None:
+            outcomes[i] = Outcome.NEAR_TIE
+    regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand))
+                   if (a and not b and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS]
     rows = []
     for li in range(len(lengths)):
         cells = [MARK[(ok_ref[i], ok_cand[i])] + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
@@ -66,9 +75,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     table = Table("needle grid (reference, candidate): rows are prompt lengths, columns needle depths",
                   ["length", *(f"depth {d:g}" for d in depths)], rows)
     heat = Heatmap("needle grid (reference, candidate): green the candidate answers, red a regression, "
-                   "mid-colour neither answers but their answers differ (≠), grey neither answers",
+                   "mid-colour neither answers and the candidate's answer differs from the reference's repeatable one "
+                   "(≠, a regression too), grey neither answers",
                    [r[0] for r in rows], [f"depth {d:g}" for d in depths],
-                   [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if differ[i] else None
+                   [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if outcomes.get(i) is Outcome.DIFFERS else None
                      for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
                    [r[1:] for r in rows])
     ev = [heat, table]
@@ -82,23 +92,34 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                         for li in range(len(lengths))}
     limit = s.needle_max_regressions
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
-    judged = sum(1 for i, ok in enumerate(ok_ref) if ok and not noisy[i])
+    judged = sum(1 for i, ok in enumerate(ok_ref) if (ok and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS)
     ctx.judged(judged)
-    ctx.not_judged("reference unstable", sum(noisy))
-    ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i]))
+    ctx.not_judged("reference unstable", sum(1 for i in range(len(grid)) if noisy[i] and i not in outcomes))
+    for o in Outcome:
+        if o is not Outcome.DIFFERS:
+            ctx.not_judged(o.value, sum(1 for x in outcomes.values() if x is o))
+    ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i] and i not in outcomes))
     status = Status.FAIL if len(regressions) > limit else Status.PASS if judged else Status.SKIP
     reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
               if status is Status.SKIP else "") + (
-              f"{len(regressions)} of {len(grid)} cells the reference answers and the candidate does not (limit {limit})"
+              f"{len(regressions)} of {len(grid)} cells regress (limit {limit}): the reference answers and the candidate "
+              f"does not, or neither does and the candidate's answer differs from the reference's repeatable one"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
-              + f"; {both_fail} cells neither answers (not held against the candidate)"
+              + f"; {both_fail} cells neither answers ({_outcomes(outcomes)})"
               + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else "")
               + (f"; {sum(noisy)} cells the reference itself answers differently on a second pass (noise, not judged)"
                  if any(noisy) else ""))
     ctx.check("needle_grid", status, reason, {
         "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
-        "both_fail": both_fail, "limit": limit,
+        "both_fail": both_fail, "both_fail_differs": len(review) - sum(o is Outcome.NEAR_TIE for o in outcomes.values()),
+        "limit": limit,
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid)},
         ev, started=t0)
+
+
+def _outcomes(outcomes: dict[int, Outcome]) -> str:
+    """e.g. "2 both fail identically, 1 differs from the reference's repeatable answer"."""
+    counts = {o: sum(1 for x in outcomes.values() if x is o) for o in Outcome}
+    return ", ".join(f"{n} {o.value}" for o, n in counts.items() if n) or "none"

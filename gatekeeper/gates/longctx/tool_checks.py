@@ -12,6 +12,11 @@ values; parallel calls order-free). Checks:
   non-streamed calls (each streamed twin is sent right behind its non-streamed request);
 - `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` or more of chat,
   validated with jsonschema (the golden gate's `json_schema` assertion).
+
+A case neither target gets right is still compared with what the reference answered (the
+reference is asked twice, the second time at `noise_floor_concurrency` in reverse order): the
+same answer means the case does not suit the model (not judged); a different answer where the
+reference repeats its own is a regression, unless the two differ at a near tie (`both_fail.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from typing import Any
 
 from gatekeeper.evidence import Table, TextPair
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.both_fail import Outcome, compare
+from gatekeeper.gates.longctx.near_ties import near_ties
+from gatekeeper.noise import ask_twice
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
 from gatekeeper.gates.longctx.settings import LongContextSettings
@@ -112,10 +120,11 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     limit = s.tool_answer_tokens
     items = [*cases, result_case]
 
-    def ask(ep) -> list[Answer]:
-        return fan_out(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items, s.concurrency)
+    def ask(ep):
+        return ask_twice(lambda c: chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto"), items,
+                         s.concurrency, s.noise_floor_concurrency)
 
-    def ask_twice(ep) -> list[tuple[Answer, Answer | None]]:
+    def ask_twice_candidate(ep) -> list[tuple[Answer, Answer | None]]:
         """Each case non-streamed then at once streamed (the twin right behind it, so the check
         isolates the streaming parser from whatever other traffic does to the cache)."""
         def pair(i: int) -> tuple[Answer, Answer | None]:
@@ -124,42 +133,56 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
             return plain, (chat(ep, c[0], max_tokens=limit, tools=c[1], tool_choice="auto", stream=True) if i < n else None)
         return raise_first(fan_out(pair, list(range(len(items))), s.concurrency))  # chat() returns its errors
 
-    ref, pairs = both(ask, ctx.reference, ctx.candidate, ask_twice)
+    passes, pairs = both(ask, ctx.reference, ctx.candidate, ask_twice_candidate)
+    ref, ref2 = passes.first, passes.second
     cand: list[Answer] = [p[0] for p in pairs]
     streamed: list[Answer] = [p[1] for p in pairs[:n]]
-    err = first_error(ref, cand, streamed)
+    err = first_error(ref, cand, streamed, ref2 or [])
     if err is not None:
         ctx.error_check("tool_calls", err)
         ctx.not_judged("request failed", 2 * n + 1)
         return
-    rows, regressions, hard, both_fail = [], 0, 0, 0
-    for (_, tools, expected), a, b in zip(cases, ref[:n], cand[:n]):
+    outcomes = _both_fail(ctx, s, items, ref, ref2, cand, limit,
+                          [i for i, ((_, tools, expected), a, b) in enumerate(zip(cases, ref, cand))
+                           if not _calls_ok(a, expected, tools)[0] and not _calls_ok(b, expected, tools)[0]]
+                          + ([n] if text(ref[n]) != result_case[2] and text(cand[n]) != result_case[2] else []))
+    rows, regressions, hard, both_fail, differ = [], 0, 0, 0, 0
+    for i, ((_, tools, expected), a, b) in enumerate(zip(cases, ref[:n], cand[:n])):
         ra, _, _ = _calls_ok(a, expected, tools)
         cb, problems, is_hard = _calls_ok(b, expected, tools)
+        outcome = outcomes.get(i)
         regressions += ra and not cb
         hard += is_hard
         both_fail += not ra and not cb
-        if ra or is_hard:
+        differ += outcome is Outcome.DIFFERS and not is_hard
+        if ra or is_hard or outcome is Outcome.DIFFERS:
             ctx.judged()
         else:
-            ctx.not_judged("reference fails")
-        rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", problems or ""])
-    status = Status.FAIL if regressions or hard else Status.WARN if both_fail == n else Status.PASS
+            ctx.not_judged(outcome.value if outcome is not None else "reference fails")
+        rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", outcome.value if outcome else "", problems or ""])
+    judged = n - both_fail + differ
+    status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
     ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
-              f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right",
-              {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail},
-              [Table("tool-call cases (calls, reference, candidate, problems)",
-                     ["calls", "reference", "candidate", "candidate problems"], rows)], started=t0)
+              f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
+              f"{differ} of them answered differently from the reference's repeatable answer",
+              {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
+               "both_fail_differs": differ},
+              [Table("tool-call cases (calls, reference, candidate, both fail, problems)",
+                     ["calls", "reference", "candidate", "both fail", "candidate problems"], rows)], started=t0)
     final_ref, final_cand = text(ref[-1]), text(cand[-1])
     want = result_case[2]
     ok_a, ok_b = final_ref == want, final_cand == want
-    if ok_a:
+    outcome = outcomes.get(n)
+    if ok_a or outcome is Outcome.DIFFERS:
         ctx.judged()
     else:
-        ctx.not_judged("reference fails")
-    ctx.check("tool_result", Status.FAIL if ok_a and not ok_b else Status.PASS if ok_b else Status.WARN,
+        ctx.not_judged(outcome.value if outcome is not None else "reference fails")
+    bad = (ok_a and not ok_b) or outcome is Outcome.DIFFERS
+    ctx.check("tool_result", Status.FAIL if bad else Status.PASS if ok_b else Status.WARN,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
-              f"{'uses' if ok_b else 'misses'} it (expected {want!r})", {"expected": want, "reference": final_ref, "candidate": final_cand},
+              f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else ""),
+              {"expected": want, "reference": final_ref, "candidate": final_cand,
+               "both_fail": outcome.value if outcome else None},
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)])
     diff = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if _key(p) != _key(q)]
     ctx.judged(n)  # the candidate's stream against its own non-streamed answer: no reference needed
@@ -196,26 +219,52 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         ctx.not_judged("context too short", s.json_cases)
         return
     limit = s.tool_answer_tokens
-    ref, cand = both(lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency),
-                     ctx.reference, ctx.candidate)
-    err = first_error(ref, cand)
+    items = [(messages, None, schema) for messages, schema in cases]
+    passes, cand = both(lambda ep: ask_twice(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency,
+                                             s.noise_floor_concurrency),
+                        ctx.reference, ctx.candidate,
+                        lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency))
+    ref, ref2 = passes.first, passes.second
+    err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("json_schema", err)
         ctx.not_judged("request failed", len(cases))
         return
-    rows, regressions, hard = [], 0, 0
-    for (_, schema), a, b in zip(cases, ref, cand):
-        oa, ob = JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None)  # type: ignore[arg-type]
+    checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
+               for (_, schema), a, b in zip(cases, ref, cand)]
+    outcomes = _both_fail(ctx, s, items, ref, ref2, cand, limit,
+                          [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok])
+    rows, regressions, hard, differ = [], 0, 0, 0
+    for i, (oa, ob) in enumerate(checked):
+        outcome = outcomes.get(i)
         regressions += oa.ok and not ob.ok
         hard += ob.hard and not oa.hard
-        if oa.ok or (ob.hard and not oa.hard):
+        differ += outcome is Outcome.DIFFERS and not (ob.hard and not oa.hard)
+        if oa.ok or (ob.hard and not oa.hard) or outcome is Outcome.DIFFERS:
             ctx.judged()
         else:
-            ctx.not_judged("reference fails")
-        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗", ob.reason[:160]])
-    both_fail = sum(1 for r in rows if r[0] == r[1] == "✗")
-    status = Status.FAIL if regressions or hard else Status.WARN if both_fail == len(cases) else Status.PASS
+            ctx.not_judged(outcome.value if outcome is not None else "reference fails")
+        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗", outcome.value if outcome else "", ob.reason[:160]])
+    both_fail = len(outcomes)
+    judged = len(cases) - both_fail + differ
+    status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
     ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
-              f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right",
-              {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail},
-              [Table("JSON-schema cases", ["reference", "candidate", "candidate problem"], rows)], started=t0)
+              f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
+              f"{differ} of them answered differently from the reference's repeatable answer",
+              {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
+               "both_fail_differs": differ},
+              [Table("JSON-schema cases", ["reference", "candidate", "both fail", "candidate problem"], rows)], started=t0)
+
+
+def _both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messages, Any, Any]], ref: list[Answer],
+               again: list[Answer] | None, cand: list[Answer], max_tokens: int, indices: list[int]) -> dict[int, Outcome]:
+    """The both-fail outcome of each case in `indices` (both targets miss it): compared with the
+    reference's answer and its second one (`again`, None without a noise-floor pass); answers
+    that differ only at a near tie are told apart from a regression."""
+    out = {i: compare(_key(cand[i]), _key(ref[i]), _key(again[i]) if again is not None else None) for i in indices}
+    differ = [i for i, o in out.items() if o is Outcome.DIFFERS]
+    extra = [{"tools": items[i][1], "tool_choice": "auto"} if items[i][1] else {} for i in differ]
+    for i, tie in zip(differ, near_ties(ctx, s, [items[i][0] for i in differ], max_tokens, extra)):
+        if tie is not None:
+            out[i] = Outcome.NEAR_TIE
+    return out
