@@ -3,15 +3,28 @@
 Transport problems (refused connection, timeout, HTTP errors, malformed JSON, cut streams) are
 wrapped here, at the boundary, with the URL and status, so gates can record them as ERROR
 checks instead of crashing. Tolerated deviations (a stream without `data: [DONE]`, logprobs in
-the other API's shape) are returned as `protocol_warnings` for the gates to report.
+the other API's shape, an answer naming another model) are returned as `protocol_warnings` for
+the gates to report.
+
+What a misbehaving server can do and what it becomes:
+- 429 or 503 with `Retry-After`: waited out and retried while the retry budget lasts, then
+  `rate_limited` (429) or `http` (503);
+- 401/403: `auth`, naming the variable the key should come from;
+- a body that drips, or a stream of keep-alive comments: every request has one overall deadline
+  (`timeout_s`), checked on every chunk, not only a per-read timeout → `timeout`;
+- a body larger than `max_body_bytes` (streams included): the connection is dropped → `oversize`;
+- any answer not in the expected shape (not JSON, an SSE event that is not an object, missing
+  choices, a field of the wrong type) → `malformed`, never an assert or a gate crash.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import threading
 import time
-from typing import Any, Iterator
+from dataclasses import replace
+from typing import Any, Callable, Iterator, TypeVar
 
 import httpx
 
@@ -20,19 +33,31 @@ from gatekeeper.responses import ChatResponse, CompletionResponse, TokenLogprob,
 from gatekeeper.results import RequestTiming
 
 
+T = TypeVar("T")
+DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a chat answer of a few thousand tokens with top-20 logprobs is < 2 MB
+DEFAULT_RETRY_BUDGET_S = 30.0
+_MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError)  # a shape the parsers did not expect
+
+
 class Endpoint:
     """A target's OpenAI-compatible surface: chat, completions, tokenize, raw GETs.
 
     Thread-safe: gates fan requests out over threads. Every request's latency is recorded in
     `timings` (for the performance report), tagged with the role and the current gate.
+    `timeout_s` is each request's overall deadline; `key_source` names where the API key comes
+    from (e.g. "the environment variable PROD_KEY"), for the hint of an `auth` error.
     """
 
-    def __init__(self, role: str, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0):
+    def __init__(self, role: str, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
+                 *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, retry_budget_s: float = DEFAULT_RETRY_BUDGET_S,
+                 key_source: str | None = None):
         self.role = role
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.timeout_s, self.max_body_bytes, self.retry_budget_s = timeout_s, max_body_bytes, retry_budget_s
+        self._key_sent, self._key_source = bool(api_key), key_source
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=10.0))
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)))
         self.timings: list[RequestTiming] = []
         self._lock = threading.Lock()
         self.gate = ""
@@ -53,64 +78,125 @@ class Endpoint:
             return EndpointError(kind, self._url(path), str(e) or type(e).__name__)
         return EndpointError("connect", self._url(path), f"{type(e).__name__}: {e}")
 
-    def get(self, path: str) -> httpx.Response:
-        """GET a path; raises EndpointError only for transport failures (any status returns)."""
+    def _retry_wait(self, r: httpx.Response, waited: float, deadline: float) -> float | None:
+        """Seconds to wait before retrying a 429/503 that says when to come back, or None."""
+        if r.status_code not in (429, 503):
+            return None
+        wait = _retry_after(r.headers.get("retry-after"))
+        if wait is None or waited + wait > self.retry_budget_s or time.monotonic() + wait >= deadline:
+            return None
+        return wait
+
+    def _status_error(self, path: str, r: httpx.Response, body: bytes, waited: float) -> EndpointError:
+        """The EndpointError for a final status >= 400."""
+        message = _error_message(r.status_code, r.reason_phrase, body)
+        url = self._url(path)
+        if r.status_code == 429:
+            after = f" (still after {waited:.0f} s of retries)" if waited else ""
+            return EndpointError("rate_limited", url, f"rate limited{after}: {message}", 429)
+        if r.status_code in (401, 403):
+            hint = (f"the key from {self._key_source} was refused" if self._key_sent and self._key_source else
+                    "the key was refused" if self._key_sent else
+                    "no API key was sent: name the variable that holds it with the target's api_key_env")
+            return EndpointError("auth", url, f"{message} ({hint})", r.status_code)
+        kind = "unsupported" if r.status_code in (404, 405, 501) else "http"
+        return EndpointError(kind, url, message, r.status_code)
+
+    def _chunks(self, path: str, r: httpx.Response, deadline: float) -> Iterator[bytes]:
+        """The body's bytes as they come, within the deadline and the size cap."""
+        size = 0
+        chunks = r.iter_bytes()
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                return
+            except httpx.HTTPError as e:  # raised here, in the reader's frame, not in _exchange's
+                raise self._classify(path, e) from None
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise EndpointError("oversize", self._url(path), f"response larger than {self.max_body_bytes} bytes: "
+                                    "connection dropped (max_body_bytes)")
+            if time.monotonic() > deadline:
+                raise EndpointError("timeout", self._url(path), f"no complete answer within {self.timeout_s:g} s "
+                                    "(the request's overall deadline; the server kept the connection open)")
+            yield chunk
+
+    def _exchange(self, method: str, path: str, body: dict[str, Any] | None) -> Iterator[tuple[httpx.Response, Iterator[bytes]]]:
+        """Send with retries for 429/503 Retry-After; yields once: the final response (status
+        < 400) and its capped, deadline-bound chunks. Raises EndpointError for everything else."""
+        deadline = time.monotonic() + self.timeout_s
+        waited = 0.0
         try:
-            return self._http.get(path)
+            while True:
+                with self._http.stream(method, path, json=body) as r:
+                    wait = self._retry_wait(r, waited, deadline)
+                    if wait is None:
+                        if r.status_code >= 400:
+                            raise self._status_error(path, r, b"".join(self._chunks(path, r, deadline)), waited)
+                        yield r, self._chunks(path, r, deadline)
+                        return
+                time.sleep(wait)
+                waited += wait
+        except httpx.HTTPError as e:
+            raise self._classify(path, e) from None
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[httpx.Response, bytes]:
+        """One non-streamed exchange: the final response and its whole (capped) body."""
+        for r, chunks in self._exchange(method, path, body):
+            return r, b"".join(chunks)
+        raise AssertionError("unreachable")  # _exchange yields once or raises
+
+    def get(self, path: str) -> httpx.Response:
+        """GET a path; raises EndpointError for transport failures, rate limits, auth refusals
+        and oversized bodies; any other status returns (its body readable as usual)."""
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            with self._http.stream("GET", path) as r:
+                content = b"".join(self._chunks(path, r, deadline))
+                if r.status_code == 429 or r.status_code in (401, 403):
+                    raise self._status_error(path, r, content, 0.0)
+                return httpx.Response(r.status_code, headers=r.headers, content=content, request=r.request)
         except httpx.HTTPError as e:
             raise self._classify(path, e) from None
 
     def get_json(self, path: str) -> dict[str, Any]:
         """GET a path and return the decoded JSON object; HTTP errors (status >= 400) and bodies
         that are not a JSON object are EndpointErrors, classified like any other request's."""
-        return self._decode(path, self.get(path))
+        return self._decode(path, *self._send("GET", path))
 
     def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST JSON and return the decoded JSON object; errors classified."""
-        try:
-            r = self._http.post(path, json=body)
-        except httpx.HTTPError as e:
-            raise self._classify(path, e) from None
-        return self._decode(path, r)
+        return self._decode(path, *self._send("POST", path, body))
 
-    def _decode(self, path: str, r: httpx.Response) -> dict[str, Any]:
-        if r.status_code >= 400:
-            kind = "unsupported" if r.status_code in (404, 405, 501) else "http"
-            raise EndpointError(kind, self._url(path), _error_message(r), status=r.status_code)
+    def _decode(self, path: str, r: httpx.Response, content: bytes) -> dict[str, Any]:
         try:
-            data = r.json()
+            data = json.loads(content)
         except ValueError:
-            raise EndpointError("malformed", self._url(path), f"body is not JSON: {r.text[:120]!r}", r.status_code) from None
+            raise EndpointError("malformed", self._url(path), f"body is not JSON: {content[:120]!r}", r.status_code) from None
         if not isinstance(data, dict):
             raise EndpointError("malformed", self._url(path), "body is not a JSON object", r.status_code)
         return data
 
     def _stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any] | str]:
         """Yield decoded SSE events; yields the string "[DONE]" for the terminator."""
-        try:
-            with self._http.stream("POST", path, json=body) as r:
-                if r.status_code >= 400:
-                    r.read()
-                    kind = "unsupported" if r.status_code in (404, 405, 501) else "http"
-                    raise EndpointError(kind, self._url(path), _error_message(r), status=r.status_code)
-                for line in r.iter_lines():
-                    if not line or line.startswith(":"):
-                        continue
-                    if not line.startswith("data:"):
-                        continue
-                    payload = line[5:].strip()
-                    if payload == "[DONE]":
-                        yield "[DONE]"
-                        return
-                    try:
-                        event = json.loads(payload)
-                    except ValueError:
-                        raise EndpointError("stream", self._url(path), f"SSE event is not JSON: {payload[:120]!r}") from None
-                    if isinstance(event, dict) and "error" in event and "choices" not in event:
-                        raise EndpointError("http", self._url(path), f"error event in stream: {event['error']}")
-                    yield event
-        except httpx.HTTPError as e:
-            raise self._classify(path, e) from None
+        for _, chunks in self._exchange("POST", path, body):
+            for line in _lines(chunks):
+                if not line.startswith("data:"):
+                    continue  # blank lines, comments (keep-alives), event:/id: fields
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    yield "[DONE]"
+                    return
+                try:
+                    event = json.loads(payload)
+                except ValueError:
+                    raise EndpointError("malformed", self._url(path), f"SSE event is not JSON: {payload[:120]!r}") from None
+                if not isinstance(event, dict):
+                    raise EndpointError("malformed", self._url(path), f"SSE event is not a JSON object: {payload[:120]!r}")
+                if "error" in event and "choices" not in event:
+                    raise EndpointError("http", self._url(path), f"error event in stream: {str(event['error'])[:300]}")
+                yield event
 
     def _record(self, e2e: float, ttft: float | None, tokens: int | None) -> None:
         with self._lock:
@@ -147,15 +233,24 @@ class Endpoint:
             body["stop"] = stop
         body.update(extra or {})
         t0 = time.perf_counter()
+        url = self._url("/v1/chat/completions")
         if not stream:
             data = self.post_json("/v1/chat/completions", body)
-            resp = _parse_chat(self._url("/v1/chat/completions"), data, time.perf_counter() - t0)
-            self._record(resp.e2e_s, None, resp.completion_tokens)
-            return resp
-        body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
-        resp = _assemble_chat_stream(self._url("/v1/chat/completions"), self._stream("/v1/chat/completions", body), t0)
+            resp = _shaped(url, lambda: _parse_chat(url, data, time.perf_counter() - t0))
+        else:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+            resp = _shaped(url, lambda: _assemble_chat_stream(url, self._stream("/v1/chat/completions", body), t0))
+        resp = self._model_checked(resp)
         self._record(resp.e2e_s, resp.ttft_s, resp.completion_tokens)
+        return resp
+
+    def _model_checked(self, resp: Any) -> Any:
+        """The response, with a protocol warning when it names another model than asked for."""
+        named = resp.model
+        if self.model and isinstance(named, str) and named and named != self.model:
+            return replace(resp, protocol_warnings=(*resp.protocol_warnings,
+                                                    f"the answer names model {named!r}, asked for {self.model!r}"))
         return resp
 
     def completion(
@@ -180,7 +275,8 @@ class Endpoint:
         body.update(extra or {})
         t0 = time.perf_counter()
         data = self.post_json("/v1/completions", body)
-        resp = _parse_completion(self._url("/v1/completions"), data, time.perf_counter() - t0)
+        url = self._url("/v1/completions")
+        resp = self._model_checked(_shaped(url, lambda: _parse_completion(url, data, time.perf_counter() - t0)))
         self._record(resp.e2e_s, None, resp.completion_tokens)
         return resp
 
@@ -199,14 +295,61 @@ class Endpoint:
         return tokens
 
 
-def _error_message(r: httpx.Response) -> str:
+def _error_message(status: int, reason: str, body: bytes) -> str:
+    """The server's error message (OpenAI's `error.message` where it has one)."""
     try:
-        data = r.json()
+        data = json.loads(body)
         err = data.get("error", data) if isinstance(data, dict) else data
         msg = err.get("message") if isinstance(err, dict) else err
         return str(msg)[:300]
     except ValueError:
-        return r.text[:300] or r.reason_phrase
+        return body[:300].decode("utf-8", "replace") or reason or f"HTTP {status}"
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
+    """SSE lines from byte chunks (a line may span chunks; CRLF or LF)."""
+    buf = b""
+    for chunk in chunks:
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
+
+
+def _field(url: str, value: Any, types: type | tuple[type, ...], what: str) -> Any:
+    """`value` when it is None or of `types`; else a `malformed` EndpointError naming the field."""
+    if value is None or isinstance(value, types):
+        return value
+    raise EndpointError("malformed", url, f"{what} is {type(value).__name__}, not {_type_names(types)}")
+
+
+def _type_names(types: type | tuple[type, ...]) -> str:
+    return " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+
+
+def _shaped(url: str, parse: Callable[[], T]) -> T:
+    """parse(), with any shape the parser did not expect classified `malformed`."""
+    try:
+        return parse()
+    except _MALFORMED as e:
+        raise EndpointError("malformed", url, f"unexpected response shape ({type(e).__name__}: {e})"[:300]) from None
 
 
 def _choice(url: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -216,9 +359,10 @@ def _choice(url: str, data: dict[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
-def _usage(data: dict[str, Any]) -> tuple[int | None, int | None]:
-    u = data.get("usage") or {}
-    return u.get("prompt_tokens"), u.get("completion_tokens")
+def _usage(data: dict[str, Any], url: str = "") -> tuple[int | None, int | None]:
+    u = _field(url, data.get("usage"), dict, "usage") or {}
+    return (_field(url, u.get("prompt_tokens"), int, "usage.prompt_tokens"),
+            _field(url, u.get("completion_tokens"), int, "usage.completion_tokens"))
 
 
 def _chat_logprobs(lp: Any, warnings: list[str]) -> tuple[TokenLogprob, ...] | None:
@@ -227,8 +371,9 @@ def _chat_logprobs(lp: Any, warnings: list[str]) -> tuple[TokenLogprob, ...] | N
     if isinstance(lp, dict) and isinstance(lp.get("content"), list):
         out = []
         for item in lp["content"]:
-            top = {t.get("token", ""): t.get("logprob") for t in item.get("top_logprobs") or []}
-            out.append(TokenLogprob(item.get("token", ""), item.get("logprob"), top))
+            top = {str(t.get("token", "")): v for t in item.get("top_logprobs") or []
+                   if (v := _num(t.get("logprob"))) is not None}  # a top-k entry without a logprob says nothing
+            out.append(TokenLogprob(str(item.get("token", "")), _num(item.get("logprob")), top))
         return tuple(out)
     if isinstance(lp, dict) and "token_logprobs" in lp:
         warnings.append("chat logprobs came in the completions shape (tokens/token_logprobs)")
@@ -236,6 +381,13 @@ def _chat_logprobs(lp: Any, warnings: list[str]) -> tuple[TokenLogprob, ...] | N
         return tuple(TokenLogprob(t, x, dict(tp or {})) for t, x, tp in zip(lp["tokens"], lp["token_logprobs"], tops))
     warnings.append("chat logprobs in an unknown shape were ignored")
     return None
+
+
+def _num(x: Any) -> float | None:
+    """A logprob: a number or None (a string or a bool is a malformed answer: TypeError)."""
+    if x is None or (isinstance(x, (int, float)) and not isinstance(x, bool)):
+        return x
+    raise TypeError(f"logprob {x!r} is not a number")
 
 
 def _tool_calls(raw: Any, url: str) -> tuple[ToolCall, ...]:
@@ -255,11 +407,12 @@ def _parse_chat(url: str, data: dict[str, Any], e2e: float) -> ChatResponse:
     if not isinstance(msg, dict):
         raise EndpointError("malformed", url, "choice has no message")
     warnings: list[str] = []
-    pt, ct = _usage(data)
+    pt, ct = _usage(data, url)
     return ChatResponse(
-        text=msg.get("content") or "",
-        tool_calls=_tool_calls(msg.get("tool_calls"), url),
-        finish_reason=choice.get("finish_reason"),
+        text=_field(url, msg.get("content"), str, "message.content") or "",
+        tool_calls=_tool_calls(_field(url, msg.get("tool_calls"), list, "message.tool_calls"), url),
+        finish_reason=_field(url, choice.get("finish_reason"), str, "finish_reason"),
+        model=_field(url, data.get("model"), str, "model"),
         prompt_tokens=pt,
         completion_tokens=ct,
         logprobs=_chat_logprobs(choice.get("logprobs"), warnings),
@@ -279,19 +432,23 @@ def _assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: 
     saw_logprobs = False
     done = False
     warnings: list[str] = []
+    model = None
     for event in events:
         if event == "[DONE]":
             done = True
             break
-        assert isinstance(event, dict)
+        if not isinstance(event, dict):  # _stream yields objects only; a caller's iterator may not
+            raise EndpointError("malformed", url, "SSE event is not a JSON object")
+        model = model or _field(url, event.get("model"), str, "model")
         if event.get("usage"):
-            pt, ct = _usage(event)
-        for choice in event.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if ttft is None and (delta.get("content") or delta.get("tool_calls")):
+            pt, ct = _usage(event, url)
+        for choice in _field(url, event.get("choices"), list, "choices") or []:
+            delta = _field(url, choice.get("delta"), dict, "choices[].delta") or {}
+            content = _field(url, delta.get("content"), str, "delta.content")
+            if ttft is None and (content or delta.get("tool_calls")):
                 ttft = time.perf_counter() - t0
-            if delta.get("content"):
-                text.append(delta["content"])
+            if content:
+                text.append(content)
             for tc in delta.get("tool_calls") or []:
                 slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": "", "arguments": ""})
                 slot["id"] = slot["id"] or tc.get("id")
@@ -302,7 +459,7 @@ def _assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: 
                 saw_logprobs = True
                 logprobs.extend(_chat_logprobs(choice["logprobs"], warnings) or ())
             if choice.get("finish_reason"):
-                finish = choice["finish_reason"]
+                finish = _field(url, choice["finish_reason"], str, "finish_reason")
     if not done:
         if finish is None:
             raise EndpointError("stream", url, "stream ended before any finish_reason and without data: [DONE]")
@@ -318,6 +475,7 @@ def _assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: 
         e2e_s=time.perf_counter() - t0,
         ttft_s=ttft,
         streamed=True,
+        model=model,
         protocol_warnings=tuple(dict.fromkeys(warnings)),
     )
 
@@ -339,11 +497,12 @@ def _parse_completion(url: str, data: dict[str, Any], e2e: float) -> CompletionR
         tokens = tuple(i.get("token", "") for i in items)
         token_lps = tuple(i.get("logprob") for i in items)
         tops = tuple({t.get("token", ""): t.get("logprob") for t in i.get("top_logprobs") or []} for i in items)
-    pt, ct = _usage(data)
+    pt, ct = _usage(data, url)
     plp = choice.get("prompt_logprobs", data.get("prompt_logprobs"))
     return CompletionResponse(
-        text=choice.get("text") or "",
-        finish_reason=choice.get("finish_reason"),
+        text=_field(url, choice.get("text"), str, "choices[].text") or "",
+        finish_reason=_field(url, choice.get("finish_reason"), str, "finish_reason"),
+        model=_field(url, data.get("model"), str, "model"),
         tokens=tokens,
         token_logprobs=token_lps,
         top_logprobs=tops,

@@ -22,10 +22,28 @@ PROBE_TOOL = {
 }
 
 
-def is_transport_failure(e: EndpointError) -> bool:
-    """True when the exchange broke (refused, timed out, 5xx, garbled), as opposed to the
-    endpoint saying it does not support something (404/405/501, or a 4xx about the request)."""
-    return e.kind in ("connect", "timeout", "stream", "malformed") or (e.kind == "http" and (e.status or 500) >= 500)
+# Words a 400/422 answer names when it refuses a parameter the probe sent for the feature.
+_FEATURE_WORDS = {
+    "completions": ("completion",), "logprobs": ("logprob",), "top_logprobs_20": ("logprob",), "tools": ("tool",),
+    "streaming": ("stream",), "echo": ("echo", "logprob"), "prompt_logprobs": ("prompt_logprobs", "logprob"),
+    "tokenize": ("tokeniz",),
+}
+_REFUSAL_WORDS = ("not supported", "unsupported", "not implemented", "not available", "unknown", "unrecognized",
+                  "not allowed", "extra inputs", "extra fields", "not permitted", "invalid", "must be", "exceed",
+                  "maximum", "at most", "less than")
+
+
+def is_missing_capability(feature: str, e: EndpointError) -> bool:
+    """Whether a probe's failure says "this endpoint does not do that": 404/405/501, or a 400/422
+    whose message refuses a parameter the feature's request sent (`logprobs`, `tools`, `echo`...).
+    Any other 4xx (a bad request the probe did not expect, a refused key, a rate limit) is an
+    error, shown as such, not a missing feature."""
+    if e.kind == "unsupported":
+        return True
+    if e.kind != "http" or e.status not in (400, 422):
+        return False
+    text = e.detail.lower()
+    return any(w in text for w in _FEATURE_WORDS.get(feature, ())) and any(w in text for w in _REFUSAL_WORDS)
 
 
 def probe(ep: Endpoint) -> Capabilities:
@@ -44,7 +62,7 @@ def probe(ep: Endpoint) -> Capabilities:
             return fn()
         except EndpointError as e:
             notes[name] = f"{e.kind}: {e.detail}"[:200]
-            if is_transport_failure(e):
+            if not is_missing_capability(name, e):
                 errors[name] = str(e)[:300]
             return None
 

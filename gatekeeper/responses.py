@@ -53,6 +53,7 @@ class ChatResponse:
     streamed: bool = False
     protocol_warnings: tuple[str, ...] = ()
     raw: dict[str, Any] | None = None
+    model: str | None = None  # the model the answer names
 
 
 @dataclass(frozen=True)
@@ -72,3 +73,4 @@ class CompletionResponse:
     ttft_s: float | None = None
     protocol_warnings: tuple[str, ...] = ()
     raw: dict[str, Any] | None = None
+    model: str | None = None  # the model the answer names

@@ -220,3 +220,24 @@ def test_a_stream_quirk_both_targets_share_is_a_protocol_warn_and_one_the_candid
         assert check["metrics"]["reference_stream_difference"] == check["metrics"]["stream_difference"]
         assert added.check(f"golden.{case}.stream")["status"] == "FAIL", added.check(f"golden.{case}.stream")
     assert shared.summary["verdict"] != "ROLLBACK" and added.summary["verdict"] == "ROLLBACK"
+
+
+def test_a_rate_limited_candidate_is_retried_and_judged(tmp_path, tiny_model_dir, upstream):
+    """Every request's first attempt is answered 429 with Retry-After: the client waits and
+    retries, and the gates judge the answers as if nothing happened."""
+    with fault_proxy(upstream.url, "pass") as url:
+        plain = gk_run(tmp_path / "plain", "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    with fault_proxy(upstream.url, "rate_limit_first") as url:
+        limited = gk_run(tmp_path / "limited", "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    assert not _errors(limited), _errors(limited)
+    assert limited.summary["verdict"] == plain.summary["verdict"]
+    assert {c["id"]: c["status"] for g in limited.summary["gates"] for c in g["checks"]} == \
+        {c["id"]: c["status"] for g in plain.summary["gates"] for c in g["checks"]}
+
+
+def test_a_candidate_rate_limited_forever_is_an_error_and_hold(tmp_path, tiny_model_dir, upstream):
+    with fault_proxy(upstream.url, "rate_limit") as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--timeout", "4", *GATES)
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    canary = out.check("startup.canary.candidate")
+    assert canary["status"] == "ERROR" and canary["metrics"]["error_kind"] == "rate_limited", canary
