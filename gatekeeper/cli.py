@@ -68,6 +68,13 @@ class _Main(click.Group):
         sys.exit(rv if isinstance(rv, int) else exit_codes.OK)
 
 
+def _env(option: str, text: str) -> str:
+    """An option's help with the environment variable that sets it."""
+    from gatekeeper.config.run_config import BY_NAME
+
+    return f"{text} [env: {BY_NAME[option].env}]"
+
+
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="gatekeeper")
 def main() -> None:
@@ -76,19 +83,31 @@ def main() -> None:
 
 @main.command()
 @click.option("-c", "--config", "config_path", type=click.Path(), default=None, help="Run-config YAML (layer 2 of 4).")
-@click.option("--reference", default=None, help="Reference target: bundled[:reference|optimized] or a URL. [bundled:reference]")
-@click.option("--candidate", default=None, help="Candidate target (same forms). [bundled:optimized]")
-@click.option("--model", default=None, help="Checkpoint for bundled targets. [the shipped gk-tiny]")
-@click.option("--policy", default=None, help="Gate policy YAML. [gates/default.yaml]")
-@click.option("--golden", multiple=True, help="Golden set YAML (repeatable). [golden_sets/core.yaml]")
-@click.option("--gates", default=None, help="Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]")
-@click.option("--out", default=None, help="Reports go to OUT/<run-id>/. [reports]")
-@click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]", help="Fault for a bundled candidate.")
-@click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE", help="Engine option for a bundled candidate.")
-@click.option("--seed", type=int, default=None, help="Seed. [0]")
-@click.option("--timeout", type=float, default=None, help="Per-request timeout in seconds. [120]")
+@click.option("--reference", default=None,
+              help=_env("reference", "Reference target: bundled[:reference|optimized] or a URL. [bundled:reference]"))
+@click.option("--candidate", default=None, help=_env("candidate", "Candidate target (same forms). [bundled:optimized]"))
+@click.option("--model", default=None, help=_env("model", "The model: a checkpoint directory for bundled targets [the shipped "
+              "gk-tiny], else the served model id URL/launch targets are asked for."))
+@click.option("--served-model", default=None, help=_env("served_model", "Served model id for URL and launch targets. "
+              "[the first /v1/models lists]"))
+@click.option("--policy", default=None, help=_env("policy", "Gate policy YAML. [gates/default.yaml]"))
+@click.option("--golden", multiple=True, help=_env("golden", "Golden set YAML (repeatable). [golden_sets/core.yaml]"))
+@click.option("--gates", default=None, help=_env("gates", "Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]"))
+@click.option("--out", default=None, help=_env("out", "Reports go to OUT/<run-id>/. [reports]"))
+@click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]",
+              help=_env("candidate_faults", "Fault for a bundled candidate (repeatable; `gatekeeper faults` lists them)."))
+@click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE",
+              help=_env("candidate_opts", "Engine option for a bundled candidate (repeatable)."))
+@click.option("--candidate-declare", "candidate_declare", multiple=True, metavar="KEY=VALUE",
+              help=_env("candidate_declare", "The candidate's declared execution path: dtype=bf16, quantization=fp8, "
+                        "kv_cache_dtype=, tp=4, label.NAME=VALUE (repeatable). Tolerances follow the declared dtype."))
+@click.option("--reference-declare", "reference_declare", multiple=True, metavar="KEY=VALUE",
+              help=_env("reference_declare", "The reference's declared execution path (same keys)."))
+@click.option("--seed", default=None, help=_env("seed", "Seed. [0]"))
+@click.option("--timeout", default=None, help=_env("timeout", "Each request's overall deadline in seconds. [120]"))
+@click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
-def run(config_path: str | None, as_json: bool, **flags) -> None:
+def run(config_path: str | None, as_json: bool, dry_run: bool, **flags) -> None:
     """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.
 
     Options come from built-in defaults, then the run config (-c), then GATEKEEPER_<OPTION>
@@ -108,18 +127,24 @@ def run(config_path: str | None, as_json: bool, **flags) -> None:
         plan = build_plan(values, sources)
     except ConfigError as e:
         _fail(str(e), exit_codes.USAGE, e.hint)
-    progress = Progress()
+    if dry_run:
+        from gatekeeper.plan import describe_plan
+
+        click.echo(plan.redactor().text(describe_plan(plan, sources)))
+        sys.exit(exit_codes.OK)
+    progress = Progress(plan.redactor())
     try:
         result = Runner(plan, progress).run()
     except GatekeeperError as e:
         _fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # fail closed, one line
-        _fail(f"run failed: {type(e).__name__}: {e}", exit_codes.HOLD, "no verdict: the run could not finish")
+        _fail(plan.redactor().text(f"run failed: {type(e).__name__}: {e}"), exit_codes.HOLD,
+              "no verdict: the run could not finish")
     progress.summary(result, plan.out_dir / plan.run_id)
     if as_json:
         from gatekeeper.report.summary_json import SummaryJsonRenderer
 
-        click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())
+        click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())  # redacted when written
     sys.exit(result.exit_code)
 
 

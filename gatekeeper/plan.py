@@ -8,7 +8,11 @@ uses, and whatever each selected gate checks in its `validate(settings, plan)`.
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import secrets
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,8 @@ from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
 from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
 from gatekeeper.run_plan import RunPlan
-from gatekeeper.targets.spec import parse_target
+from gatekeeper.targets.interface import TargetSpec, normalise_dtype
+from gatekeeper.targets.spec import parse_declared, parse_target
 
 
 def new_run_id() -> str:
@@ -39,20 +44,22 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
 
     reference = parse_target(values["reference"], "reference", file_of("reference"))
     candidate = parse_target(values["candidate"], "candidate", file_of("candidate"))
-    if values["model"]:
-        model = str(find_file(values["model"]).resolve())
-        if not Path(model).is_dir():
-            raise ConfigError(f"model directory {values['model']!r} not found", key="model")
-        reference = replace(reference, model=reference.model or model) if reference.kind == "bundled" else reference
-        candidate = replace(candidate, model=candidate.model or model) if candidate.kind == "bundled" else candidate
+    reference, candidate = _models(values, reference, candidate)
     if values["candidate_faults"] or values["candidate_opts"]:
         if candidate.kind != "bundled":
-            raise ConfigError("candidate faults and engine options apply to a bundled candidate only", key="candidate")
+            raise ConfigError("candidate faults and engine options apply to a bundled candidate only (declare a URL or "
+                              "launch candidate's path with --candidate-declare)", key="candidate")
         from_flags = tuple((k, str(v)) for k, v in values["candidate_opts"].items())
         merged = dict(candidate.engine_options)
         merged.update(dict(from_flags))
         candidate = replace(candidate, engine_options=tuple(merged.items()),
                             faults=candidate.faults + tuple(values["candidate_faults"]))
+    reference = _declared(reference, values["reference_declare"], "reference_declare")
+    candidate = _declared(candidate, values["candidate_declare"], "candidate_declare")
+    for role, spec in (("reference", reference), ("candidate", candidate)):
+        _check_key(role, spec)
+        if spec.kind == "bundled" and (spec.engine_options or spec.faults):
+            _check_engine(role, spec)
     policy = load_policy(find_file(values["policy"]), settings_types())
     selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
     golden_paths = tuple(str(find_file(p)) for p in values["golden"])
@@ -72,3 +79,83 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)
     return plan
+
+
+def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec) -> tuple[TargetSpec, TargetSpec]:
+    """Apply `--model` by target kind — a checkpoint directory for bundled targets, the served
+    model id for URL and launch targets — and `--served-model` to URL and launch targets."""
+    specs = [reference, candidate]
+    if values["model"]:
+        found = find_file(values["model"])
+        if found.is_dir():
+            path = str(found.resolve())
+            specs = [replace(s, model=s.model or path) if s.kind == "bundled" else s for s in specs]
+        elif all(s.kind == "bundled" for s in specs):
+            raise ConfigError(f"model directory {values['model']!r} not found (bundled targets load a checkpoint "
+                              "directory; a served model id is for URL and launch targets)", key="model")
+        else:
+            specs = [replace(s, model=s.model or values["model"]) if s.kind != "bundled" else s for s in specs]
+    if values["served_model"]:
+        if all(s.kind == "bundled" for s in specs):
+            raise ConfigError("applies to URL and launch targets only (a bundled target serves its checkpoint)",
+                              key="served_model")
+        specs = [replace(s, model=values["served_model"]) if s.kind != "bundled" else s for s in specs]
+    return specs[0], specs[1]
+
+
+def _declared(spec: TargetSpec, flags: dict[str, str], key: str) -> TargetSpec:
+    """The spec with the flags' declared path merged in (flags win); a bundled target's declared
+    dtype must match its engine option."""
+    merged = {**dict(spec.declared), **parse_declared(flags, key)} if flags else dict(spec.declared)
+    if spec.kind == "bundled" and "dtype" in merged:
+        engine = normalise_dtype(dict(spec.engine_options).get("dtype", "float32"))
+        if engine != merged["dtype"]:
+            raise ConfigError(f"declares dtype {merged['dtype']} but the bundled engine runs {engine} (set it with "
+                              "--candidate-opt dtype=...)", key=key)
+    return replace(spec, declared=tuple(merged.items()))
+
+
+def _check_key(role: str, spec: TargetSpec) -> None:
+    """A named key variable must be set: an unset one would silently send no key."""
+    if spec.api_key_env and spec.api_key_env not in os.environ:
+        raise ConfigError(f"api_key_env names {spec.api_key_env}, which is not set in the environment",
+                          key=f"{role}.api_key_env", hint=f"export {spec.api_key_env}=... (the key itself never goes in a file)")
+
+
+def _check_engine(role: str, spec: TargetSpec) -> None:
+    """A bundled target's engine options and faults, checked by the engine's own rules in a
+    subprocess (the gate side never imports the engine)."""
+    request = {"profile": spec.profile, "options": dict(spec.engine_options), "faults": list(spec.faults)}
+    try:
+        done = subprocess.run([sys.executable, "-m", "gatekeeper.engine.validate"], input=json.dumps(request),
+                              capture_output=True, text=True, timeout=60, check=False)
+        answer = json.loads(done.stdout or "{}")
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        raise ConfigError(f"cannot check the bundled engine's options: {e}", key=role) from None
+    if done.returncode != 0 or "error" not in answer:
+        raise ConfigError(f"cannot check the bundled engine's options: {done.stderr.strip()[-300:]}", key=role)
+    if answer["error"]:
+        flag = "--candidate-opt/--candidate-fault" if role == "candidate" else f"{role} (options/faults)"
+        raise ConfigError(answer["error"], key=flag)
+
+
+def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
+    """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
+    the policy, the gates in order with their blocking rule, the golden cases, where reports go."""
+    from gatekeeper.gates.golden.gate import named_cases, select_cases
+
+    lines = [f"run {plan.run_id} (seed {plan.seed}, request deadline {plan.timeout_s:g} s)"]
+    for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
+        declared = ", ".join(f"{k}={v}" for k, v in spec.declared) or "nothing declared"
+        model = f", model {spec.model}" if spec.model else ""
+        key = f", key from ${spec.api_key_env}" if spec.api_key_env else ""
+        lines.append(f"{role}: {spec.describe()}{model}{key}; dtype {spec.dtype} ({declared})")
+    lines.append(f"policy: {plan.policy.path} (from {sources.get('policy', 'default')})")
+    for gate in select(plan.gates):
+        state = "enabled" if gate.id in plan.policy.enabled else "disabled by policy"
+        lines.append(f"  gate {gate.stage} {gate.id}: {gate.title} — {state}")
+    if plan.golden:
+        cases = [name for name, _ in select_cases(named_cases(plan.golden), plan.policy.settings("golden").cases)]
+        lines.append(f"golden: {len(cases)} cases from {', '.join(plan.golden_paths)}: {', '.join(cases)}")
+    lines.append(f"reports: {plan.out_dir / plan.run_id}/")
+    return "\n".join(lines)

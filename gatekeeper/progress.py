@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.registry import listed_filenames
 from gatekeeper.results import RunResult, Verdict
 
@@ -17,12 +18,14 @@ _STYLE = {Verdict.PROMOTE: "bold green", Verdict.HOLD: "bold yellow", Verdict.RO
 class Progress:
     """Callable that prints one progress line; `summary` prints the verdict block."""
 
-    def __init__(self) -> None:
+    def __init__(self, redactor: Redactor = NONE) -> None:
+        self.redact = redactor.text
         self.tty = sys.stderr.isatty()
-        self.console = Console(stderr=True, highlight=False, soft_wrap=True, no_color=not self.tty)
+        self.console = Console(stderr=True, highlight=False, soft_wrap=True)  # rich follows the terminal, NO_COLOR, FORCE_COLOR
         self.t0 = time.perf_counter()
 
     def __call__(self, message: str) -> None:
+        message = self.redact(message)
         elapsed = time.perf_counter() - self.t0
         if self.tty:
             self.console.print(f"[dim]{elapsed:6.1f}s[/dim] {message}", markup=True)
@@ -34,7 +37,7 @@ class Progress:
         style = _STYLE[result.verdict]
         self.console.print(f"verdict: [{style}]{result.verdict.value}[/{style}] (exit {result.exit_code})", markup=True)
         for reason in result.reasons[:10]:
-            self.console.print(f"  - {reason}", markup=False)
+            self.console.print(f"  - {self.redact(reason)}", markup=False)
         if len(result.reasons) > 10:
             self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
         self.console.print(f"reports: {run_dir}/ ({', '.join(listed_filenames())})", markup=False)

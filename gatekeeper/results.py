@@ -128,6 +128,8 @@ class TargetInfo:
     version: str | None = None  # what /version answered (gate 1 reads it); None when not read
     capabilities: Capabilities | None = None  # None when the target was not probed
     log_path: str | None = None
+    dtype: str = "float32"  # the dtype its tolerances assume (declared, or the bundled engine's option)
+    declared: tuple[tuple[str, str], ...] = ()  # the execution path the user declared (dtype, tp, label.*...)
 
 
 @dataclass(frozen=True)

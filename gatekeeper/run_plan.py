@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gatekeeper.config.policy import Policy
 from gatekeeper.golden.golden_set import GoldenSet
+from gatekeeper.redact import Redactor
 from gatekeeper.targets.interface import TargetSpec
 
 
@@ -29,3 +30,8 @@ class RunPlan:
     gates: tuple[str, ...] | None = None
     seed: int = 0
     timeout_s: float = 120.0
+
+    def redactor(self) -> Redactor:
+        """What keeps this run's secrets (the targets' API keys, and anything shaped like a
+        credential) out of every file and line it writes."""
+        return Redactor([self.reference.api_key(), self.candidate.api_key()])

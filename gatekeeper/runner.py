@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Log
 from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
@@ -83,7 +84,8 @@ class Runner:
         plan = self.plan
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        records = RecordWriter(self.run_dir / "records.jsonl")
+        redactor = plan.redactor()
+        records = RecordWriter(self.run_dir / "records.jsonl", redactor)
         endpoints: dict[str, Endpoint] = {}
         gates: list[GateResult] = []
         infos: list[TargetInfo] = []
@@ -94,9 +96,11 @@ class Runner:
             for role in ROLES:
                 s, target, spec = started[role], self.targets[role], specs[role]
                 model = served_model(s.base_url, spec, target.api_key()) if s.ready else (spec.model or "")
-                endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s)
+                endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s,
+                                           key_source=spec.key_source)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
-                                               target.log_lines(), target.alive)
+                                               target.log_lines(), target.alive, target.has_log(),
+                                               getattr(target, "log_error", None))
             capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
             versions: dict[str, str | None] = {}
             gates = self._run_gates(endpoints, runtimes, capabilities, versions, records)
@@ -104,7 +108,7 @@ class Runner:
             for role in ROLES:
                 s, spec = started[role], specs[role]
                 infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, endpoints[role].model, s.startup_s,
-                                        versions.get(role), probed.get(role), s.log_path))
+                                        versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared))
         finally:
             for target in self.targets.values():
                 target.stop()
@@ -125,7 +129,8 @@ class Runner:
             golden_sets=plan.golden_paths,
             seed=plan.seed,
         )
-        write_reports(result, self.run_dir)
+        write_reports(result, self.run_dir, redactor)
+        redactor.tree(self.run_dir)  # the logs the engines wrote themselves
         return result
 
     def _run_gates(self, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime],
@@ -152,7 +157,8 @@ class Runner:
                 self._run_one(gate, ctx, endpoints)
                 coverage = ctx.coverage(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
                 _coverage_check(ctx, coverage)
-            hard = any(c.blocking and c.status in gate.stops_run_on for c in ctx.checks)
+            lost = self._liveness(ctx, endpoints, runtimes) if stopped_by is None else False
+            hard = lost or any(c.blocking and c.status in gate.stops_run_on for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage)
             results.append(result)
@@ -160,6 +166,45 @@ class Runner:
             if result.stopped_run:
                 stopped_by = result
         return results
+
+    def _liveness(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> bool:
+        """After a gate: is each target still there? A candidate that stopped answering (its
+        process exited, or connections fail while the reference still answers) is a blocking
+        FAIL `<gate>.candidate_crashed` with its log tail → ROLLBACK; a reference that stopped is
+        `<gate>.reference_unusable` (ERROR → HOLD). Whether the run must stop."""
+        if not all(rt.ready for rt in runtimes.values()):
+            return False
+        errors = any(c.status is Status.ERROR for c in ctx.checks)
+        gone = {role: not self._answers(endpoints[role], runtimes[role], errors) for role in ROLES}
+        if gone["candidate"] and not gone["reference"]:
+            target = self.targets.get("candidate")
+            tail = target.log_lines()[-40:] if target is not None else []
+            how = "its process exited" if not runtimes["candidate"].alive() else "it no longer accepts connections"
+            ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
+                      f"({how}) while the reference kept answering", {"process_alive": runtimes["candidate"].alive()},
+                      [Log("candidate log tail", tail)] if tail else [])
+        elif gone["reference"]:
+            both = " and so did the candidate" if gone["candidate"] else ""
+            ctx.check("reference_unusable", Status.ERROR, f"reference unusable: the reference stopped answering during "
+                      f"gate {ctx.gate_id}{both}; nothing after it can be judged")
+        return any(gone.values())
+
+    @staticmethod
+    def _answers(ep: Endpoint, rt: TargetRuntime, errors: bool) -> bool:
+        """Whether a target still answers: its process is alive and, after a gate that had
+        errors, it accepts a connection (any HTTP answer to /v1/models will do)."""
+        if not rt.alive():
+            return False
+        if not errors:
+            return True
+        probe = Endpoint(ep.role, ep.base_url, ep.model, timeout_s=10.0)
+        try:
+            probe.get("/v1/models")
+            return True
+        except EndpointError as e:
+            return e.kind not in ("connect", "timeout")
+        finally:
+            probe.close()
 
     def _disabled(self, gate: Gate, records: RecordWriter) -> GateResult:
         """A gate the policy turns off: one advisory SKIP, so the report shows it was not run."""

@@ -57,6 +57,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         with self.server.lock:
             self.server.record.append(("GET", self.path, b""))
+        if self.server.mode == "no_health" and self.path.startswith("/health"):
+            self._reply(404, b'{"detail": "Not Found"}')
+            return
         self._forward("GET", None)
 
     def do_POST(self) -> None:  # noqa: N802
@@ -66,7 +69,7 @@ class _Handler(BaseHTTPRequestHandler):
             repeat = any(m == "POST" and b == body for m, _, b in srv.record)
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
-            srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish")
+            srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
             if srv.mode == "rate_limit_first":  # a body seen before is the client's retry: let it through
@@ -124,8 +127,8 @@ class _ProxyServer(ThreadingHTTPServer):
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
-    fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first
-    or rate_limit;
+    fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
+    rate_limit or no_health (GET /health answers 404, everything else passes);
     `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -33,12 +33,12 @@ class RunOutcome:
         return next(g for g in self.summary["gates"] if g["id"] == gate_id)
 
 
-def gk_run(out: Path, *args: str, timeout: float = 600) -> RunOutcome:
-    """`gatekeeper run --out OUT ARGS...`; the run directory is the one it created."""
+def gk_run(out: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None) -> RunOutcome:
+    """`gatekeeper run --out OUT ARGS...` (in `env` when given); the run directory is the one it created."""
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
     proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
     new = sorted(set(out.iterdir()) - before)
     run_dir = new[-1] if new else None
     summary = None

@@ -4,6 +4,7 @@ list every option with where it may come from."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -25,7 +26,20 @@ def _as_list(value: Any) -> list[str]:
 def _as_int(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("must be an integer")
-    return int(value)
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"must be an integer, not {value!r}") from None
+
+
+def _as_timeout(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a number of seconds, not {value!r}") from None
+    if not seconds > 0:
+        raise ValueError(f"must be more than 0 seconds, not {value!r}")
+    return seconds
 
 
 def _as_opts(value: Any) -> dict[str, str]:
@@ -48,26 +62,34 @@ class Option:
     default: Any
     parse: Callable[[Any], Any]
     help: str
+    flag: str | None = None  # the flag's name when it differs from `name` (--candidate-fault for candidate_faults)
 
     @property
     def env(self) -> str:
-        """The GATEKEEPER_* variable that sets it."""
-        return "GATEKEEPER_" + self.name.upper()
+        """The GATEKEEPER_* variable that sets it: the flag's name, upper-cased."""
+        return "GATEKEEPER_" + (self.flag or self.name).upper()
 
 
 OPTIONS: tuple[Option, ...] = (
     Option("reference", "bundled:reference", lambda v: v, "reference target: bundled[:reference|optimized], a URL, or a mapping"),
     Option("candidate", "bundled:optimized", lambda v: v, "candidate target (same forms)"),
-    Option("model", None, str, "checkpoint for bundled targets (default: the shipped gk-tiny)"),
+    Option("model", None, str, "the model: a checkpoint directory for bundled targets (default: the shipped gk-tiny), "
+           "else the served model id URL and launch targets are asked for"),
+    Option("served_model", None, str, "served model id for URL and launch targets (default: the first /v1/models lists)"),
     Option("policy", "gates/default.yaml", str, "gate policy file"),
     Option("golden", ["golden_sets/core.yaml"], _as_list, "golden set files"),
     Option("gates", None, _as_list, "gates to run, in stage order (default: all the policy enables)"),
     Option("out", "reports", str, "directory under which reports/<run-id>/ is written"),
     Option("seed", 0, _as_int, "seed for generated prompts and sampling"),
-    Option("timeout", 120.0, float, "seconds before a request to a target counts as timed out"),
-    Option("candidate_faults", [], _as_list, "faults for a bundled candidate (NAME or NAME=VALUE)"),
-    Option("candidate_opts", {}, _as_opts, "engine options for a bundled candidate (KEY=VALUE)"),
+    Option("timeout", 120.0, _as_timeout, "each request's overall deadline in seconds"),
+    Option("candidate_faults", [], _as_list, "faults for a bundled candidate (NAME or NAME=VALUE)", "candidate_fault"),
+    Option("candidate_opts", {}, _as_opts, "engine options for a bundled candidate (KEY=VALUE)", "candidate_opt"),
+    Option("candidate_declare", {}, _as_opts, "the candidate's declared execution path (dtype=, quantization=, "
+           "kv_cache_dtype=, tp=, label.NAME=)"),
+    Option("reference_declare", {}, _as_opts, "the reference's declared execution path (same keys)"),
 )
+# GATEKEEPER_* variables that are not run options (the test suite's own switches).
+OTHER_VARIABLES = {"GATEKEEPER_UPDATE_GOLD", "GATEKEEPER_TEST_GK_TINY", "GATEKEEPER_CHROMIUM", "GATEKEEPER_SCREENSHOTS"}
 BY_NAME = {o.name: o for o in OPTIONS}
 
 
@@ -88,6 +110,11 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
             except (ValueError, TypeError) as e:
                 raise ConfigError(str(e), config_path, line_of(data, key), str(key)) from None
             source[opt.name] = config_path
+    known = {o.env for o in OPTIONS} | OTHER_VARIABLES
+    for name in sorted(k for k in env if k.startswith("GATEKEEPER_") and k not in known):
+        near = difflib.get_close_matches(name, sorted(o.env for o in OPTIONS), n=1, cutoff=0.6)
+        raise ConfigError(f"{name} is not a gatekeeper option" + (f"; did you mean {near[0]}?" if near else
+                          f" (options: {', '.join(o.env for o in OPTIONS)})"))
     for opt in OPTIONS:
         if opt.env in env:
             try:

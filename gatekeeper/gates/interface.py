@@ -48,6 +48,8 @@ class TargetRuntime:
     start_error: str | None = None
     log_lines: list[str] = field(default_factory=list)
     alive: Callable[[], bool] = lambda: True
+    has_log: bool = True  # False: a URL target that names no log_file / log_command
+    log_error: str | None = None  # why its log could not be read
 
 
 class ProbedCapabilities(Mapping[str, Capabilities]):
@@ -133,15 +135,17 @@ class GateContext:
         family: str | None = None,
         started: float | None = None,
         judgement: Judgement | None = None,
+        advisory: bool = False,
     ) -> CheckResult:
-        """Record one check `<gate>.<name>` with the policy's blocking rule applied; `judgement`
-        says how it decided (the gate's default when None)."""
+        """Record one check `<gate>.<name>` with the policy's blocking rule applied (`advisory`
+        makes it non-blocking whatever the policy says); `judgement` says how it decided (the
+        gate's default when None)."""
         check_id = f"{self.gate_id}.{name}"
         result = CheckResult(
             id=check_id,
             gate=self.gate_id,
             status=status,
-            blocking=self.blocking_rule(check_id),
+            blocking=self.blocking_rule(check_id) and not advisory,
             reason=reason,
             metrics=dict(metrics or {}),
             evidence=tuple(evidence),
@@ -157,9 +161,9 @@ class GateContext:
         """Record a check that could not run because an endpoint failed (status ERROR)."""
         return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family)
 
-    def skip(self, name: str, reason: str, family: str | None = None) -> CheckResult:
+    def skip(self, name: str, reason: str, family: str | None = None, advisory: bool = False) -> CheckResult:
         """Record a check that was not run, with its reason (SKIP)."""
-        return self.check(name, Status.SKIP, reason, family=family)
+        return self.check(name, Status.SKIP, reason, family=family, advisory=advisory)
 
     def judged(self, n: int = 1) -> None:
         """Count `n` items this gate judged (compared and decided), for its coverage."""

@@ -15,6 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.serialise import check_json
 from gatekeeper.results import CheckResult
@@ -28,8 +29,9 @@ class RecordWriter:
     Use as a context manager, or call `close()` when the run ends.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, redactor: Redactor = NONE) -> None:
         self.path = Path(path)
+        self._redact = redactor.text
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._file = open(self.path, "a", encoding="utf-8")
         self._lock = threading.Lock()
@@ -38,7 +40,7 @@ class RecordWriter:
     def write(self, check: CheckResult) -> None:
         """Append one check as a line and force it to disk before returning."""
         record = {"format": RECORD_FORMAT, **check_json(check, standalone=True)}
-        line = dumps(record)
+        line = self._redact(dumps(record))
         with self._lock:
             self._file.write(line + "\n")
             self._file.flush()

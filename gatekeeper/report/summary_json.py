@@ -32,6 +32,8 @@ def _target(t: TargetInfo) -> dict[str, Any]:
         "startup_s": t.startup_s,
         "capabilities": capabilities,
         "log_path": t.log_path,
+        "dtype": t.dtype,
+        "declared": dict(t.declared),
     }
 
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.atomic import write_atomic
 from gatekeeper.report.data import build_report_data
 from gatekeeper.report.registry import RENDERERS, listed_filenames
 from gatekeeper.results import RunResult
 
 
-def write_reports(run: RunResult, out_dir: Path) -> dict[str, Path]:
+def write_reports(run: RunResult, out_dir: Path, redactor: Redactor = NONE) -> dict[str, Path]:
     """Render and write all reports for `run` into `out_dir` (created if missing).
 
     Returns the written paths by renderer name: summary_json, junit, markdown,
-    correctness_html, performance_html. summary.json goes first: it is what CI reads.
+    correctness_html, performance_html. summary.json goes first: it is what CI reads. Every
+    file's text passes through `redactor` before it is written.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -30,7 +32,7 @@ def write_reports(run: RunResult, out_dir: Path) -> dict[str, Path]:
     failures: list[tuple[str, BaseException]] = []
     for renderer in RENDERERS:
         try:
-            written[renderer.name] = write_atomic(out_dir / renderer.filename, renderer.render(data))
+            written[renderer.name] = write_atomic(out_dir / renderer.filename, redactor.text(renderer.render(data)))
         except Exception as e:  # a renderer bug must not cost the other reports; re-raised below
             failures.append((renderer.filename, e))
     if failures:

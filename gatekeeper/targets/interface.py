@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+
+from gatekeeper.redact import NONE as _SHAPES_ONLY
+
+DECLARABLE = ("dtype", "quantization", "kv_cache_dtype", "tp")  # plus free-form labels (label.<name>)
+_DTYPES = {"fp32": "float32", "float32": "float32", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16",
+           "float16": "float16", "half": "float16", "fp64": "float64", "float64": "float64"}
+
+
+def normalise_dtype(value: str) -> str | None:
+    """float32 / bfloat16 / float16 / float64 for their usual spellings, else None."""
+    return _DTYPES.get(value.strip().lower())
 
 
 @dataclass
@@ -22,9 +34,15 @@ class Started:
 class TargetSpec:
     """A target as configured. `kind` is "bundled", "url" or "launch".
 
-    bundled: `profile`, `engine_options` (EngineArgs names → values), `faults`, `model`;
-    url: `url`, `model`, `api_key_env` (the NAME of the variable holding the key);
-    launch: `command` (template with {port} and {model}), `env`, `cwd`, `health_path`.
+    bundled: `profile`, `engine_options` (EngineArgs names → values), `faults`, `model` (the
+    checkpoint directory);
+    url: `url` (the base, without `/v1`), `model` (the served model id), `api_key_env` (the NAME
+    of the variable holding the key), `log_file` or `log_command` (where its log can be read),
+    `health_path`;
+    launch: `command` (template with {port}, {model} and {api_key}), `env`, `cwd`, `health_path`,
+    `api_key_env`.
+    Every kind: `declared`, the execution path the user declares (dtype, quantization,
+    kv_cache_dtype, tp, label.<name>): tolerances follow the declared dtype.
     """
 
     kind: str
@@ -39,23 +57,41 @@ class TargetSpec:
     ready_timeout_s: float = 180.0
     engine_options: tuple[tuple[str, str], ...] = ()
     faults: tuple[str, ...] = ()
+    log_file: str | None = None
+    log_command: str | None = None
+    declared: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
-        """A one-line, secret-free description for reports."""
+        """A one-line, secret-free description for reports (URL userinfo, key flags and
+        key-like query values masked)."""
         if self.kind == "bundled":
             opts = " ".join(f"{k}={v}" for k, v in self.engine_options)
             faults = f" faults={','.join(self.faults)}" if self.faults else ""
-            return f"bundled:{self.profile}" + (f" {opts}" if opts else "") + faults
-        if self.kind == "url":
-            return f"url {self.url}"
-        return f"launch `{self.command}`"
+            text = f"bundled:{self.profile}" + (f" {opts}" if opts else "") + faults
+        elif self.kind == "url":
+            text = f"url {self.url}"
+        else:
+            text = f"launch `{self.command}`"
+        return _SHAPES_ONLY.text(text)
 
     @property
     def dtype(self) -> str:
-        """The candidate's activation dtype as configured (float32 when unknown)."""
-        aliases = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64"}
+        """The activation dtype: the declared one, else a bundled target's engine option, else
+        float32 (what the tolerances assume when nothing is said)."""
+        declared = dict(self.declared).get("dtype")
+        if declared:
+            return declared
         value = dict(self.engine_options).get("dtype", "float32")
-        return aliases.get(value, value)
+        return normalise_dtype(value) or value
+
+    def api_key(self) -> str | None:
+        """The key from the variable `api_key_env` names (read when needed, never stored)."""
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    @property
+    def key_source(self) -> str | None:
+        """Where the key comes from, for error hints (never the key)."""
+        return f"the environment variable {self.api_key_env}" if self.api_key_env else None
 
 
 class Target(ABC):
@@ -81,6 +117,10 @@ class Target(ABC):
         """Whether the engine process is still running (True when unknown)."""
         return True
 
+    def has_log(self) -> bool:
+        """Whether gatekeeper can read this engine's log."""
+        return False
+
     def api_key(self) -> str | None:
         """The API key, read from the environment variable the spec names."""
-        return None
+        return self.spec.api_key()

@@ -56,7 +56,7 @@ class ProcessTarget(Target):
         if self.spec.kind == "bundled":
             return bundled_command(self.spec, port)
         assert self.spec.command is not None
-        return shlex.split(self.spec.command.format(port=port, model=self.spec.model or ""))
+        return shlex.split(self.spec.command.format(port=port, model=self.spec.model or "", api_key=self.api_key() or ""))
 
     def start(self, log_dir: str) -> Started:
         """Launch, then poll the health path until ready, the process exits, or time runs out."""
@@ -75,7 +75,7 @@ class ProcessTarget(Target):
             return Started(base_url, self.spec.model, False, error=f"cannot launch {argv[0]}: {e}", log_path=str(self.log_path))
         log.close()
         deadline = t0 + self.spec.ready_timeout_s
-        ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0)
+        ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0, key_source=self.spec.key_source)
         try:
             while time.perf_counter() < deadline:
                 code = self.proc.poll()
@@ -113,6 +113,10 @@ class ProcessTarget(Target):
         if self.log_path is None or not self.log_path.exists():
             return []
         return self.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def has_log(self) -> bool:
+        """A process gatekeeper started: its output is captured."""
+        return True
 
     def alive(self) -> bool:
         """Whether the process is still running."""

@@ -2,26 +2,74 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gatekeeper.config.yaml_lines import line_of
 from gatekeeper.errors import ConfigError
-from gatekeeper.targets.interface import Target, TargetSpec
+from gatekeeper.targets.interface import DECLARABLE, Target, TargetSpec, normalise_dtype
 from gatekeeper.targets.process import ProcessTarget
 from gatekeeper.targets.url import UrlTarget
 
 _KEYS = {
-    "bundled": {"kind", "profile", "model", "options", "faults", "ready_timeout_s"},
-    "url": {"kind", "url", "model", "api_key_env"},
-    "launch": {"kind", "command", "model", "env", "cwd", "health_path", "ready_timeout_s"},
+    "bundled": {"kind", "profile", "model", "options", "faults", "ready_timeout_s", "declare"},
+    "url": {"kind", "url", "model", "api_key_env", "log_file", "log_command", "health_path", "declare"},
+    "launch": {"kind", "command", "model", "env", "cwd", "health_path", "ready_timeout_s", "api_key_env", "declare"},
 }
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def normalise_url(url: str) -> str:
+    """The server's base URL as gatekeeper uses it: no trailing slash and no trailing `/v1`
+    (users copy `http://host:8000/v1` from their OpenAI client config; the paths are added here)."""
+    url = url.strip().rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+def parse_declared(value: Any, where: str, path: str | None = None, line: int | None = None) -> dict[str, str]:
+    """A declared execution path: {dtype, quantization, kv_cache_dtype, tp, label.<name> or
+    labels: {...}} → flat strings (dtype normalised); ConfigError for unknown keys or bad values."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError("must be a mapping (dtype, quantization, kv_cache_dtype, tp, labels)", path, line, where)
+    out: dict[str, str] = {}
+    for key, v in value.items():
+        k = str(key)
+        at = line_of(value, key) if path else line
+        if k == "labels":
+            if not isinstance(v, dict):
+                raise ConfigError("must be a mapping of label -> value (hardware, backend, fusion switches...)", path, at,
+                                  f"{where}.labels")
+            out.update({f"label.{lk}": str(lv) for lk, lv in v.items()})
+        elif k.startswith("label."):
+            out[k] = str(v)
+        elif k not in DECLARABLE:
+            raise ConfigError(f"unknown key (known: {', '.join(DECLARABLE)}, labels or label.<name>)", path, at, f"{where}.{k}")
+        elif k == "tp":
+            try:
+                tp = int(str(v))
+            except ValueError:
+                tp = 0
+            if tp < 1:
+                raise ConfigError("must be a positive integer (the tensor-parallel size)", path, at, f"{where}.tp")
+            out[k] = str(tp)
+        elif k == "dtype":
+            dtype = normalise_dtype(str(v))
+            if dtype is None:
+                raise ConfigError(f"{v!r} is not a dtype (float32, bfloat16, float16, or fp32/bf16/fp16)", path, at,
+                                  f"{where}.dtype")
+            out[k] = dtype
+        else:
+            out[k] = str(v)
+    return out
 
 
 def parse_target(value: Any, where: str = "target", path: str | None = None) -> TargetSpec:
     """A TargetSpec from `bundled[:reference|optimized]`, an http(s) URL, or a mapping."""
     if isinstance(value, str):
         if value.startswith(("http://", "https://")):
-            return TargetSpec(kind="url", url=value)
+            return TargetSpec(kind="url", url=normalise_url(value))
         kind, _, profile_name = value.partition(":")
         if kind == "bundled":
             profile = profile_name or "optimized"
@@ -45,6 +93,10 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
         cmd = value.get("command")
         if not isinstance(cmd, str) or "{port}" not in cmd:
             raise ConfigError("needs a command template containing {port}", path, line_of(value, "command"), f"{where}.command")
+    key_env = value.get("api_key_env")
+    if key_env is not None and not (isinstance(key_env, str) and _ENV_NAME.fullmatch(key_env)):
+        raise ConfigError("must be the NAME of an environment variable (the key itself never goes in a file)", path,
+                          line_of(value, "api_key_env"), f"{where}.api_key_env")
     options = value.get("options") or {}
     if not isinstance(options, dict):
         raise ConfigError("must be a mapping of engine option -> value", path, line_of(value, "options"), f"{where}.options")
@@ -52,12 +104,13 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
     if not isinstance(faults, list):
         raise ConfigError("must be a list of fault names", path, line_of(value, "faults"), f"{where}.faults")
     env = value.get("env") or {}
+    declared = parse_declared(value.get("declare"), f"{where}.declare", path, line_of(value, "declare"))
     return TargetSpec(
         kind=kind,
         profile=str(value.get("profile", "optimized")),
         model=value.get("model"),
-        url=value.get("url"),
-        api_key_env=value.get("api_key_env"),
+        url=normalise_url(str(value["url"])) if kind == "url" else None,
+        api_key_env=key_env,
         command=value.get("command"),
         env=tuple((str(k), str(v)) for k, v in env.items()),
         cwd=value.get("cwd"),
@@ -65,6 +118,9 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
         ready_timeout_s=float(value.get("ready_timeout_s", 180.0)),
         engine_options=tuple((str(k), _flag_value(v)) for k, v in options.items()),
         faults=tuple(str(f) for f in faults),
+        log_file=value.get("log_file"),
+        log_command=value.get("log_command"),
+        declared=tuple(declared.items()),
     )
 
 

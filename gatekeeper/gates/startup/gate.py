@@ -30,6 +30,10 @@ class StartupGate(Gate):
 
     A failure looks like: a candidate that dies at startup (a missing optional dependency), never
     becomes healthy, answers the canary with `!!!!`, or quietly logs a new fallback warning.
+
+    Roles are not symmetric: a reference that is unreachable, unhealthy or does not serve the
+    model makes the run HOLD ("reference unusable", ERROR), never ROLLBACK. A server without
+    `/health` (404) is judged ready by `/v1/models`; the missing endpoint is a note (WARN).
     """
 
     id = "startup"
@@ -46,9 +50,11 @@ class StartupGate(Gate):
         for role, ep in ctx.endpoints.items():
             rt = ctx.runtimes[role]
             if not rt.ready:
-                # A launched candidate that dies is a regression; an unreachable URL is an error.
+                # A launched candidate that dies is a regression; an unreachable URL is an error;
+                # a reference that does not come up is the reference's failure, not the candidate's.
                 status = Status.FAIL if role == "candidate" and rt.kind != "url" else Status.ERROR
-                ctx.check(f"ready.{role}", status, f"{role} did not become ready: {rt.start_error}",
+                what = "reference unusable: " if role == "reference" else ""
+                ctx.check(f"ready.{role}", status, f"{what}{role} did not become ready: {rt.start_error}",
                           {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
             ctx.check(f"ready.{role}", Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
@@ -61,17 +67,30 @@ class StartupGate(Gate):
         check_logs(ctx, ctx.settings)
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
+        def bad(name: str, reason: str, metrics: dict[str, Any]) -> None:
+            """A failed endpoint check: the candidate's is a FAIL, the reference's makes it unusable."""
+            if role == "reference":
+                ctx.check(f"{name}.reference", Status.ERROR, f"reference unusable: {reason}", metrics)
+            else:
+                ctx.check(f"{name}.candidate", Status.FAIL, reason, metrics)
+
         try:
             r = ep.get("/health")
-            ok = r.status_code == 200
-            ctx.check(f"health.{role}", Status.PASS if ok else Status.FAIL, f"/health answered {r.status_code}",
-                      {"status_code": r.status_code})
+            if r.status_code == 200:
+                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", {"status_code": 200})
+            elif r.status_code in (404, 405, 501):
+                ctx.check(f"health.{role}", Status.WARN, f"no /health endpoint (HTTP {r.status_code}): readiness is "
+                          "judged by /v1/models", {"status_code": r.status_code, "missing": True})
+            else:
+                bad("health", f"/health answered {r.status_code}", {"status_code": r.status_code})
             models, status = _get_json(ep, "/v1/models")
             entries = models.get("data")
             ids = [m.get("id") for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
-            listed = ep.model in ids
-            ctx.check(f"models.{role}", Status.PASS if listed else Status.FAIL,
-                      f"/v1/models lists {ids}" + ("" if listed else f", not {ep.model!r}"), {"status_code": status})
+            if ep.model in ids:
+                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", {"status_code": status})
+            else:
+                bad("models", f"/v1/models lists {ids}, not {ep.model!r}"
+                    + (f" (HTTP {status})" if status != 200 else ""), {"status_code": status})
             info, status = _get_json(ep, "/version")
             version = info.get("version") if isinstance(info.get("version"), str) else None
             ctx.versions[role] = version
@@ -79,9 +98,10 @@ class StartupGate(Gate):
                       f"version {version}" if version else f"/version answered {status}", {"version": version})
         except EndpointError as e:
             if e.kind == "malformed":
-                ctx.check(f"models.{role}", Status.FAIL, "/v1/models or /version did not return JSON")
+                bad("models", "/v1/models or /version did not return JSON", {"error_kind": e.kind})
             else:
-                ctx.error_check(f"health.{role}", e)
+                prefix = "reference unusable: " if role == "reference" else ""
+                ctx.check(f"health.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
 
     def _probe(self, ctx: GateContext, role: str) -> None:
         """Report what the capability probe met: broken exchanges are ERROR, tolerated
@@ -112,7 +132,8 @@ class StartupGate(Gate):
             try:
                 resp = ep.chat([{"role": "user", "content": s.canary_prompt}], max_tokens=s.canary_max_tokens)
             except EndpointError as e:
-                ctx.error_check(f"canary.{role}", e)
+                prefix = "reference unusable: " if role == "reference" else ""
+                ctx.check(f"canary.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
                 continue
             answers[role] = got = resp.text.strip()
             ok = got == s.canary_expect
@@ -126,7 +147,10 @@ class StartupGate(Gate):
             ref_ok = ref == s.canary_expect
             if ok:
                 status, reason = Status.PASS, f"answered {got!r}"
-            elif ref is not None and not ref_ok:
+            elif ref is None:  # the reference gave no answer: a regression cannot be told from a model that cannot say it
+                status, reason = Status.ERROR, (f"answered {got!r}, expected {s.canary_expect!r}; not judged: the reference "
+                                                "gave no answer to compare with")
+            elif not ref_ok:
                 status = Status.WARN if got == ref else Status.FAIL
                 reason = (f"answered {got!r}; the reference also misses {s.canary_expect!r} "
                           + ("and answers the same" if got == ref else f"but answers {ref!r}"))

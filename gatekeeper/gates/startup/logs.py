@@ -32,11 +32,15 @@ def normalise(line: str) -> str:
 
 
 def check_logs(ctx: GateContext, s: StartupSettings) -> None:
-    """`startup.log_rules` and `startup.new_warnings` (SKIP for a URL candidate: no log)."""
+    """`startup.log_rules` and `startup.new_warnings`; without a candidate log (a URL target
+    that names no `log_file` or `log_command`) both SKIP as advisory, saying so."""
     cand, ref = ctx.runtimes["candidate"], ctx.runtimes["reference"]
-    if cand.kind == "url":
-        ctx.skip("log_rules", "the candidate is a URL target: gatekeeper has no startup log for it")
-        ctx.skip("new_warnings", "the candidate is a URL target: gatekeeper has no startup log for it")
+    if not cand.has_log or (cand.log_error and not cand.log_lines):
+        why = (cand.log_error or "") if cand.has_log else (
+            "the candidate is a URL target without a log: name its log_file (or a log_command such as "
+            "`docker logs <container>`) in the run config to have its startup log checked")
+        ctx.skip("log_rules", why, advisory=True)
+        ctx.skip("new_warnings", why, advisory=True)
         return
     ref_lines = {normalise(line) for line in ref.log_lines}
     hits: list[list[str]] = []
