@@ -135,10 +135,15 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
 
 
 def find_file(path: str) -> Path:
-    """A relative path from the working directory, else from the project root (the defaults
-    `gates/default.yaml` and `golden_sets/core.yaml` live there)."""
+    """A relative path from the working directory, else from the project root, else among the
+    installed package's shipped files (the defaults `gates/default.yaml` and
+    `golden_sets/core.yaml` are found in a checkout and in an installed wheel alike)."""
+    from gatekeeper.shipped import SHIPPED
+
     p = Path(path)
     if p.is_absolute() or p.exists():
         return p
-    alt = REPO_ROOT / p
-    return alt if alt.exists() else p
+    for base in (REPO_ROOT, SHIPPED):
+        if (base / p).exists():
+            return base / p
+    return p
