@@ -296,14 +296,23 @@ class Endpoint:
 
 
 def _error_message(status: int, reason: str, body: bytes) -> str:
-    """The server's error message (OpenAI's `error.message` where it has one)."""
+    """The server's error message: OpenAI's `error.message`, FastAPI's `detail` (validation
+    errors as `loc: msg`), a bare `message`, else the body itself."""
     try:
         data = json.loads(body)
-        err = data.get("error", data) if isinstance(data, dict) else data
-        msg = err.get("message") if isinstance(err, dict) else err
-        return str(msg)[:300]
     except ValueError:
         return body[:300].decode("utf-8", "replace") or reason or f"HTTP {status}"
+    msg: Any = data
+    if isinstance(data, dict):
+        if "error" in data:
+            err = data["error"]
+            msg = err.get("message") or err if isinstance(err, dict) else err
+        elif isinstance(data.get("detail"), list):
+            msg = "; ".join(f"{'.'.join(str(x) for x in d.get('loc', []))}: {d.get('msg')}" if isinstance(d, dict) else str(d)
+                            for d in data["detail"])
+        elif "detail" in data or "message" in data:
+            msg = data.get("detail", data.get("message"))
+    return str(msg)[:300]
 
 
 def _retry_after(value: str | None) -> float | None:

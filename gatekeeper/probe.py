@@ -30,7 +30,8 @@ _FEATURE_WORDS = {
 }
 _REFUSAL_WORDS = ("not supported", "unsupported", "not implemented", "not available", "unknown", "unrecognized",
                   "not allowed", "extra inputs", "extra fields", "not permitted", "invalid", "must be", "exceed",
-                  "maximum", "at most", "less than")
+                  "maximum", "at most", "less than", "unexpected", "unrecognised", "not recognized",
+                  "does not support", "ignored")
 
 
 def is_missing_capability(feature: str, e: EndpointError) -> bool:

@@ -143,3 +143,22 @@ def test_probe_a_400_refusing_the_parameter_is_a_missing_capability_other_400s_a
     with _probe_server("messages: field required") as (url, _):
         caps = probe(_ep(url))
     assert "logprobs" in caps.errors and "field required" in caps.errors["logprobs"]
+
+
+def test_fastapi_validation_errors_are_read_and_count_as_a_refused_parameter():
+    """transformers serve answers an unknown field with FastAPI's 422 `detail` list."""
+    from gatekeeper.probe import is_missing_capability
+
+    body = {"detail": [{"type": "extra_forbidden", "loc": ["body", "prompt_logprobs"], "msg": "Extra inputs are not permitted"}]}
+    with scripted_server(lambda req: Reply.json(body, 422)) as (url, _):
+        with pytest.raises(EndpointError) as e:
+            _ep(url).completion("hi", prompt_logprobs=1)
+    assert "body.prompt_logprobs: Extra inputs are not permitted" in str(e.value)
+    assert is_missing_capability("prompt_logprobs", e.value)
+
+
+def test_transformers_serves_unexpected_fields_answer_is_a_refused_parameter():
+    from gatekeeper.probe import is_missing_capability
+
+    e = EndpointError("http", "u", "Unexpected fields in the request: {'prompt_logprobs'}", 422)
+    assert is_missing_capability("prompt_logprobs", e) and not is_missing_capability("tools", e)

@@ -128,3 +128,12 @@ def test_the_readme_url_example_promotes_two_healthy_identical_servers(tmp_path)
         out = gk_run(tmp_path, "--reference", ref.url, "--candidate", cand.url + "/v1", "--model", "my-model")
     assert out.code == 0 and out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
     assert {t["model"] for t in out.summary["targets"]} == {"my-model"}
+
+
+def test_a_capability_the_candidate_lost_is_one_finding_that_holds(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-opt", "disable_logprobs=true", *STARTUP)
+    check = out.check("startup.capabilities")
+    assert check["status"] == "FAIL" and not check["blocking"] and "logprobs" in check["metrics"]["lost"], check
+    assert out.summary["verdict"] == "HOLD" and out.code == 2, out.summary["reasons"]
+    clean = gk_run(tmp_path / "clean", "--model", str(tiny_model_dir), *STARTUP)
+    assert clean.check("startup.capabilities")["status"] == "PASS"

@@ -233,3 +233,29 @@ def test_a_candidate_rate_limited_forever_is_an_error_and_hold(tmp_path, tiny_mo
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
     canary = out.check("startup.canary.candidate")
     assert canary["status"] == "ERROR" and canary["metrics"]["error_kind"] == "rate_limited", canary
+
+
+def test_a_candidate_that_tokenizes_a_prompt_differently_fails_tokenization_and_the_rest_is_scored(
+        tmp_path, upstream, tiny_model_dir):
+    """A proxy merges two echoed tokens of the texts that mention France (as a changed
+    pre-tokenizer would): `numerics.tokenization` FAILs naming the first differing token, and gate
+    2 still scores the prompts that tokenize the same."""
+    def merge(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            lp = choice.get("logprobs")
+            if path.endswith("/completions") and isinstance(lp, dict) and len(lp.get("tokens") or []) > 4 \
+                    and "France" in "".join(lp["tokens"]):
+                lp["tokens"][1:3] = [lp["tokens"][1] + lp["tokens"][2]]
+                for key in ("token_logprobs", "top_logprobs", "text_offset"):
+                    if isinstance(lp.get(key), list):
+                        del lp[key][2]
+        return body
+
+    with fault_proxy(upstream.url, "pass", rewrite=merge) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    tok = out.check("numerics.tokenization")
+    assert tok["status"] == "FAIL" and tok["blocking"] and tok["metrics"]["differ"] >= 1, tok
+    assert "France" in tok["metrics"]["first_text"]
+    scoring = out.check("numerics.scoring")
+    assert scoring["status"] == "PASS" and 0 < scoring["metrics"]["scored"] < scoring["metrics"]["prompts"], scoring
+    assert out.summary["verdict"] == "ROLLBACK"

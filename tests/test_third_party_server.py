@@ -1,8 +1,11 @@
 """A real third-party server: Hugging Face's `transformers serve` on the shipped gk-tiny checkpoint
-(offline, from the local directory), as the candidate beside the bundled reference. It differs
-from vLLM as real servers do — no `/version`, echo without prompt logprobs, streams that end
-without `data: [DONE]` — and the run must say so (capability SKIPs, protocol WARNs), crash
-nowhere, and HOLD because numerics cannot be judged, never ROLLBACK."""
+(offline, from the local directory). It differs from vLLM as real servers do — no `/version`,
+logprobs silently ignored, no echo or prompt logprobs, no /tokenize, streams that end without
+`data: [DONE]` — and the run must say so (one capability finding, capability SKIPs, protocol
+WARNs) and crash nowhere. Two instances of it (a no-op upgrade) HOLD: numerics cannot be judged.
+As the candidate beside the bundled reference — another implementation of the same weights —
+some long-context answers differ and, with no logprobs to review them as near ties, compare
+exactly: the run may ROLLBACK on those answer comparisons, and says why."""
 
 from __future__ import annotations
 
@@ -25,8 +28,7 @@ from server_util import free_port  # noqa: E402
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
 
 
-@pytest.fixture(scope="module")
-def transformers_serve(tmp_path_factory):
+def _serve(tmp_path_factory):
     exe = shutil.which("transformers") or str(Path(sys.executable).with_name("transformers"))
     if not Path(exe).exists():
         pytest.skip("transformers serve is not installed (pip install 'transformers[serving]' accelerate)")
@@ -58,16 +60,41 @@ def transformers_serve(tmp_path_factory):
             proc.kill()
 
 
-@pytest.mark.slow  # about two minutes: the model load and a full default run against a server without batching
-def test_transformers_serve_as_candidate_holds_with_its_differences_reported(tmp_path, transformers_serve):
-    out = gk_run(tmp_path, "--candidate", transformers_serve, timeout=1200)
+transformers_serve = pytest.fixture(scope="module")(_serve)
+transformers_serve_twin = pytest.fixture(scope="module")(_serve)
+
+
+def _differences_reported(out) -> None:
     assert out.summary is not None, out.stderr
-    verdict, reasons = out.summary["verdict"], out.summary["reasons"]
-    assert verdict == "HOLD" and out.code == 2, reasons
-    assert any(r.startswith("numerics.") for r in reasons), reasons  # numerics cannot be judged: the reason
     scoring = out.check("numerics.scoring")
     assert scoring["status"] == "SKIP" and "echo" in scoring["reason"], scoring
     protocol = out.check("startup.protocol.candidate")
     assert protocol["status"] == "WARN" and "[DONE]" in protocol["reason"], protocol
     assert out.check("startup.version.candidate")["status"] == "WARN"
     assert not [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".gate")]  # no gate crashed
+
+
+@pytest.mark.slow  # about two minutes each: the model loads and a full default run against a server without batching
+def test_two_transformers_servers_hold_because_numerics_cannot_be_judged(tmp_path, transformers_serve,
+                                                                          transformers_serve_twin):
+    out = gk_run(tmp_path, "--reference", transformers_serve, "--candidate", transformers_serve_twin, timeout=1200)
+    _differences_reported(out)
+    assert out.summary["verdict"] == "HOLD" and out.code == 2, out.summary["reasons"]
+    assert any(r.startswith("numerics.") for r in out.summary["reasons"]), out.summary["reasons"]
+    assert out.check("startup.capabilities")["status"] == "PASS"  # the same server: nothing lost
+
+
+@pytest.mark.slow
+def test_transformers_serve_as_candidate_reports_what_it_lacks_and_never_passes(tmp_path, transformers_serve):
+    out = gk_run(tmp_path, "--candidate", transformers_serve, timeout=1200)
+    _differences_reported(out)
+    lost = out.check("startup.capabilities")
+    assert lost["status"] == "FAIL" and {"logprobs", "echo", "tokenize"} <= set(lost["metrics"]["lost"]), lost
+    assert out.summary["verdict"] in ("HOLD", "ROLLBACK"), out.summary["reasons"]
+    if out.summary["verdict"] == "ROLLBACK":  # only exact answer comparisons the near-tie review could not soften
+        failed = [c for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"]]
+        for c in failed:
+            assert c["id"].startswith(("golden.", "longctx.")), c
+        agreement = out.check("longctx.session_agreement")
+        if agreement["status"] == "FAIL":
+            assert "near-tie review could not run" in agreement["reason"], agreement

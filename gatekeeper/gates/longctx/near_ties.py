@@ -22,13 +22,25 @@ from gatekeeper.responses import ChatResponse
 TOP_K = 5
 
 
+def unreviewable(ctx: GateContext, s: LongContextSettings) -> str | None:
+    """Why the near-tie review cannot run (a target returns no logprobs, or the policy turns it
+    off), or None: then differing answers are compared exactly, and a check should say so."""
+    caps = ctx.capabilities
+    missing = [r for r in ("reference", "candidate") if not caps[r].logprobs]
+    if missing:
+        return f"the near-tie review could not run: the {' and '.join(missing)} returns no logprobs, so answers compare exactly"
+    if s.near_tie_max_reviews == 0:
+        return "the near-tie review is off (near_tie_max_reviews: 0), so answers compare exactly"
+    return None
+
+
 def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
               extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
     """Per item: the near-tie divergence found when both targets answer it again with logprobs,
     or None (a confident divergence, no divergence at all, no logprobs, or a failed request).
     `extra` holds each item's further request fields (tools, tool_choice)."""
     caps = ctx.capabilities
-    if not items or not (caps["reference"].logprobs and caps["candidate"].logprobs) or s.near_tie_max_reviews == 0:
+    if not items or unreviewable(ctx, s) is not None:
         return [None] * len(items)
     picked = list(zip(items, extra or [{}] * len(items)))[: s.near_tie_max_reviews]
     k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)

@@ -13,7 +13,7 @@ import numpy as np
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.evidence import Evidence, Histogram, Table
+from gatekeeper.evidence import Evidence, Histogram, Table, TextPair
 from gatekeeper.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.noise import ask_twice
@@ -80,14 +80,18 @@ class NumericsGate(Gate):
         except EndpointError as e:
             ctx.error_check("scoring", e)
             return
-        mismatched = [p for p, a, b in zip(prompts, ref, cand) if a.tokens != b.tokens]
-        if mismatched:
-            ctx.check("scoring", Status.ERROR, f"the targets tokenize {len(mismatched)} prompt(s) differently; "
-                      "token-level comparison needs the same tokenizer", started=t0)
+        same = _tokenization(ctx, texts, ref, cand)
+        if not same:
+            ctx.check("scoring", Status.SKIP, "no prompt tokenizes the same on both targets: nothing to compare token by "
+                      "token (see numerics.tokenization)", started=t0)
+            for name in CHECKS:
+                ctx.skip(name, "not run: no prompt tokenizes the same on both targets")
             return
-        ctx.check("scoring", Status.PASS, f"{len(prompts)} prompts scored teacher-forced on both targets", started=t0,
-                  metrics={"prompts": len(prompts), "top_k": k})
-        self._judge(ctx, prompts, [compare(a, b, k) for a, b in zip(ref, cand)], [compare(a, b, k) for a, b in zip(ref, noise)], k)
+        ctx.check("scoring", Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
+                  + ("" if len(same) == len(prompts) else " (the others tokenize differently: numerics.tokenization)"),
+                  started=t0, metrics={"prompts": len(prompts), "scored": len(same), "top_k": k})
+        self._judge(ctx, [prompts[i] for i in same], [compare(ref[i], cand[i], k) for i in same],
+                    [compare(ref[i], noise[i], k) for i in same], k)
 
     def _continuations(self, ctx: GateContext, prompts: list[str]) -> list[str]:
         s: NumericsSettings = ctx.settings
@@ -200,3 +204,24 @@ def _scored(outs: list[CompletionResponse | EndpointError]) -> list[Scored]:
         n = len(o.tokens) - (o.completion_tokens or 1)  # drop the generated token: score the text only
         scored.append(Scored(tuple(o.tokens[:n]), tuple(o.token_logprobs[:n]), tuple((o.top_logprobs + (None,) * n)[:n])))
     return scored
+
+
+def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: list[Scored]) -> list[int]:
+    """`numerics.tokenization`: the targets must split each text into the same tokens (a changed
+    tokenizer or pre-tokenizer is a real upgrade regression: a blocking FAIL showing the first
+    text and token that differ). Returns the indices of the texts that tokenize the same."""
+    same = [i for i, (a, b) in enumerate(zip(ref, cand)) if a.tokens == b.tokens]
+    differ = [i for i in range(len(texts)) if i not in same]
+    if not differ:
+        ctx.check("tokenization", Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
+                  {"texts": len(texts), "differ": 0}, judgement=Judgement.EXACT)
+        return same
+    i = differ[0]
+    a, b = ref[i].tokens, cand[i].tokens
+    at = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    ctx.check("tokenization", Status.FAIL, f"{len(differ)} of {len(texts)} texts tokenize differently; the first at token "
+              f"{at}: reference {a[at:at + 3]!r}, candidate {b[at:at + 3]!r} ({len(a)} vs {len(b)} tokens)",
+              {"texts": len(texts), "differ": len(differ), "first_text": texts[i][:200], "first_position": at},
+              [TextPair("tokens of the first text that differs (reference vs candidate)", " | ".join(a), " | ".join(b),
+                        None, texts[i][:500])], judgement=Judgement.EXACT)
+    return same

@@ -64,6 +64,8 @@ class StartupGate(Gate):
         for role in ctx.endpoints:
             if ctx.runtimes[role].ready:
                 self._probe(ctx, role)
+        if all(rt.ready for rt in ctx.runtimes.values()):
+            self._compare(ctx)
         check_logs(ctx, ctx.settings)
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
@@ -120,6 +122,29 @@ class StartupGate(Gate):
             missing = caps.missing()
             ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
                       "not supported: " + ", ".join(missing), metrics, evidence)
+
+    def _compare(self, ctx: GateContext) -> None:
+        """`startup.capabilities`: one finding for every feature the reference supports and the
+        candidate lacks (tool calling, logprobs, echo, /tokenize, streaming...), named once here;
+        the checks that need it SKIP later with the capability as their reason. Advisory by
+        default (a lost feature HOLDs the run); a policy that makes it blocking ROLLBACKs."""
+        ref, cand = ctx.capabilities["reference"], ctx.capabilities["candidate"]
+        if ref.errors or cand.errors:
+            return  # the probe itself failed: protocol.<role> is ERROR already
+        lost = [n for n in FEATURES if getattr(ref, n) and not getattr(cand, n)]
+        if ref.top_logprobs_max > cand.top_logprobs_max and cand.logprobs:
+            lost.append(f"top_logprobs up to {ref.top_logprobs_max} (candidate: {cand.top_logprobs_max})")
+        gained = [n for n in FEATURES if getattr(cand, n) and not getattr(ref, n)]
+        rows = [[n, "yes" if getattr(ref, n) else "no", "yes" if getattr(cand, n) else "no", cand.note(n) if n in lost else ""]
+                for n in FEATURES]
+        evidence = [Table("capabilities: reference vs candidate", ["capability", "reference", "candidate", "candidate note"], rows)]
+        if lost:
+            ctx.check("capabilities", Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
+                      + " that the reference supports; the checks that need them are not judged", {"lost": lost,
+                      "gained": gained}, evidence)
+        else:
+            ctx.check("capabilities", Status.PASS, "the candidate supports everything the reference does"
+                      + (f" (and {', '.join(gained)})" if gained else ""), {"lost": [], "gained": gained})
 
     def _canary(self, ctx: GateContext) -> None:
         """The first request on both targets; the candidate is judged against the reference."""
