@@ -18,7 +18,9 @@ def test_a_built_wheel_runs_with_its_defaults_outside_the_checkout(tmp_path):
     wheel = next((tmp_path / "dist").glob("gatekeeper-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for shipped in ("gatekeeper/shipped/gates/default.yaml", "gatekeeper/shipped/gates/smoke.yaml",
-                    "gatekeeper/shipped/golden_sets/core.yaml", "gatekeeper/models/gk-tiny/model.safetensors"):
+                    "gatekeeper/shipped/golden_sets/core.yaml", "gatekeeper/models/gk-tiny/model.safetensors",
+                    "gatekeeper/schemas/summary.schema.json", "gatekeeper/schemas/policy.schema.json",
+                    "gatekeeper/schemas/run-config.schema.json"):
         assert shipped in names, shipped
     site = tmp_path / "site"
     install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],

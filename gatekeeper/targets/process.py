@@ -59,7 +59,8 @@ class ProcessTarget(Target):
         return shlex.split(self.spec.command.format(port=port, model=self.spec.model or "", api_key=self.api_key() or ""))
 
     def start(self, log_dir: str) -> Started:
-        """Launch, then poll the health path until ready, the process exits, or time runs out."""
+        """Launch, then poll the health path (or `/v1/models` where the server has no health
+        endpoint) until ready, the process exits, or time runs out."""
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         self.log_path = Path(log_dir) / f"{self.role}.log"
@@ -84,7 +85,10 @@ class ProcessTarget(Target):
                     return Started(base_url, None, False, error=f"exited with code {code} before ready; log tail:\n{tail}",
                                    log_path=str(self.log_path))
                 try:
-                    if ep.get(self.spec.health_path).status_code == 200:
+                    status = ep.get(self.spec.health_path).status_code
+                    if status in (404, 405, 501):  # no health endpoint: ready once it lists its models
+                        status = ep.get("/v1/models").status_code
+                    if status == 200:
                         return Started(base_url, None, True, time.perf_counter() - t0, log_path=str(self.log_path))
                 except EndpointError:
                     pass

@@ -1,0 +1,5 @@
+"""`python -m gatekeeper.schemas`: rewrite the generated schema files."""
+
+from gatekeeper.schemas import main
+
+main()
