@@ -137,3 +137,41 @@ def test_a_capability_the_candidate_lost_is_one_finding_that_holds(tmp_path, tin
     assert out.summary["verdict"] == "HOLD" and out.code == 2, out.summary["reasons"]
     clean = gk_run(tmp_path / "clean", "--model", str(tiny_model_dir), *STARTUP)
     assert clean.check("startup.capabilities")["status"] == "PASS"
+
+
+def test_a_launched_candidate_killed_mid_run_is_crashed_with_its_log_tail(tmp_path, tiny_model_dir):
+    """The bundled candidate process is SIGKILLed once gate 1 has finished (as an OOM killer or a
+    crash under load would): the gate it dies in records candidate_crashed with its log → ROLLBACK."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    psutil = pytest.importorskip("psutil")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out_dir), "--model",
+                             str(tiny_model_dir), "--gates", "startup,numerics,golden", "--policy", "gates/smoke.yaml"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300  # liveness bound
+        killed = False
+        while time.monotonic() < deadline and proc.poll() is None and not killed:
+            records = list(out_dir.glob("*/records.jsonl"))
+            if records and any(json.loads(line).get("id") == "startup.coverage"
+                               for line in records[0].read_text().splitlines() if line.strip()):
+                for child in psutil.Process(proc.pid).children(recursive=True):
+                    if "optimized" in " ".join(child.cmdline()):
+                        child.send_signal(signal.SIGKILL)
+                        killed = True
+            time.sleep(0.05)
+        assert killed, "the candidate process was not found"
+        proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    summary = json.loads(next(out_dir.glob("*/summary.json")).read_text())
+    crashed = [c for g in summary["gates"] for c in g["checks"] if c["id"].endswith(".candidate_crashed")]
+    assert summary["verdict"] == "ROLLBACK" and proc.returncode == 1, summary["reasons"]
+    assert crashed and crashed[0]["status"] == "FAIL" and crashed[0]["metrics"]["process_alive"] is False, crashed
