@@ -89,6 +89,7 @@ class TargetView:
     base_url: str
     version: str
     startup: str
+    path: str = ""  # the dtype the tolerances assume, and what the user declared
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,8 @@ def run_view(data: ReportData) -> RunView:
         golden_sets=", ".join(run.golden_sets),
         seed=run.seed,
         targets=tuple(
-            TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s))
+            TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s),
+                       _path(t.dtype, t.declared))
             for t in run.targets
         ),
         counts=_counts(data.counts),
@@ -287,3 +289,9 @@ def correctness_view(data: ReportData) -> dict[str, Any]:
     """Everything correctness.html.j2 needs."""
     return {"run": run_view(data), "table": data.correctness,
             "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}
+
+
+def _path(dtype: str, declared: tuple[tuple[str, str], ...]) -> str:
+    """e.g. "bfloat16 (declared: dtype=bfloat16, tp=4)" or "float32 (nothing declared)"."""
+    said = ", ".join(f"{k}={v}" for k, v in declared)
+    return f"{dtype} (declared: {said})" if said else f"{dtype} (nothing declared)"
