@@ -23,7 +23,9 @@ class Capabilities:
     echo: bool = False
     prompt_logprobs: bool = False
     tools: bool = False
+    tool_parsing: bool = False  # a tool call the model wrote comes back as `tool_calls`, not as text
     streaming: bool = False
+    stream_finish_reason: bool = False  # a stream's last choice delta carries `finish_reason`
     tokenize: bool = False
     top_logprobs_max: int = 0
     notes: dict[str, str] = field(default_factory=dict)
@@ -39,6 +41,11 @@ class Capabilities:
         """Why `feature` is off ("" when it is on or no reason was recorded)."""
         return self.notes.get(feature, "")
 
+    def undetermined(self, feature: str) -> bool:
+        """Whether the probe could not tell if `feature` works (e.g. the model wrote no tool call
+        to parse): off, but not evidence that it is missing."""
+        return self.note(feature).startswith(UNDETERMINED)
+
     def missing(self) -> list[str]:
         """The features this endpoint lacks, in FEATURES order."""
         return [name for name in FEATURES if not getattr(self, name)]
@@ -50,3 +57,10 @@ class Capabilities:
 
 
 FEATURES: tuple[str, ...] = tuple(f.name for f in fields(Capabilities) if f.type in ("bool", bool))
+UNDETERMINED = "undetermined: "  # the prefix of a note for a feature the probe could not establish either way
+
+
+def lost(reference: Capabilities, candidate: Capabilities) -> list[str]:
+    """The features the reference has and the candidate lacks, in FEATURES order; a feature the
+    probe could not establish on the candidate is not counted as lost."""
+    return [n for n in FEATURES if getattr(reference, n) and not getattr(candidate, n) and not candidate.undetermined(n)]

@@ -7,13 +7,15 @@ sends one small request and records what came back in a frozen `Capabilities`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from gatekeeper.capabilities import FEATURES, Capabilities
+from gatekeeper.capabilities import FEATURES, UNDETERMINED, Capabilities
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.responses import ChatResponse
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with exactly: OK"}]
 PROBE_TOOL = {
@@ -21,11 +23,27 @@ PROBE_TOOL = {
     "function": {"name": "ping", "description": "Check the service.", "parameters": {"type": "object", "properties": {}}},
 }
 
+# A request a tool-trained model answers with a call (the golden set's tool-weather case): whether
+# the server turns the call into `tool_calls` is only visible when the model writes one.
+PROBE_TOOL_MESSAGES = [
+    {"role": "system", "content": "You are a helpful assistant that can call tools."},
+    {"role": "user", "content": "Please what is the weather in Oslo in celsius."},
+]
+PROBE_WEATHER_TOOL = {
+    "type": "function",
+    "function": {"name": "get_weather", "description": "Current weather in a city.", "parameters": {
+        "type": "object", "required": ["city", "unit"], "properties": {
+            "city": {"type": "string", "description": "City name"},
+            "unit": {"type": "string", "description": "Unit", "enum": ["celsius", "fahrenheit"]}}}},
+}
+# How models frame a tool call in raw text (Hermes/Qwen, Mistral, Llama 3, Llama 4 / functionary).
+_CALL_MARKERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>", "<function=")
 
 # Words a 400/422 answer names when it refuses a parameter the probe sent for the feature.
 _FEATURE_WORDS = {
     "completions": ("completion",), "logprobs": ("logprob",), "top_logprobs_20": ("logprob",), "tools": ("tool",),
-    "streaming": ("stream",), "echo": ("echo", "logprob"), "prompt_logprobs": ("prompt_logprobs", "logprob"),
+    "tool_parsing": ("tool",), "streaming": ("stream",), "echo": ("echo", "logprob"),
+    "prompt_logprobs": ("prompt_logprobs", "logprob"),
     "tokenize": ("tokeniz",),
 }
 _REFUSAL_WORDS = ("not supported", "unsupported", "not implemented", "not available", "unknown", "unrecognized",
@@ -87,9 +105,17 @@ def probe(ep: Endpoint) -> Capabilities:
         top_max = 20 if top is not None and top.logprobs and len(top.logprobs[0].top) >= 20 else (5 if on.get("logprobs") else 0)
         if attempt("tools", lambda: ep.chat(PROBE_MESSAGES, max_tokens=4, tools=[PROBE_TOOL], tool_choice="auto")) is not None:
             on["tools"] = True
+        if on.get("tools"):
+            parsed = attempt("tool_parsing", lambda: ep.chat(PROBE_TOOL_MESSAGES, max_tokens=64, tools=[PROBE_WEATHER_TOOL],
+                                                               tool_choice="auto"))
+            if parsed is not None:
+                on["tool_parsing"], notes["tool_parsing"] = tool_parsing(parsed)
         stream = attempt("streaming", lambda: ep.chat(PROBE_MESSAGES, max_tokens=4, stream=True))
         if stream is not None:
             on["streaming"] = True
+            on["stream_finish_reason"] = stream.finish_reason is not None
+            if not on["stream_finish_reason"]:
+                notes["stream_finish_reason"] = "the stream ended (data: [DONE]) without any choice carrying finish_reason"
             warnings += stream.protocol_warnings
 
     if on.get("completions"):
@@ -112,6 +138,31 @@ def probe(ep: Endpoint) -> Capabilities:
     for name in FEATURES:
         if not on.get(name) and name not in notes:
             notes[name] = "not probed: a prerequisite is missing"
+    notes = {k: v for k, v in notes.items() if v}
     caps = Capabilities(top_logprobs_max=top_max, notes=notes, errors=errors, protocol_warnings=tuple(sorted(set(warnings))))
     features: dict[str, Any] = {name: on.get(name, False) for name in FEATURES}
     return replace(caps, **features)
+
+
+def tool_parsing(resp: ChatResponse) -> tuple[bool, str]:
+    """Whether an answer to the tool probe shows a tool-call parser at work, and why not.
+
+    Parsed `tool_calls`: yes. A well-formed call left in the text (`<tool_call>{"name": ...}`):
+    no — the server has no parser for this model's format. No call at all, or call text that is
+    not valid JSON: undetermined — the model, not the server, decided."""
+    if resp.tool_calls:
+        return True, ""
+    text = resp.text
+    at = min((i for i in (text.find(m) for m in _CALL_MARKERS) if i >= 0), default=-1)
+    start = text.find("{", at if at >= 0 else 0)
+    if start < 0 or (at < 0 and text[:start].strip()):
+        return False, UNDETERMINED + "the model answered without writing a tool call, so parsing was not exercised"
+    try:
+        call, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError:
+        return False, UNDETERMINED + "the model's tool-call text is not valid JSON, so parsing was not exercised"
+    if not isinstance(call, dict) or "name" not in call:
+        return False, UNDETERMINED + "the answer holds JSON but no tool call, so parsing was not exercised"
+    return False, (f"the model wrote a call to {call.get('name')!r} as text ({text[max(at, 0):][:60]!r}...) and the "
+                   "server returned it as content, not tool_calls: no tool-call parser for this model's format "
+                   "(vLLM: --enable-auto-tool-choice --tool-call-parser NAME)")

@@ -130,6 +130,7 @@ class TargetInfo:
     log_path: str | None = None
     dtype: str = "float32"  # the dtype its tolerances assume (declared, or the bundled engine's option)
     declared: tuple[tuple[str, str], ...] = ()  # the execution path the user declared (dtype, tp, label.*...)
+    observed: tuple[tuple[str, str], ...] = ()  # the path its log and /metrics state (dtype, kv_cache_dtype, tp...)
 
 
 @dataclass(frozen=True)

@@ -100,15 +100,17 @@ class Runner:
                                            key_source=spec.key_source)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive, target.has_log(),
-                                               getattr(target, "log_error", None))
+                                               getattr(target, "log_error", None), spec.assumed_path())
             capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
             versions: dict[str, str | None] = {}
-            gates = self._run_gates(endpoints, runtimes, capabilities, versions, records)
+            observed: dict[str, dict[str, str]] = {}
+            gates = self._run_gates(endpoints, runtimes, capabilities, versions, observed, records)
             probed = capabilities.probed()
             for role in ROLES:
                 s, spec = started[role], specs[role]
                 infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, endpoints[role].model, s.startup_s,
-                                        versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared))
+                                        versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared,
+                                        tuple(sorted(observed.get(role, {}).items()))))
         finally:
             for target in self.targets.values():
                 target.stop()
@@ -135,7 +137,7 @@ class Runner:
 
     def _run_gates(self, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime],
                    capabilities: ProbedCapabilities, versions: dict[str, str | None],
-                   records: RecordWriter) -> list[GateResult]:
+                   observed: dict[str, dict[str, str]], records: RecordWriter) -> list[GateResult]:
         plan = self.plan
         results: list[GateResult] = []
         stopped_by: GateResult | None = None
@@ -146,7 +148,7 @@ class Runner:
                 continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
-                              self.progress, versions=versions, judgement=gate.judgement)
+                              self.progress, versions=versions, observed=observed, judgement=gate.judgement)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:
@@ -158,7 +160,8 @@ class Runner:
                 coverage = ctx.coverage(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
                 _coverage_check(ctx, coverage)
             lost = self._liveness(ctx, endpoints, runtimes) if stopped_by is None else False
-            hard = lost or any(c.blocking and c.status in gate.stops_run_on for c in ctx.checks)
+            hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
+                               for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage)
             results.append(result)

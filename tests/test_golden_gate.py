@@ -132,9 +132,9 @@ def test_missing_capabilities_skip_with_the_reason(scripted_model):
         no_tools = run_gate(ref, ref, golden, capabilities={"candidate": {"tools": False}})
         no_stream = run_gate(ref, ref, golden, capabilities={"candidate": {"streaming": False}})
     assert no_tools["golden.two-calls"].status is Status.SKIP
-    assert "candidate does not support tool calling" in no_tools["golden.two-calls"].reason
+    assert "candidate lacks tools" in no_tools["golden.two-calls"].reason
     assert no_stream["golden.two-calls"].status is Status.PASS
-    assert no_stream["golden.two-calls.stream"].status is Status.SKIP and "does not stream" in no_stream["golden.two-calls.stream"].reason
+    assert no_stream["golden.two-calls.stream"].status is Status.SKIP and "lacks streaming" in no_stream["golden.two-calls.stream"].reason
 
 
 def test_endpoint_failure_is_an_error_check(scripted_model):

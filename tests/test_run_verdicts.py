@@ -66,11 +66,13 @@ def test_silent_fallback_warning_is_reported_at_startup(tmp_path, tiny_model_dir
     assert out.summary["verdict"] == "PROMOTE"  # the default policy makes the warning advisory
 
 
-def test_server_without_logprobs_skips_numerics_and_holds(tmp_path, tiny_model_dir):
+def test_a_candidate_that_lost_logprobs_rolls_back_on_one_finding_and_skips_numerics(tmp_path, tiny_model_dir):
     out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-opt", "disable_logprobs=true", *GATES)
-    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    assert [r for r in out.summary["reasons"] if "FAIL" in r and "capabilities" not in r] == [], out.summary["reasons"]
     scoring = out.check("numerics.scoring")
     assert scoring["status"] == "SKIP" and scoring["blocking"] and "echo" in scoring["reason"]
+    assert "see startup.capabilities" in scoring["reason"]
 
 
 def test_a_gate_that_judges_too_little_holds_the_run(tmp_path, tiny_model_dir):

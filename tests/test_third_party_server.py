@@ -89,12 +89,12 @@ def test_transformers_serve_as_candidate_reports_what_it_lacks_and_never_passes(
     out = gk_run(tmp_path, "--candidate", transformers_serve, timeout=1200)
     _differences_reported(out)
     lost = out.check("startup.capabilities")
-    assert lost["status"] == "FAIL" and {"logprobs", "echo", "tokenize"} <= set(lost["metrics"]["lost"]), lost
-    assert out.summary["verdict"] in ("HOLD", "ROLLBACK"), out.summary["reasons"]
-    if out.summary["verdict"] == "ROLLBACK":  # only exact answer comparisons the near-tie review could not soften
-        failed = [c for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"]]
-        for c in failed:
-            assert c["id"].startswith(("golden.", "longctx.")), c
+    assert lost["status"] == "FAIL" and lost["blocking"] and {"logprobs", "echo", "tokenize"} <= set(lost["metrics"]["lost"]), lost
+    assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]  # a lost feature is a regression
+    # Besides the lost features, only exact answer comparisons the near-tie review could not soften.
+    failed = [c for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"]]
+    for c in failed:
+        assert c["id"] == "startup.capabilities" or c["id"].startswith(("golden.", "longctx.")), c
         agreement = out.check("longctx.session_agreement")
         if agreement["status"] == "FAIL":
             assert "near-tie review could not run" in agreement["reason"], agreement

@@ -50,6 +50,7 @@ class TargetRuntime:
     alive: Callable[[], bool] = lambda: True
     has_log: bool = True  # False: a URL target that names no log_file / log_command
     log_error: str | None = None  # why its log could not be read
+    assumed: dict[str, str] = field(default_factory=dict)  # the path gatekeeper judges it by (declared, engine options)
 
 
 class ProbedCapabilities(Mapping[str, Capabilities]):
@@ -64,6 +65,7 @@ class ProbedCapabilities(Mapping[str, Capabilities]):
         self._endpoints, self._ready, self._progress = dict(endpoints), dict(ready), progress
         self._known: dict[str, Capabilities] = {}
         self._lock = threading.Lock()
+        self.reported_lost: set[str] = set()  # features gate 1 reported lost (startup.capabilities)
 
     def __getitem__(self, role: str) -> Capabilities:
         with self._lock:
@@ -100,8 +102,9 @@ class Tally:
 
 @dataclass
 class GateContext:
-    """Everything a gate may use. `settings` is the gate's own typed settings; `versions` is where
-    gate 1 puts each target's /version for the report."""
+    """Everything a gate may use. `settings` is the gate's own typed settings; `versions` and
+    `observed` are where gate 1 puts each target's /version and the execution path its log and
+    /metrics state, for the report."""
 
     gate_id: str
     reference: Endpoint
@@ -117,6 +120,7 @@ class GateContext:
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
+    observed: dict[str, dict[str, str]] = field(default_factory=dict)  # the path each target's log and /metrics state
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
     judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
 
@@ -165,6 +169,32 @@ class GateContext:
         """Record a check that was not run, with its reason (SKIP)."""
         return self.check(name, Status.SKIP, reason, family=family, advisory=advisory)
 
+    def lacks(self, feature: str, *roles: str) -> str | None:
+        """Why a check needing `feature` on `roles` (default both) cannot run, or None when every
+        role has it. A feature the candidate lost against the reference is one finding,
+        `startup.capabilities`; the reason points there instead of repeating it."""
+        why = []
+        for role in roles or ("reference", "candidate"):
+            caps = self.capabilities[role]
+            if getattr(caps, feature) or caps.undetermined(feature):
+                continue  # undetermined: the checks run and judge what actually happens
+            if self.lost(feature) and self.reported(feature):
+                return f"needs {feature}, which the candidate lost (the reference has it): see startup.capabilities"
+            if self.lost(feature):
+                return (f"the candidate lacks {feature}, which the reference has (capability probe: "
+                        f"{caps.note(feature) or 'not supported'})")
+            why.append(f"the {role} lacks {feature} (capability probe: {caps.note(feature) or 'not supported'})")
+        return "; ".join(why) or None
+
+    def lost(self, feature: str) -> bool:
+        """Whether the reference has `feature` and the candidate, by the probe's evidence, lacks it."""
+        ref, cand = self.capabilities["reference"], self.capabilities["candidate"]
+        return bool(getattr(ref, feature)) and not getattr(cand, feature) and not cand.undetermined(feature)
+
+    def reported(self, feature: str) -> bool:
+        """Whether gate 1 reported `feature` lost (so a check needing it points there)."""
+        return feature in getattr(self.capabilities, "reported_lost", ())
+
     def judged(self, n: int = 1) -> None:
         """Count `n` items this gate judged (compared and decided), for its coverage."""
         self.tally.counted = True
@@ -201,6 +231,7 @@ class Gate(ABC):
     title: ClassVar[str]
     Settings: ClassVar[type] = NoSettings
     stops_run_on: ClassVar[frozenset[Status]] = frozenset({Status.FAIL})  # a blocking check ending so stops later gates
+    never_stops_run: ClassVar[frozenset[str]] = frozenset()  # check ids whose outcome never stops later gates
     min_judged_share: ClassVar[float] = 0.5  # the default floor of the gate's coverage (policy: min_judged_share)
     needs_ready_targets: ClassVar[bool] = True  # False: the gate runs (and reports) even when a target did not start
     uses_golden_sets: ClassVar[bool] = False  # True: the plan loads the golden sets for it

@@ -34,6 +34,7 @@ def _target(t: TargetInfo) -> dict[str, Any]:
         "log_path": t.log_path,
         "dtype": t.dtype,
         "declared": dict(t.declared),
+        "observed": dict(t.observed),
     }
 
 

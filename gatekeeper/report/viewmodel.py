@@ -278,7 +278,7 @@ def run_view(data: ReportData) -> RunView:
         seed=run.seed,
         targets=tuple(
             TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s),
-                       _path(t.dtype, t.declared))
+                       _path(t.dtype, t.declared, t.observed))
             for t in run.targets
         ),
         counts=_counts(data.counts),
@@ -291,7 +291,10 @@ def correctness_view(data: ReportData) -> dict[str, Any]:
             "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}
 
 
-def _path(dtype: str, declared: tuple[tuple[str, str], ...]) -> str:
-    """e.g. "bfloat16 (declared: dtype=bfloat16, tp=4)" or "float32 (nothing declared)"."""
+def _path(dtype: str, declared: tuple[tuple[str, str], ...], observed: tuple[tuple[str, str], ...] = ()) -> str:
+    """e.g. "bfloat16 (declared: dtype=bfloat16, tp=4; states: dtype=bfloat16, tp=4)" or
+    "float32 (nothing declared; states nothing)"."""
     said = ", ".join(f"{k}={v}" for k, v in declared)
-    return f"{dtype} (declared: {said})" if said else f"{dtype} (nothing declared)"
+    seen = ", ".join(f"{k}={v}" for k, v in observed)
+    return (f"{dtype} (" + (f"declared: {said}" if said else "nothing declared")
+            + (f"; states: {seen}" if seen else "; states nothing") + ")")

@@ -84,6 +84,12 @@ class TargetSpec:
         value = dict(self.engine_options).get("dtype", "float32")
         return normalise_dtype(value) or value
 
+    def assumed_path(self) -> dict[str, str]:
+        """The execution path gatekeeper judges this target by: a bundled target's engine
+        options (dtype, kv_cache_dtype, tp), then what was declared, and the dtype always."""
+        engine = {k: v for k, v in self.engine_options if k in ("dtype", "kv_cache_dtype", "tp")}
+        return {**engine, **{k: v for k, v in self.declared if k in DECLARABLE}, "dtype": self.dtype}
+
     def api_key(self) -> str | None:
         """The key from the variable `api_key_env` names (read when needed, never stored)."""
         return os.environ.get(self.api_key_env) if self.api_key_env else None

@@ -116,9 +116,18 @@ class _ApiKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+def cache_config(engine: Any) -> dict[str, str] | None:
+    """The labels of `vllm:cache_config_info` (vLLM's names) for an engine built from EngineArgs."""
+    args = getattr(engine, "args", None)
+    if args is None:
+        return None
+    return {"block_size": str(args.block_size), "cache_dtype": args.cache_dtype,
+            "enable_prefix_caching": str(bool(args.prefix_caching)), "num_gpu_blocks": str(args.num_kv_blocks)}
+
+
 def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
     """The OpenAI-compatible app over a started engine."""
-    metrics = ServerMetrics(engine.model_name, engine.stats)
+    metrics = ServerMetrics(engine.model_name, engine.stats, cache_config(engine))
     serving = Serving(engine, metrics)
     chat = ChatServing(serving)
     completions = CompletionServing(serving)

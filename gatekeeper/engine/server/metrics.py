@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -68,7 +68,8 @@ class _EngineCollector(Collector):
 class ServerMetrics:
     """The app's registry: engine gauges/counters at scrape time and request histograms."""
 
-    def __init__(self, model_name: str, stats: Callable[[], dict[str, float]]) -> None:
+    def __init__(self, model_name: str, stats: Callable[[], dict[str, float]],
+                 cache_config: dict[str, str] | None = None) -> None:
         self.registry = CollectorRegistry()
         labels = {"model_name": model_name, "engine": "0"}
         self._labels = labels
@@ -80,6 +81,9 @@ class ServerMetrics:
                              buckets=_LATENCY_BUCKETS, registry=self.registry)
         self.e2e = Histogram("vllm:e2e_request_latency_seconds", "End-to-end request latency in seconds.", names,
                              buckets=_LATENCY_BUCKETS, registry=self.registry)
+        if cache_config:  # as vLLM: an info gauge (value 1) whose labels are the cache configuration
+            Gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", list(cache_config),
+                  registry=self.registry).labels(**cache_config).set(1)
         self.success = Counter("vllm:request_success", "Count of successfully processed requests.",
                                names + ["finished_reason"], registry=self.registry)
 

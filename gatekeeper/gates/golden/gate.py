@@ -184,11 +184,16 @@ class GoldenGate(Gate):
         items = [(i, name, case) for i, (name, case) in enumerate(runnable) if case.stream_variant]
         if not items:
             return
-        if not ctx.capabilities["candidate"].streaming:
+        no_stream = ctx.lacks("streaming", "candidate")
+        if no_stream:
             for _, name, case in items:
-                ctx.skip(f"{name}.stream", "the candidate does not stream (capability probe)", family=case.family)
+                ctx.skip(f"{name}.stream", no_stream, family=case.family)
                 ctx.not_judged("capability missing")
             return
+        # Streams the candidate lost finish reasons in: one finding in gate 1, not one per case.
+        # Unreported (gate 1 did not run, or both targets lack them) the per-case checks say it.
+        finish = "stream_finish_reason"
+        no_finish = ctx.lacks(finish, "candidate") if ctx.reported(finish) else None
         ctx.progress(f"golden: {len(items)} stream variants")
         cases = [case for _, _, case in items]
         cand_stream = fan_out(lambda c: askers[0](c, stream=True), cases, conc)
@@ -200,15 +205,15 @@ class GoldenGate(Gate):
             for k, ((i, _, case), streamed) in enumerate(zip(items, cand_stream)):
                 plain = cand[i]
                 if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse) \
-                        and judge_stream(case, streamed, plain).status is not Status.PASS:
+                        and judge_stream(case, streamed, plain, finish_reasons=no_finish).status is not Status.PASS:
                     differ.append(k)
             for k, answer in zip(differ, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
                 ref_stream[k] = answer
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
-            self._judge_stream(ctx, f"{name}.stream", case, streamed, cand[i], ref_s, [r[i] for r in refs])
+            self._judge_stream(ctx, f"{name}.stream", case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish)
 
     def _judge_stream(self, ctx: GateContext, name: str, case: GoldenCase, streamed: Answer, plain: Answer,
-                      ref_stream: Answer | None, refs: list[Answer]) -> None:
+                      ref_stream: Answer | None, refs: list[Answer], no_finish: str | None) -> None:
         started = time.perf_counter()
         if isinstance(streamed, EndpointError):
             ctx.error_check(name, streamed, family=case.family)
@@ -221,9 +226,9 @@ class GoldenGate(Gate):
         good = [r for r in refs if isinstance(r, ChatResponse)]
         pair = (ref_stream, good[0]) if isinstance(ref_stream, ChatResponse) and good else None
         noisy = len(good) > 1 and render_answer(good[0]) != render_answer(good[1])
-        j: Judgement = judge_stream(case, streamed, plain, pair, noisy)
+        j: Judgement = judge_stream(case, streamed, plain, pair, noisy, no_finish)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
-        ctx.check(name, j.status, j.reason if j.reasons else "the streamed answer equals the non-streamed one",
+        ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
                   j.metrics, ev, family=case.family, started=started)
         _count(ctx, j)
 
@@ -247,10 +252,8 @@ def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool
     """Why a case cannot run (a capability the probe found missing), or None."""
     if not case.tools:
         return None
-    for role in ("candidate", "reference") if live_reference else ("candidate",):
-        if not ctx.capabilities[role].tools:
-            return f"the {role} does not support tool calling (capability probe), so this tool case cannot run"
-    return None
+    roles = ("reference", "candidate") if live_reference else ("candidate",)
+    return ctx.lacks("tools", *roles) or ctx.lacks("tool_parsing", *roles)
 
 
 def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:

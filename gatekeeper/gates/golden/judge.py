@@ -176,21 +176,23 @@ def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, referen
         j.add(Status.FAIL, f"{a.type}: {outs[0].reason}; the reference {runs}", divergence=True)
 
 
-def stream_quirk(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse) -> tuple[str, ...]:
+def stream_quirk(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
+                 finish_reasons: bool = True) -> tuple[str, ...]:
     """How one target's streamed answer differs from its non-streamed answer to the same case:
     () when they agree; else the differing parts ("answer" and/or "finish_reason X vs Y"), so two
-    targets' differences can be compared as quirks."""
+    targets' differences can be compared as quirks. `finish_reasons=False` leaves finish reasons
+    out (a server whose streams carry none)."""
     quirk: list[str] = []
     if answer_key(streamed, case.expects_json) != answer_key(plain, case.expects_json):
         quirk.append("answer")
-    if streamed.finish_reason != plain.finish_reason:
+    if finish_reasons and streamed.finish_reason != plain.finish_reason:
         quirk.append(f"finish_reason {streamed.finish_reason!r} vs {plain.finish_reason!r}")
     return tuple(quirk)
 
 
 def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
                  reference_pair: tuple[ChatResponse, ChatResponse] | None = None,
-                 reference_noisy: bool = False) -> Judgement:
+                 reference_noisy: bool = False, finish_reasons: str | None = None) -> Judgement:
     """Judge a streamed answer against the same endpoint's non-streamed answer to the same case:
     tool names and decoded arguments, and decoded JSON for JSON cases, must be equal.
     `reference_pair` is the reference's (streamed, plain) answers when available;
@@ -203,8 +205,11 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
     broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
     for c in broken:
         j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {clip(c.arguments)}")
-    quirk = stream_quirk(case, streamed, plain)
-    ref_quirk = stream_quirk(case, *reference_pair) if reference_pair is not None else None
+    compare_finish = finish_reasons is None
+    quirk = stream_quirk(case, streamed, plain, compare_finish)
+    ref_quirk = stream_quirk(case, *reference_pair, compare_finish) if reference_pair is not None else None
+    if not compare_finish:
+        j.notes.append(f"finish reasons not compared: {finish_reasons}")
     j.metrics.update({"streamed_calls": len(streamed.tool_calls), "plain_calls": len(plain.tool_calls),
                       "streamed_finish_reason": streamed.finish_reason, "plain_finish_reason": plain.finish_reason,
                       "similarity": round(similarity(render_answer(streamed), render_answer(plain)), 4),

@@ -92,10 +92,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     leave room for `tool_answer_tokens` within the `context`."""
     room = context - s.tool_answer_tokens - 8
     rng = random.Random(f"{ctx.seed}:longctx:tools")
-    no_tools = [r for r in ("reference", "candidate") if not ctx.capabilities[r].tools]
+    no_tools = ctx.lacks("tools") or ctx.lacks("tool_parsing")
     if no_tools:
         for name in ("tool_calls", "tool_result", "tool_stream"):
-            ctx.skip(name, f"the {' and '.join(no_tools)} does not support tool calling (capability probe)")
+            ctx.skip(name, no_tools)
         ctx.not_judged("capability missing", 2 * s.tool_cases + 1)
     else:
         _tools(ctx, s, rng, counter, room)

@@ -63,10 +63,9 @@ class NumericsGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Decode on the reference, score everywhere, compare against dtype tolerances."""
         s: NumericsSettings = ctx.settings
-        missing = [f"{role}: {caps.note('echo') or 'no echo with logprobs'}" for role, caps in ctx.capabilities.items()
-                   if not caps.echo]
+        missing = ctx.lacks("echo")
         if missing:
-            ctx.skip("scoring", "needs echo with logprobs (teacher forcing) — " + "; ".join(missing))
+            ctx.skip("scoring", "teacher-forced scoring needs echo with logprobs — " + missing)
             for name in CHECKS:
                 ctx.skip(name, "not run: no teacher-forced scoring")
             return

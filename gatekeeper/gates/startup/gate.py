@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from gatekeeper.capabilities import FEATURES
+from gatekeeper.capabilities import FEATURES, Capabilities, lost as lost_features
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.startup.logs import check_logs
+from gatekeeper.gates.startup.path import check_path
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
 
@@ -34,6 +35,11 @@ class StartupGate(Gate):
     Roles are not symmetric: a reference that is unreachable, unhealthy or does not serve the
     model makes the run HOLD ("reference unusable", ERROR), never ROLLBACK. A server without
     `/health` (404) is judged ready by `/v1/models`; the missing endpoint is a note (WARN).
+
+    `startup.capabilities` is one finding for every feature the reference has and the candidate
+    lost (tool-call parsing, logprobs, streaming finish reasons, /tokenize...); the later checks
+    that need it point to it. `startup.execution_path` sets the path each target is judged by
+    (declared dtype, tp...) beside what its log and /metrics state.
     """
 
     id = "startup"
@@ -41,6 +47,8 @@ class StartupGate(Gate):
     title = "Startup"
     Settings = StartupSettings
     stops_run_on = frozenset({Status.FAIL, Status.ERROR})  # a candidate that cannot start or answer stops the run
+    # A lost feature or a mis-declared path is a finding, but the later gates still judge what the candidate does.
+    never_stops_run = frozenset({"startup.capabilities", "startup.execution_path"})
     needs_ready_targets = False  # it is the gate that reports a target that did not start
     min_judged_share = 0.8  # a URL candidate has no startup log: its two log checks are not judged
 
@@ -66,6 +74,7 @@ class StartupGate(Gate):
                 self._probe(ctx, role)
         if all(rt.ready for rt in ctx.runtimes.values()):
             self._compare(ctx)
+            check_path(ctx)
         check_logs(ctx, ctx.settings)
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
@@ -110,7 +119,7 @@ class StartupGate(Gate):
         protocol deviations WARN, missing features only listed (their checks SKIP later)."""
         caps = ctx.capabilities[role]  # the first read probes: after the canary
         metrics = {n: getattr(caps, n) for n in FEATURES}
-        rows = [[n, "yes" if getattr(caps, n) else "no", caps.note(n)] for n in FEATURES]
+        rows = [[n, _yes(caps, n), caps.note(n)] for n in FEATURES]
         evidence = [Table(f"{role} capabilities", ["capability", "supported", "note"], rows)]
         errors, warnings = caps.errors, caps.protocol_warnings
         if errors:
@@ -126,19 +135,22 @@ class StartupGate(Gate):
     def _compare(self, ctx: GateContext) -> None:
         """`startup.capabilities`: one finding for every feature the reference supports and the
         candidate lacks (tool calling, logprobs, echo, /tokenize, streaming...), named once here;
-        the checks that need it SKIP later with the capability as their reason. Advisory by
-        default (a lost feature HOLDs the run); a policy that makes it blocking ROLLBACKs."""
+        the checks that need it SKIP later pointing here. Blocking by default (a lost feature
+        ROLLBACKs), but it never stops the later gates; a feature the probe could not establish
+        on the candidate (the model wrote no tool call to parse) is listed, not counted."""
         ref, cand = ctx.capabilities["reference"], ctx.capabilities["candidate"]
         if ref.errors or cand.errors:
             return  # the probe itself failed: protocol.<role> is ERROR already
-        lost = [n for n in FEATURES if getattr(ref, n) and not getattr(cand, n)]
+        lost = lost_features(ref, cand)
         if ref.top_logprobs_max > cand.top_logprobs_max and cand.logprobs:
             lost.append(f"top_logprobs up to {ref.top_logprobs_max} (candidate: {cand.top_logprobs_max})")
         gained = [n for n in FEATURES if getattr(cand, n) and not getattr(ref, n)]
-        rows = [[n, "yes" if getattr(ref, n) else "no", "yes" if getattr(cand, n) else "no", cand.note(n) if n in lost else ""]
+        rows = [[n, _yes(ref, n), _yes(cand, n), cand.note(n) if n in lost or cand.undetermined(n) else ""]
                 for n in FEATURES]
         evidence = [Table("capabilities: reference vs candidate", ["capability", "reference", "candidate", "candidate note"], rows)]
         if lost:
+            if hasattr(ctx.capabilities, "reported_lost"):
+                ctx.capabilities.reported_lost.update(n for n in lost if n in FEATURES)
             ctx.check("capabilities", Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
                       + " that the reference supports; the checks that need them are not judged", {"lost": lost,
                       "gained": gained}, evidence)
@@ -184,6 +196,11 @@ class StartupGate(Gate):
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
             ctx.check("canary.candidate", status, reason, {"first_request_s": time.perf_counter() - t0}, evidence)
+
+
+def _yes(caps: Capabilities, feature: str) -> str:
+    """yes / no / undetermined, for the capability tables."""
+    return "yes" if getattr(caps, feature) else "undetermined" if caps.undetermined(feature) else "no"
 
 
 def _get_json(ep: Endpoint, path: str) -> tuple[dict[str, Any], int | None]:
