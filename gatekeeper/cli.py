@@ -103,6 +103,9 @@ def main() -> None:
                         "kv_cache_dtype=, tp=4, label.NAME=VALUE (repeatable). Tolerances follow the declared dtype."))
 @click.option("--reference-declare", "reference_declare", multiple=True, metavar="KEY=VALUE",
               help=_env("reference_declare", "The reference's declared execution path (same keys)."))
+@click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
+              help=_env("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
+                        "(repeatable; never on PROMOTE or HOLD)."))
 @click.option("--seed", default=None, help=_env("seed", "Seed. [0]"))
 @click.option("--timeout", default=None, help=_env("timeout", "Each request's overall deadline in seconds. [120]"))
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit.")
@@ -170,6 +173,46 @@ def golden_record(target: str, golden_path: str, out_path: str, model: str | Non
     except GatekeeperError as e:  # the target could not start or answer: there is nothing to record
         _fail(str(e), exit_codes.STARTUP_FAILURE, e.hint)
     click.echo(f"recorded {n} answers to {out_path}", err=True)
+
+
+@main.group()
+def traffic() -> None:
+    """Traffic-file tools (docs/traffic-format.md)."""
+
+
+@traffic.command("check")
+@click.argument("path")
+def traffic_check(path: str) -> None:
+    """Validate a traffic file: every line, with file:line for the first bad one (exit 3)."""
+    from collections import Counter
+
+    from gatekeeper.traffic.format import iter_records
+
+    counts = Counter((r.tenant, r.kind) for r in iter_records(path))
+    tenants = Counter(t for t, _ in counts.elements())
+    kinds = Counter(k for _, k in counts.elements())
+    click.echo(f"{path}: {sum(counts.values())} requests; tenants: "
+               + ", ".join(f"{t} {n}" for t, n in tenants.most_common()) + "; kinds: "
+               + ", ".join(f"{k} {n}" for k, n in kinds.most_common()))
+
+
+@traffic.command("import")
+@click.argument("input_path")
+@click.option("--from", "source", type=click.Choice(["openai-batch"]), default="openai-batch", show_default=True,
+              help="The format of INPUT_PATH: an OpenAI Batch API input file.")
+@click.option("--responses", "responses_path", default=None, help="The batch's output file (answers become `response`).")
+@click.option("--out", "out_path", required=True, help="The traffic file to write (atomically).")
+def traffic_import(input_path: str, source: str, responses_path: str | None, out_path: str) -> None:
+    """Convert a request log into the traffic format."""
+    from gatekeeper.traffic.format import write_traffic
+    from gatekeeper.traffic.importers import import_openai_batch
+
+    records, skipped = import_openai_batch(input_path, responses_path)
+    if not records:
+        _fail(f"{input_path}: no chat or completions request to import", exit_codes.USAGE)
+    n = write_traffic(out_path, records)
+    click.echo(f"imported {n} requests to {out_path}" + (f"; skipped {len(skipped)} line(s) for other endpoints"
+                                                          if skipped else ""), err=True)
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
         gates=tuple(values["gates"]) if values["gates"] else None,
         seed=values["seed"],
         timeout_s=values["timeout"],
+        on_rollback=tuple(values["on_rollback"]),
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)

@@ -148,6 +148,7 @@ class RunResult:
     policy: str = ""
     golden_sets: tuple[str, ...] = ()
     seed: int = 0
+    hooks: tuple[Any, ...] = ()  # HookOutcome per rollback hook that ran (gatekeeper/hooks.py)
 
     @property
     def exit_code(self) -> int:

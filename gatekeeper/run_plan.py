@@ -30,6 +30,7 @@ class RunPlan:
     gates: tuple[str, ...] | None = None
     seed: int = 0
     timeout_s: float = 120.0
+    on_rollback: tuple[str, ...] = ()  # hook commands / webhook URLs (gatekeeper/hooks.py)
 
     def redactor(self) -> Redactor:
         """What keeps this run's secrets (the targets' API keys, and anything shaped like a

@@ -22,6 +22,7 @@ from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, Ta
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
+from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RunResult, Status, TargetInfo
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
@@ -118,6 +119,10 @@ class Runner:
                 ep.close()
             records.close()
         verdict, reasons = decide(gates)
+        hooks = run_hooks([Hook(t) for t in plan.on_rollback], verdict.value, plan.run_id, self.run_dir, list(reasons),
+                          redactor)
+        for h in hooks:
+            self.progress(f"rollback hook {h.kind} {h.target}: {'ok' if h.ok else 'FAILED'} ({h.detail})")
         result = RunResult(
             run_id=plan.run_id,
             started_at=started_at,
@@ -130,6 +135,7 @@ class Runner:
             policy=plan.policy.path,
             golden_sets=plan.golden_paths,
             seed=plan.seed,
+            hooks=hooks,
         )
         write_reports(result, self.run_dir, redactor)
         redactor.tree(self.run_dir)  # the logs the engines wrote themselves
@@ -148,7 +154,8 @@ class Runner:
                 continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
-                              self.progress, versions=versions, observed=observed, judgement=gate.judgement)
+                              self.progress, versions=versions, observed=observed, earlier=tuple(results),
+                              judgement=gate.judgement)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:

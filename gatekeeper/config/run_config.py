@@ -11,6 +11,7 @@ from typing import Any, Callable, Mapping
 
 from gatekeeper.config.yaml_lines import load_yaml, line_of
 from gatekeeper.errors import ConfigError
+from gatekeeper.hooks import parse_hooks
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -87,6 +88,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("candidate_declare", {}, _as_opts, "the candidate's declared execution path (dtype=, quantization=, "
            "kv_cache_dtype=, tp=, label.NAME=)"),
     Option("reference_declare", {}, _as_opts, "the reference's declared execution path (same keys)"),
+    Option("on_rollback", [], parse_hooks, "commands to run or webhook URLs to POST when the verdict is ROLLBACK"),
 )
 # GATEKEEPER_* variables that are not run options (the test suite's own switches).
 OTHER_VARIABLES = {"GATEKEEPER_UPDATE_GOLD", "GATEKEEPER_TEST_GK_TINY", "GATEKEEPER_CHROMIUM", "GATEKEEPER_SCREENSHOTS"}

@@ -22,6 +22,8 @@ class Fault:
     default_value: float | None = None
 
 
+MISREAD_MIN_BATCH = 6  # sporadic-corruption: the smallest decode batch in which a hit request misreads
+
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
@@ -74,6 +76,23 @@ FAULTS: dict[str, Fault] = {
             "decode steps of answers longer than VALUE tokens (short answers are untouched)",
             takes_value=True,
             default_value=64.0,
+        ),
+        Fault(
+            "sporadic-corruption",
+            "seed 001 §3: under production load the batched decode path reads one wrong KV block (another "
+            "sequence's) for a request, garbling the rest of its answer; each request is hit with probability VALUE",
+            f"decode steps batching at least {MISREAD_MIN_BATCH} sequences (real traffic's load; the offline gates "
+            "batch fewer), for a request drawn with probability VALUE",
+            takes_value=True,
+            default_value=0.03,
+        ),
+        Fault(
+            "tool-overflow",
+            "a request offering more than VALUE tools has the tools beyond the first VALUE dropped from its prompt "
+            "(a prompt-budget rule in the template path): only tenants with wide tool menus are hit",
+            "chat requests with more than VALUE tools",
+            takes_value=True,
+            default_value=4.0,
         ),
         Fault(
             "rope-drift",

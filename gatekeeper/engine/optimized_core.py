@@ -11,6 +11,7 @@ reuse check (`kv-stale-reuse`), poisoned freed blocks with multiplicative maskin
 from __future__ import annotations
 
 import logging
+import random
 import time
 
 import torch
@@ -49,14 +50,19 @@ class OptimizedCore(EngineCore):
             corrupt_after=int(faults.value("late-decode-corrupt") or 0) if "late-decode-corrupt" in faults else None,
         )
         self.honour_eos = "eos-ignored" not in faults
+        self.misread_p = (faults.value("sporadic-corruption") or 0.0) if "sporadic-corruption" in faults else 0.0
+        self._fault_rng = random.Random(args.seed)  # which requests the sporadic fault hits: reproducible per seed
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
         self.num_fallback_steps = 0
         self.slowdown_seconds_total = 0.0
 
     def _enqueue(self, seq: Sequence) -> None:
+        if self.misread_p and self._fault_rng.random() < self.misread_p:
+            self.runner.misread.add(seq.seq_id)
         self.scheduler.add(seq)
 
     def _release(self, seq: Sequence) -> None:
+        self.runner.misread.discard(seq.seq_id)
         freed = self.scheduler.finish(seq)
         if "nan-residue" in self.args.faults:
             self.runner.poison(freed)

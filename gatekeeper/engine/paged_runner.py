@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 
 from gatekeeper.engine.attention import attend, causal_mask
+from gatekeeper.engine.faults import MISREAD_MIN_BATCH
 from gatekeeper.engine.model import CausalLM, ForwardOptions
 from gatekeeper.engine.sequence import Sequence
 
@@ -38,6 +39,7 @@ class PagedRunner:
         self.naive_attention = naive_attention
         self.multiplicative_mask = multiplicative_mask
         self.corrupt_after = corrupt_after  # the `late-decode-corrupt` fault: output length where slots go off by one
+        self.misread: set[int] = set()  # the `sporadic-corruption` fault: sequences whose batched decode misreads a block
         # [layers, 2 (k, v), blocks + null, block_size, Hkv, D]
         self.kv = torch.zeros(
             cfg.num_hidden_layers, 2, num_blocks + 1, block_size, cfg.num_key_value_heads, cfg.head_dim, dtype=cache_dtype
@@ -72,6 +74,8 @@ class PagedRunner:
                 slots.append(seq.block_table[at // bs] * bs + at % bs)
                 q_index.append(s * q_max + pos - start)
             last_rows.append(len(ids) - 1)
+        if self.misread and q_max == 1 and len(seqs) >= MISREAD_MIN_BATCH:
+            self._misread(seqs, tables)
         gather = (tables[:, :, None] * bs + torch.arange(bs)).reshape(len(seqs), -1)  # [S, Bmax*bs]
         self._batch = {
             "slots": torch.tensor(slots),
@@ -81,6 +85,14 @@ class PagedRunner:
             "q_max": torch.tensor(q_max),
         }
         return torch.tensor(ids), torch.tensor(positions), last_rows
+
+    def _misread(self, seqs: list[Sequence], tables: torch.Tensor) -> None:
+        """sporadic-corruption: a hit sequence's last full block is read from its neighbour's table."""
+        for s, seq in enumerate(seqs):
+            if seq.seq_id in self.misread and len(seq.block_table) >= 2:
+                other = seqs[(s + 1) % len(seqs)].block_table
+                j = len(seq.block_table) - 2
+                tables[s, j] = other[min(j, len(other) - 1)]
 
     def _backend(self, layer: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """q [N, Hq, D], k/v [N, Hkv, D] -> [N, Hq, D] over the paged cache."""

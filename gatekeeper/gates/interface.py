@@ -31,7 +31,7 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.probe import probe
 from gatekeeper.evidence import Evidence
-from gatekeeper.results import CheckResult, Coverage, Judgement, Status
+from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
 
 
@@ -121,6 +121,7 @@ class GateContext:
     notes: list[str] = field(default_factory=list)
     versions: dict[str, str | None] = field(default_factory=dict)
     observed: dict[str, dict[str, str]] = field(default_factory=dict)  # the path each target's log and /metrics state
+    earlier: tuple[GateResult, ...] = ()  # the results of the gates before this one (gate 5's rules read them)
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
     judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
 

@@ -10,7 +10,9 @@ figures, how much was judged, and a status:
 - Numerical: logprob / perplexity drift (gate 2) within the dtype's tolerance (the row's status
   is gate 2's worst check);
 - Degeneration: repeated tokens, garbage, empty output — 0 severe degenerations;
-- Long context: fact recall over the needle grid (gate 4) not below the reference's.
+- Long context: fact recall over the needle grid (gate 4) not below the reference's;
+- Shadow traffic: replayed requests answered as the reference answers them, beyond the
+  reference's own second run (gate 5's rules).
 
 A dimension whose gate did not run says so ("not run"), one without cases "no cases", one whose
 cases were all left unjudged "not judged" — never PASS.
@@ -81,8 +83,9 @@ def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult 
 
 
 def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
-    """The five rows for `run`."""
-    startup, numerics, golden, longctx = (_gate(run, g) for g in ("startup", "numerics", "golden", "longctx"))
+    """The six rows for `run`."""
+    startup, numerics, golden, longctx, shadow = (_gate(run, g) for g in ("startup", "numerics", "golden", "longctx",
+                                                                          "shadow"))
     canary = tuple(c for c in (startup.checks if startup else ()) if c.id == "startup.canary.candidate")
     rows = [
         _golden_row("Deterministic", "fixed short cases passed (and the canary)", "every case the reference passes",
@@ -112,7 +115,25 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
         _pct(int(m.get("reference_pass") or 0), cells) if grid else "–", _pct(int(m.get("candidate_pass") or 0), cells) if grid else "–",
         _pct(int(m.get("judged") or 0), cells) if grid else "–", grid.status.value if grid else "not run",
         (grid.id,) if grid else ()))
+    rows.append(_shadow_row(shadow))
     return tuple(rows)
+
+
+def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:
+    rules = [c for c in (shadow.checks if shadow else ()) if c.id.startswith("shadow.rule.")]
+    stages = [c for c in (shadow.checks if shadow else ()) if c.id.startswith("shadow.stage.") and c.metrics.get("slices")]
+    everything = next((s for s in stages[-1].metrics["slices"] if s["slice"] == "all"), None) if stages else None
+    dis = next((m for m in everything["metrics"] if m["name"] == "disagreement"), None) if everything else None
+
+    def agree(rate: object) -> str:
+        return "–" if not isinstance(rate, (int, float)) else f"{1 - rate:.1%} agree"
+
+    judged = "–" if shadow is None or shadow.coverage is None else _pct(shadow.coverage.judged, shadow.coverage.total)
+    return CorrectnessRow("Shadow traffic", "replayed requests answered as the reference answers them",
+                          "not below the reference's own second run (sequential test, rules)",
+                          agree(dis["twin_rate"]) + " (second run)" if dis else "–",
+                          agree(dis["candidate_rate"]) if dis else "–", judged,
+                          "not run" if shadow is None else _worst(rules), tuple(c.id for c in rules))
 
 
 def _num(x: object) -> str:

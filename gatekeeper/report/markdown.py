@@ -107,6 +107,9 @@ class MarkdownRenderer(Renderer):
         lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
         if len(run.reasons) > MAX_LISTED_REASONS:
             lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
+        if run.hooks:
+            lines += ["", "### Rollback hooks", ""]
+            lines += [f"- {'ok' if h.ok else '**failed**'}: {h.kind} `{md_code(h.target)}` ({md_cell(h.detail)})" for h in run.hooks]
 
         lines += ["", "### Gates", "", "| Stage | Gate | Status | Judged | Pass | Warn | Fail | Skip | Error |"]
         lines.append("|---:|---|---|---|---:|---:|---:|---:|---:|")

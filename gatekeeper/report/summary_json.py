@@ -57,6 +57,7 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "targets": [_target(t) for t in run.targets],
         "gates": [gate_json(g, counts) for g, counts in data.gates()],
         "performance": data.performance.to_dict(),
+        "hooks": [h.to_dict() for h in run.hooks],
     }
 
 

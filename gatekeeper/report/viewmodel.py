@@ -108,6 +108,7 @@ class RunView:
     seed: int
     targets: tuple[TargetView, ...]
     counts: tuple[tuple[str, int], ...] = field(default=())
+    hooks: tuple[tuple[bool, str], ...] = field(default=())  # (ok, "webhook https://… : HTTP 200") per rollback hook
 
 
 def fmt_value(value: Any) -> str:
@@ -282,6 +283,7 @@ def run_view(data: ReportData) -> RunView:
             for t in run.targets
         ),
         counts=_counts(data.counts),
+        hooks=tuple((h.ok, f"{h.kind} {h.target}: {h.detail}") for h in run.hooks),
     )
 
 

@@ -64,6 +64,9 @@ class ChatServing:
         s.check_model(req.model)
         choice = req.effective_tool_choice
         tools = [t.model_dump(exclude_none=True) for t in req.tools] if req.tools else None
+        limit = s.engine.faults.value("tool-overflow") if "tool-overflow" in s.engine.faults else None
+        if tools and limit is not None and len(tools) > limit:
+            tools = tools[: int(limit)]  # the fault: the tools beyond the limit never reach the prompt
         prompt = s.tokenizer.apply_chat_template(
             [m.template_dict() for m in req.messages], tools=tools, add_generation_prompt=req.add_generation_prompt)
         forced = ""

@@ -1,0 +1,1 @@
+"""Gate 5: shadow traffic and canary, on recorded traffic (replay)."""

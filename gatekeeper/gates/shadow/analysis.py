@@ -1,0 +1,281 @@
+"""Canary analysis of replayed pairs, per slice, streamed: nothing but counters, e-processes and
+two float lists per slice are kept, so a million pairs never sit in memory.
+
+Slices are the whole traffic (`all`) and every tenant, request kind, model alias and sampling
+mode (`greedy` / `sampled`) with at least `min_slice_requests` selected requests. Each slice
+judges:
+
+- the **critical** measures (`disagreement`, `degeneration`, `json_parse`, `tool_parse`, `error`,
+  `nonfinite`) with the anytime-valid paired e-process of `sequential.py`, updated after every
+  pair. A measure *fires* when its e-value crosses 1/alpha_i and Diffy's noise rule holds: the
+  candidate's count exceeds the twin's by more than `noise_absolute` of the pairs and by more than
+  `noise_relative` of the two counts together. alpha is split before the replay starts (Bonferroni
+  over e-values, valid at every look): `primary_share` of it to `disagreement` over all traffic
+  (the main measure: task success against the reference), half of the rest evenly over the
+  other measures of all traffic, the other half evenly over every (slice, measure) test.
+- the **non-critical** measures at the end of each stage, at Kayenta's fixed 98% confidence:
+  `finish_reason` and `refusal` by McNemar's exact test (scipy's binomtest on the discordant
+  pairs); `similarity` (candidate's minus the twin's, to the reference) and `length` (log length
+  ratio, candidate's minus the twin's) by the Wilcoxon signed-rank test with the Hodges-Lehmann
+  shift, classified High/Low only beyond their tolerance.
+
+The slice score is Kayenta's: Pass / (Pass + High + Low) × 100 over its metrics (Nodata left
+out), and 0 when a critical measure fired.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import binomtest, wilcoxon
+
+from gatekeeper.gates.shadow.measures import Measures, Pair
+from gatekeeper.gates.shadow.sequential import PairedEProcess
+
+CRITICAL = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+NONCRITICAL_BINARY = ("finish_reason", "refusal")
+CONTINUOUS = ("similarity", "length")
+HL_SAMPLE = 2000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)
+
+
+@dataclass(frozen=True)
+class SliceKey:
+    """What a pair belongs to: `all`, or dimension=value (tenant=acme, kind=tool...)."""
+
+    dimension: str
+    value: str
+
+    def __str__(self) -> str:
+        return "all" if self.dimension == "all" else f"{self.dimension}={self.value}"
+
+
+def slice_keys(tenant: str, kind: str, model_alias: str, sampled: bool) -> list[SliceKey]:
+    """Every slice a request counts in."""
+    return [SliceKey("all", ""), SliceKey("tenant", tenant), SliceKey("kind", kind),
+            SliceKey("model", model_alias or "-"), SliceKey("sampling", "sampled" if sampled else "greedy")]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The analysis' policy: alpha and its split, Diffy's margins, Kayenta's confidence, the
+    tolerances of the continuous metrics and the score thresholds."""
+
+    alpha: float = 0.05
+    primary_share: float = 0.5
+    noise_absolute: float = 0.01
+    noise_relative: float = 0.2
+    confidence: float = 0.98
+    similarity_tolerance: float = 0.02
+    length_tolerance: float = 0.25
+    score_pass: float = 75.0
+    score_marginal: float = 50.0
+
+
+def allocate(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -> dict[tuple[SliceKey, str], float]:
+    """alpha per (slice, critical measure), fixed before any pair is seen: the slices and the
+    measures that apply to them come from the selected requests alone."""
+    slices = list(slices)
+    primary = [(k, m) for k, ms in slices if k.dimension == "all" for m in CRITICAL if m in ms and m == "disagreement"]
+    overall = [(k, m) for k, ms in slices if k.dimension == "all" for m in CRITICAL if m in ms and m != "disagreement"]
+    rest = [(k, m) for k, ms in slices if k.dimension != "all" for m in CRITICAL if m in ms]
+    groups = [g for g in ([(x, t.primary_share) for x in primary[:1]],) if g]
+    left = 1.0 - (t.primary_share if primary else 0.0)
+    secondary = [g for g in (overall, rest) if g]
+    out: dict[tuple[SliceKey, str], float] = {key: t.alpha * share for g in groups for key, share in g}
+    for group in secondary:
+        for key in group:
+            out[key] = t.alpha * left / len(secondary) / len(group)
+    return out
+
+
+@dataclass
+class MeasureState:
+    """One (slice, measure): counts, its e-process (critical measures), and when it fired."""
+
+    alpha: float | None  # None: a non-critical measure (no e-process)
+    eligible: int = 0
+    candidate_bad: int = 0
+    twin_bad: int = 0
+    candidate_only: int = 0  # discordant pairs: the candidate bad, the twin fine
+    twin_only: int = 0  # and the reverse
+    eproc: PairedEProcess | None = None
+    fired_at: int | None = None  # the slice's judged-pair count at the firing
+
+    def margin(self, t: Thresholds) -> bool:
+        """Diffy's rule: the excess over the twin, absolute (share of pairs) and relative."""
+        raw, noise = self.candidate_bad, self.twin_bad
+        if raw <= noise or self.eligible == 0:
+            return False
+        return (raw - noise) / self.eligible > t.noise_absolute and (raw - noise) / (raw + noise) > t.noise_relative
+
+
+@dataclass
+class SliceState:
+    """The running state of one slice."""
+
+    key: SliceKey
+    measures: dict[str, MeasureState]
+    pairs: int = 0
+    judged: int = 0
+    unjudged: dict[str, int] = field(default_factory=dict)
+    sim_delta: list[float] = field(default_factory=list)
+    len_delta: list[float] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric of one slice: `label` Pass / High / Low / Nodata / Fired, the figures behind it."""
+
+    name: str
+    critical: bool
+    label: str
+    candidate_rate: float | None
+    twin_rate: float | None
+    eligible: int
+    p_value: float | None
+    e_value: float | None
+    effect: float | None  # Hodges-Lehmann shift (continuous) or excess rate over the twin (binary)
+    fired_at: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {k: getattr(self, k) for k in ("name", "critical", "label", "candidate_rate", "twin_rate", "eligible",
+                                              "p_value", "e_value", "effect", "fired_at")}
+
+
+@dataclass(frozen=True)
+class SliceResult:
+    """A slice's verdict inputs: its metrics, score and coverage."""
+
+    key: str
+    pairs: int
+    judged: int
+    unjudged: dict[str, int]
+    metrics: tuple[MetricResult, ...]
+    score: float
+
+    @property
+    def fired(self) -> list[MetricResult]:
+        """The critical metrics that fired."""
+        return [m for m in self.metrics if m.label == "Fired"]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"slice": self.key, "pairs": self.pairs, "judged": self.judged, "unjudged": dict(self.unjudged),
+                "score": self.score, "metrics": [m.to_dict() for m in self.metrics]}
+
+
+def hodges_lehmann(values: list[float]) -> float:
+    """The median of the Walsh averages (x_i + x_j) / 2, i ≤ j — over a fixed-seed subsample of
+    HL_SAMPLE values when there are more (the estimate, not the test, is subsampled)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) > HL_SAMPLE:
+        x = np.random.default_rng(0).choice(x, HL_SAMPLE, replace=False)
+    i, j = np.triu_indices(len(x))
+    return float(np.median((x[i] + x[j]) / 2.0))
+
+
+class Analysis:
+    """The canary analysis, fed pair by pair in replay order (`add`), read per slice (`results`)."""
+
+    def __init__(self, slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -> None:
+        self.t = t
+        plan = list(slices)
+        alphas = allocate(plan, t)
+        self.slices: dict[SliceKey, SliceState] = {}
+        for key, _ in plan:
+            states = {}
+            for m in CRITICAL + NONCRITICAL_BINARY:
+                a = alphas.get((key, m))
+                if m in CRITICAL and a is None:
+                    continue
+                states[m] = MeasureState(a, eproc=PairedEProcess(a) if a is not None else None)
+            self.slices[key] = SliceState(key, states)
+        self.first_fired_at: int | None = None  # pairs judged (overall) when any measure first fired
+        self.pairs = 0
+
+    def add(self, pair: Pair, m: Measures, sampled: bool) -> None:
+        """One pair, in replay order (the e-processes look after every pair)."""
+        self.pairs += 1
+        for key in slice_keys(pair.tenant, pair.kind, pair.model_alias, sampled):
+            s = self.slices.get(key)
+            if s is None:
+                continue
+            s.pairs += 1
+            if not m.judged:
+                s.unjudged[m.why_not] = s.unjudged.get(m.why_not, 0) + 1
+                continue
+            s.judged += 1
+            for name, (cand_bad, twin_bad) in m.bad.items():
+                state = s.measures.get(name)
+                if state is None:
+                    continue
+                state.eligible += 1
+                state.candidate_bad += cand_bad
+                state.twin_bad += twin_bad
+                state.candidate_only += cand_bad and not twin_bad
+                state.twin_only += twin_bad and not cand_bad
+                if state.eproc is not None:
+                    state.eproc.update(cand_bad, twin_bad)
+                    if state.fired_at is None and state.eproc.rejected and state.margin(self.t):
+                        state.fired_at = s.judged
+                        if self.first_fired_at is None:
+                            self.first_fired_at = self.pairs
+            s.sim_delta.append(m.similarity - m.twin_similarity)
+            if m.length_ratio is not None and m.twin_length_ratio is not None and m.length_ratio > 0 \
+                    and m.twin_length_ratio > 0:
+                s.len_delta.append(math.log(m.length_ratio) - math.log(m.twin_length_ratio))
+
+    @property
+    def fired(self) -> bool:
+        """Whether any critical measure of any slice has fired (the stage stops)."""
+        return self.first_fired_at is not None
+
+    def results(self) -> list[SliceResult]:
+        """Every slice's metrics and score, now."""
+        return [self._result(s) for s in self.slices.values()]
+
+    def _binary(self, name: str, st: MeasureState) -> MetricResult:
+        cand_rate = st.candidate_bad / st.eligible if st.eligible else None
+        twin_rate = st.twin_bad / st.eligible if st.eligible else None
+        excess = None if not st.eligible else (st.candidate_bad - st.twin_bad) / st.eligible
+        if st.eproc is not None:
+            label = "Fired" if st.fired_at is not None else ("Nodata" if not st.eligible else "Pass")
+            return MetricResult(name, True, label, cand_rate, twin_rate, st.eligible, st.eproc.p_value, st.eproc.e_value, excess,
+                                st.fired_at)
+        if not st.eligible:
+            return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
+        b, c = st.candidate_only, st.twin_only  # non-critical: McNemar's exact test, fixed horizon
+        p = binomtest(b, b + c, 0.5, alternative="greater").pvalue if b + c else 1.0
+        high = p < 1 - self.t.confidence and st.margin(self.t)
+        return MetricResult(name, False, "High" if high else "Pass", cand_rate, twin_rate, st.eligible, float(p), None,
+                            excess)
+
+    def _continuous(self, name: str, deltas: list[float], tolerance: float, direction: str) -> MetricResult:
+        nonzero = [d for d in deltas if d != 0.0]
+        if len(nonzero) < 5:
+            return MetricResult(name, False, "Pass" if deltas else "Nodata", None, None, len(deltas), None, None,
+                                0.0 if deltas else None)
+        alt = "less" if direction == "decrease" else "two-sided"
+        p = float(wilcoxon(deltas, alternative=alt, zero_method="zsplit").pvalue)
+        shift = hodges_lehmann(deltas)
+        beyond = shift < -tolerance if direction == "decrease" else abs(shift) > tolerance
+        label = "Pass"
+        if p < 1 - self.t.confidence and beyond:
+            label = "Low" if shift < 0 else "High"
+        return MetricResult(name, False, label, None, None, len(deltas), p, None, shift)
+
+    def _result(self, s: SliceState) -> SliceResult:
+        metrics = [self._binary(n, st) for n, st in s.measures.items()]
+        metrics.append(self._continuous("similarity", s.sim_delta, self.t.similarity_tolerance, "decrease"))
+        metrics.append(self._continuous("length", s.len_delta, math.log1p(self.t.length_tolerance), "either"))
+        counted = [m for m in metrics if m.label != "Nodata"]
+        if any(m.label == "Fired" for m in metrics):
+            score = 0.0
+        else:
+            score = round(100.0 * sum(m.label == "Pass" for m in counted) / len(counted), 2) if counted else 100.0
+        return SliceResult(str(s.key), s.pairs, s.judged, dict(s.unjudged), tuple(metrics), score)

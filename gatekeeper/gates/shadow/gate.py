@@ -1,0 +1,246 @@
+"""Gate 5 — shadow traffic and canary, on recorded traffic (replay).
+
+The checks, why, and what a failure looks like are `ShadowGate`'s docstring (the report shows
+it); replay is `replay.py`, the pair measures `measures.py`, the statistics `analysis.py` and
+`sequential.py`, the rollback rules `rules.py`, the settings `settings.py`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections import Counter
+from collections.abc import Sequence
+
+from gatekeeper.errors import ConfigError
+from gatekeeper.evidence import Series, Table, TextPair
+from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, SliceResult, slice_keys
+from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
+from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
+from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
+from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
+from gatekeeper.results import Judgement, Status
+from gatekeeper.config.run_config import find_file
+from gatekeeper.run_plan import RunPlan
+from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
+
+WORST_PAIRS = 5
+_ORDER = itertools.count()
+
+
+class ShadowGate(Gate):
+    """Gate 5 — shadow traffic and canary: does the candidate answer real traffic as the reference does?
+
+    Recorded requests (a traffic file, docs/traffic-format.md) are replayed in the policy's
+    canary stages — a low-risk tenant first, then wider shares of the traffic. Each request goes
+    to the candidate, to the reference, and to the reference again in another order (its twin:
+    the noise floor). Per pair: exact agreement, similarity and first divergence, degeneration,
+    JSON and tool-call parse/schema validity, finish reason, length ratio, refusal, NaN/Inf
+    logprobs, errors, latency.
+
+    Per slice (all traffic, each tenant, request kind, model alias, greedy/sampled), the
+    candidate's failure rate on each measure is compared with the twin's — the same requests,
+    paired — by an anytime-valid sequential test (a mixture SPRT on the discordant pairs, checked
+    after every pair; alpha is the gate's family-wise false-ROLLBACK rate) together with Diffy's
+    rule (an excess beyond the twin by an absolute and a relative margin). A stage stops as soon
+    as a measure fires; a failed stage stops the widening. Non-critical figures (finish reasons,
+    refusals, similarity, length) are judged at Kayenta's fixed 98% confidence (McNemar's exact
+    test; Wilcoxon signed-rank with the Hodges-Lehmann shift) into a Kayenta-style score.
+
+    Checks: `shadow.traffic` (what was loaded, bad lines skipped); `shadow.stage.<name>` per stage
+    (FAIL when a measure fired or the score is below `score_marginal`, WARN when marginal);
+    `shadow.rule.<name>` — seed 002 §8's rollback conditions (`rules.py`).
+
+    A failure looks like: an engine that garbles one answer in thirty under batching, or breaks
+    only the one tenant whose requests carry many tools, while every offline gate passes.
+    """
+
+    id = "shadow"
+    stage = 5
+    title = "Shadow traffic and canary"
+    Settings = ShadowSettings
+    judgement = Judgement.STATISTICAL
+    min_judged_share = 0.8
+
+    @classmethod
+    def validate(cls, settings: ShadowSettings, plan: RunPlan) -> None:
+        """At plan time: the traffic file loads (bad lines abort here, with file:line) and
+        every stage selects at least one request."""
+        traffic = _load(settings)
+        done: set[str] = set()
+        for stage in settings.stage_plan():
+            chosen = stage_selection(traffic.records, stage, plan.seed, done)
+            if not chosen:
+                raise ConfigError(f"stage {stage.name!r} selects no request from {traffic.path} ({stage.describe()})",
+                                  plan.policy.path, key="gates.shadow.stages")
+            done.update(r.id for r in chosen)
+
+    def run(self, ctx: GateContext) -> None:
+        """Replay stage by stage, judge as the pairs arrive, then the rules."""
+        s: ShadowSettings = ctx.settings
+        traffic = _load(s)
+        kinds = Counter(r.kind for r in traffic.records)
+        ctx.check("traffic", Status.WARN if traffic.skipped else Status.PASS,
+                  f"{len(traffic.records)} requests from {traffic.path} ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})"
+                  + (f"; {len(traffic.skipped)} bad line(s) skipped" if traffic.skipped else ""),
+                  {"requests": len(traffic.records), "skipped": len(traffic.skipped),
+                   "tenants": dict(Counter(r.tenant for r in traffic.records)), "kinds": dict(kinds)},
+                  [Table("skipped lines", ("line",), tuple((x,) for x in traffic.skipped[:50]))] if traffic.skipped else [],
+                  judgement=Judgement.EXACT)
+        stages = s.stage_plan()
+        selections: list[list[TrafficRecord]] = []
+        done: set[str] = set()
+        for stage in stages:
+            selections.append(stage_selection(traffic.records, stage, ctx.seed, done))
+            done.update(r.id for r in selections[-1])
+        analysis = Analysis(_slice_plan([r for sel in selections for r in sel], s.min_slice_requests), s.thresholds())
+        worst: list[tuple[float, int, Pair, Measures]] = []
+        failed: Stage | None = None
+        for stage, chosen in zip(stages, selections):
+            if failed is not None:
+                ctx.skip(f"stage.{stage.name}", f"not run: stage {failed.name!r} failed, so the canary does not widen",
+                         advisory=True)
+                continue
+            if self._stage(ctx, s, stage, chosen, analysis, worst):
+                failed = stage
+        slices = analysis.results()
+        stopped = analysis.pairs < sum(len(sel) for sel in selections)
+        for name in PAIR_RULES:
+            self._rule(ctx, pair_rule(name, slices, f"the replay stopped after {analysis.pairs} requests, when a measure "
+                                      "fired" if stopped else ""))
+        for name in EARLIER_RULES:
+            self._rule(ctx, earlier_rule(name, ctx.earlier))
+        overall = next(sl for sl in slices if sl.key == "all")
+        ctx.judged(overall.judged)
+        for why, n in overall.unjudged.items():
+            ctx.not_judged(why, n)
+        ctx.notes.append(f"shadow: {analysis.pairs} requests replayed; the sequential test "
+                         + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
+
+    def _stage(self, ctx: GateContext, s: ShadowSettings, stage: Stage, chosen: Sequence[TrafficRecord],
+               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]]) -> bool:
+        """Replay one stage in chunks until its budget or a firing; record its check. True when it failed."""
+        t0 = time.perf_counter()
+        start_pairs = analysis.pairs
+        curve_x: list[float] = []
+        curve: list[float] = []
+        ctx.progress(f"shadow: stage {stage.name}: {len(chosen)} requests")
+        for at in range(0, len(chosen), s.chunk):
+            chunk = list(chosen[at:at + s.chunk])
+            offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
+            cand = send_all(ctx.candidate, chunk, s.concurrency, s.max_tokens_cap, offsets)
+            ref = send_all(ctx.reference, chunk, s.concurrency, s.max_tokens_cap, offsets)
+            twin = send_all(ctx.reference, chunk[::-1], s.noise_floor_concurrency, s.max_tokens_cap)[::-1]
+            for r, c, a, b in zip(chunk, cand, ref, twin):
+                pair = Pair(r.id, r.tenant, r.kind, r.model_alias, _wants_json(r), tuple(r.request["tools"])
+                            if r.request.get("tools") else None, c, a, b)
+                measured = measure(pair)
+                analysis.add(pair, measured, r.sampled)
+                _keep_worst(worst, pair, measured)
+                ep = analysis.slices[SliceKey("all", "")].measures["disagreement"].eproc
+                curve_x.append(analysis.pairs)
+                curve.append(math.log10(max(ep.e_value, 1e-12)) if ep is not None else 0.0)
+            ctx.progress(f"shadow: stage {stage.name}: {min(at + s.chunk, len(chosen))}/{len(chosen)}")
+            if analysis.fired and s.stop_early:
+                break
+        slices = analysis.results()
+        fired = [(sl.key, m) for sl in slices for m in sl.fired]
+        overall = next(sl for sl in slices if sl.key == "all")
+        replayed = analysis.pairs - start_pairs
+        metrics = {"requests": replayed, "planned": len(chosen), "stopped_early": replayed < len(chosen),
+                   "score": overall.score, "fired": [f"{k}:{m.name}" for k, m in fired],
+                   "slices": [sl.to_dict() for sl in slices]}
+        all_disagreement = analysis.slices[SliceKey("all", "")].measures["disagreement"]
+        threshold = -math.log10(all_disagreement.alpha or 1.0)
+        evidence = [_slice_table(slices),
+                    Series(f"stage {stage.name}: sequential evidence (all traffic, disagreement)", tuple(curve_x),
+                           {"log10 e-value": tuple(curve), "rejection threshold log10(1/alpha)": tuple(threshold for _ in curve_x)},
+                           "requests replayed", "log10 e-value"),
+                    *(_pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
+        if fired:
+            key, m = fired[0]
+            where = localise(m.name, slices)
+            status, reason = Status.FAIL, (f"{m.name} fired in {key} after {replayed} of {len(chosen)} requests "
+                                           f"(candidate {m.candidate_rate:.1%} vs twin {m.twin_rate:.1%})"
+                                           + (f", {where}" if where else "") + "; the canary stops here")
+        elif overall.score < s.score_marginal:
+            status, reason = Status.FAIL, f"score {overall.score:g} below score_marginal {s.score_marginal:g}"
+        elif overall.score < s.score_pass:
+            status, reason = Status.WARN, f"marginal: score {overall.score:g} below score_pass {s.score_pass:g}"
+        else:
+            status, reason = Status.PASS, (f"{replayed} requests ({stage.describe()}): no measure beyond the noise floor; "
+                                           f"score {overall.score:g}")
+        ctx.check(f"stage.{stage.name}", status, reason, metrics, evidence, started=t0)
+        return status is Status.FAIL
+
+    def _rule(self, ctx: GateContext, outcome: RuleOutcome) -> None:
+        evidence = [Table(f"rule {outcome.name}", ("where", "what", "candidate", "twin", "pairs", "e-value", "fired after")
+                          if outcome.name in PAIR_RULES else ("check", "detail"), outcome.evidence_rows)] \
+            if outcome.evidence_rows else []
+        ctx.check(f"rule.{outcome.name}", outcome.status, outcome.reason, {"rule": outcome.name}, evidence,
+                  advisory=outcome.status is Status.SKIP)
+
+
+def _load(s: ShadowSettings) -> TrafficFile:
+    path = find_file(s.traffic)
+    return load_traffic(path, skip_bad=s.bad_lines == "skip")
+
+
+def _wants_json(r: TrafficRecord) -> bool:
+    fmt = r.request.get("response_format")
+    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+
+
+def _slice_plan(records: Sequence[TrafficRecord], min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
+    """The slices judged and the critical measures that apply to each, from the selected
+    requests alone (fixed before the replay: the alpha split must not depend on outcomes)."""
+    members: dict[SliceKey, list[TrafficRecord]] = {}
+    for r in records:
+        for key in slice_keys(r.tenant, r.kind, r.model_alias, r.sampled):
+            members.setdefault(key, []).append(r)
+    out = []
+    for key, rs in members.items():
+        if key.dimension != "all" and (len(rs) < min_requests or len(rs) == len(records)):
+            continue  # too small to judge alone, or the same requests as `all`
+        applicable = {"disagreement", "degeneration", "error"}
+        if any(_wants_json(r) for r in rs):
+            applicable.add("json_parse")
+        if any(r.request.get("tools") for r in rs):
+            applicable.add("tool_parse")
+        if any(r.request.get("logprobs") for r in rs):
+            applicable.add("nonfinite")
+        out.append((key, frozenset(m for m in CRITICAL if m in applicable)))
+    return out
+
+
+def _keep_worst(heap: list[tuple[float, int, Pair, Measures]], pair: Pair, m: Measures) -> None:
+    """Keep the WORST_PAIRS pairs least similar to the reference: a max-heap on similarity
+    (stored negated), whose top is the most similar pair kept."""
+    if not m.judged or m.similarity >= 1.0:
+        return
+    item = (-m.similarity, next(_ORDER), pair, m)
+    if len(heap) < WORST_PAIRS:
+        heapq.heappush(heap, item)
+    elif -heap[0][0] > m.similarity:
+        heapq.heapreplace(heap, item)
+
+
+def _pair_evidence(pair: Pair, m: Measures) -> TextPair:
+    return TextPair(f"{pair.id} ({pair.tenant}, {pair.kind}): similarity {m.similarity:.2f} (twin {m.twin_similarity:.2f})",
+                    render(pair.reference), render(pair.candidate), m.divergence, None)
+
+
+def _slice_table(slices: Sequence[SliceResult]) -> Table:
+    rows = []
+    for sl in slices:
+        by = {m.name: m for m in sl.metrics}
+        dis = by.get("disagreement")
+        rows.append((sl.key, sl.pairs, sl.judged, f"{sl.score:g}",
+                     "" if dis is None or dis.candidate_rate is None else f"{dis.candidate_rate:.1%} / {dis.twin_rate:.1%}",
+                     ", ".join(m.name for m in sl.fired) or "—",
+                     ", ".join(f"{m.name} {m.label}" for m in sl.metrics if m.label in ("High", "Low")) or "—"))
+    return Table("slices (disagreement: candidate / twin)", ("slice", "pairs", "judged", "score", "disagreement",
+                                                           "fired", "non-critical"), tuple(rows))

@@ -1,0 +1,198 @@
+"""Per-pair measures: one replayed request, the candidate's answer beside the reference's and
+beside the reference's second answer (its twin, the noise floor).
+
+Every binary measure is taken twice — on the candidate and on the twin, each against the
+reference's first answer — so that the analysis compares the candidate with another run of the
+reference, never with an ideal (Diffy's primary/secondary/candidate rule):
+
+- `disagreement`: the answer differs from the reference's (stripped text, tool names, decoded
+  arguments; decoded JSON where JSON was asked for or the reference answered JSON);
+- `degeneration`: empty, looping, one symbol repeated, U+FFFD (gate 3's detector);
+- `json_parse`: JSON that does not parse, where the request asked for JSON (`response_format`) or
+  the reference answered with JSON;
+- `tool_parse`: where the request offers tools and the reference called one: no call, a call to
+  a tool not offered, arguments that are not a JSON object or break the tool's schema;
+- `error`: the request failed (HTTP error, timeout, malformed answer);
+- `nonfinite`: a returned logprob was NaN or infinite (only where logprobs came back);
+- `finish_reason`: a finish reason other than the reference's; `refusal`: a refusal where the
+  reference answered.
+
+Continuous: `similarity` to the reference's answer (difflib ratio; 1.0 when equal), the length
+ratio (completion tokens over the reference's), the first divergence, and latencies (reported
+here, judged by the performance gate).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.golden.answer import strip_fences
+from gatekeeper.golden.assertions import REFUSAL_MARKERS
+from gatekeeper.golden.degeneration import find_degeneration
+from gatekeeper.text import first_divergence
+
+BINARY = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite", "finish_reason", "refusal")
+"""The binary measures, each observed on the candidate and on the twin."""
+
+_REFUSAL = re.compile("|".join(REFUSAL_MARKERS), re.I)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One replayed request and its answers. `wants_json`: the request asked for JSON;
+    `tools`: the tools it offered (None: none); `twin`: the reference's second answer (None
+    when the noise floor was not measured for it)."""
+
+    id: str
+    tenant: str
+    kind: str
+    model_alias: str
+    wants_json: bool
+    tools: tuple[dict[str, Any], ...] | None
+    candidate: Answer
+    reference: Answer
+    twin: Answer | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (records, the pair store)."""
+        return {"id": self.id, "tenant": self.tenant, "kind": self.kind, "model_alias": self.model_alias,
+                "wants_json": self.wants_json, "tools": list(self.tools) if self.tools is not None else None,
+                "candidate": self.candidate.to_dict(), "reference": self.reference.to_dict(),
+                "twin": self.twin.to_dict() if self.twin is not None else None}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Pair:
+        """The inverse of `to_dict`."""
+        twin = d.get("twin")
+        return cls(str(d["id"]), str(d.get("tenant") or "default"), str(d.get("kind") or "chat"),
+                   str(d.get("model_alias") or ""), bool(d.get("wants_json")),
+                   tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
+                   Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None)
+
+
+@dataclass(frozen=True)
+class Measures:
+    """A pair's measures. `judged` is False when the reference (or its twin) failed: the pair
+    says nothing about the candidate. `bad[m]` is (candidate bad, twin bad) per binary measure
+    that applies to this pair (json_parse only for JSON pairs, tool_parse only for tool pairs)."""
+
+    judged: bool
+    why_not: str
+    bad: dict[str, tuple[bool, bool]]
+    similarity: float
+    twin_similarity: float
+    length_ratio: float | None
+    twin_length_ratio: float | None
+    divergence: int | None
+
+
+def _key(a: Answer, as_json: bool) -> Any:
+    calls = tuple((name, _decoded(args)) for name, args in a.calls)
+    text: Any = a.text.strip()
+    if as_json:
+        parsed = _json(a.text)
+        text = json.dumps(parsed, sort_keys=True) if parsed is not _BAD else text
+    return text, calls
+
+
+_BAD = object()
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(strip_fences(text.strip()))
+    except ValueError:
+        return _BAD
+
+
+def _decoded(args: str) -> Any:
+    try:
+        return json.dumps(json.loads(args), sort_keys=True)
+    except ValueError:
+        return ("<not json>", args)
+
+
+def render(a: Answer) -> str:
+    """Text then tool calls, one per line (what similarity is computed on and reports show)."""
+    return "\n".join([a.text.strip(), *(f"{n}({args})" for n, args in a.calls)]).strip()
+
+
+def similarity(a: str, b: str) -> float:
+    """difflib's ratio without the junk heuristic; 1.0 for equal strings (cheap path)."""
+    return 1.0 if a == b else difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def _answered_json(a: Answer) -> bool:
+    text = a.text.strip()
+    return bool(text) and text[0] in "{[" and _json(text) is not _BAD
+
+
+def _tool_bad(a: Answer, tools: tuple[dict[str, Any], ...]) -> bool:
+    if not a.calls:
+        return True
+    schemas = {t.get("function", {}).get("name"): t.get("function", {}).get("parameters") for t in tools}
+    for name, args in a.calls:
+        if name not in schemas:
+            return True
+        try:
+            value = json.loads(args)
+        except ValueError:
+            return True
+        if not isinstance(value, dict):
+            return True
+        schema = schemas[name]
+        if isinstance(schema, dict):
+            try:
+                jsonschema.validate(value, schema)
+            except jsonschema.ValidationError:
+                return True
+            except jsonschema.SchemaError:
+                pass  # the tool's own schema is broken: not the answer's fault
+    return False
+
+
+def _ratio(a: Answer, ref: Answer) -> float | None:
+    if a.tokens is None or ref.tokens is None or ref.tokens <= 0:
+        return None
+    return a.tokens / ref.tokens
+
+
+def measure(p: Pair) -> Measures:
+    """The measures of one pair."""
+    ref, cand = p.reference, p.candidate
+    if ref.failed or p.twin is None or p.twin.failed:
+        why = "reference request failed" if ref.failed else ("noise floor not measured" if p.twin is None
+                                                               else "reference's second request failed")
+        return Measures(False, why, {}, 0.0, 0.0, None, None, None)
+    twin = p.twin
+    as_json = p.wants_json or _answered_json(ref)
+    want = _key(ref, as_json)
+    bad: dict[str, tuple[bool, bool]] = {}
+
+    def both(name: str, test: Any) -> None:
+        bad[name] = (bool(test(cand)), bool(test(twin)))
+
+    both("error", lambda a: a.failed)
+    both("disagreement", lambda a: a.failed or _key(a, as_json) != want)
+    both("degeneration", lambda a: not a.failed and find_degeneration(render(a)) is not None)
+    if as_json:
+        both("json_parse", lambda a: a.failed or _json(a.text) is _BAD)
+    if p.tools and ref.calls:
+        tools = p.tools
+        both("tool_parse", lambda a: a.failed or _tool_bad(a, tools))
+    if cand.nonfinite or twin.nonfinite or ref.nonfinite:
+        both("nonfinite", lambda a: a.nonfinite)
+    both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason)
+    if not _REFUSAL.search(ref.text):
+        both("refusal", lambda a: not a.failed and not a.calls and _REFUSAL.search(a.text) is not None)
+    r_ref = render(ref)
+    r_cand = render(cand)
+    return Measures(True, "", bad, 0.0 if cand.failed else similarity(r_cand, r_ref), similarity(render(twin), r_ref),
+                    _ratio(cand, ref), _ratio(twin, ref), None if cand.failed else first_divergence(r_ref, r_cand))

@@ -1,0 +1,143 @@
+"""Seed 002 §8's automatic rollback conditions as named rules, each a check `shadow.rule.<name>`
+with its evidence.
+
+Four are judged on the replayed pairs (the slices' critical measures, `analysis.py`):
+`task_success_down` (answers differ from the reference's beyond its own noise), `structured_parse_drop`
+(JSON or tool calls stop parsing / validating), `garbage_rate_up` (degenerate output, NaN/Inf
+logprobs), `errors_up` (requests the reference answers and the candidate fails). Three read what
+the earlier gates of this run found: `deterministic_probe` (the `Reply with exactly: OK` canary
+of gates 1 and 3), `logit_drift` (gate 2's checks beyond their approved tolerances),
+`kernel_or_dtype_change` (gate 1: a fallback in the candidate's log the reference does not print,
+or an execution path other than the one declared).
+
+A rule whose evidence does not exist in this run (no JSON or tool requests were replayed; gate 2
+did not run) is a SKIP saying so, never a PASS.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gatekeeper.gates.shadow.analysis import SliceResult
+from gatekeeper.results import CheckResult, GateResult, Status
+
+PAIR_RULES: dict[str, tuple[str, ...]] = {
+    "task_success_down": ("disagreement",),
+    "structured_parse_drop": ("json_parse", "tool_parse"),
+    "garbage_rate_up": ("degeneration", "nonfinite"),
+    "errors_up": ("error",),
+}
+EARLIER_RULES = ("deterministic_probe", "logit_drift", "kernel_or_dtype_change")
+_FALLBACK = re.compile(r"(?i)fall(ing)? ?back|not supported|naive")
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """One rule's status, reason and the figures behind it."""
+
+    name: str
+    status: Status
+    reason: str
+    evidence_rows: tuple[tuple[str, ...], ...] = ()
+
+
+def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> RuleOutcome:
+    """A rule over the slices' critical measures: FAIL naming every (slice, measure) that fired;
+    `stopped` says why the evidence ends early (another measure fired first)."""
+    measures = PAIR_RULES[name]
+    fired, judged = [], 0
+    for s in slices:
+        for m in s.metrics:
+            if m.name not in measures:
+                continue
+            if s.key == "all":
+                judged += m.eligible
+            if m.label == "Fired":
+                fired.append((s.key, m))
+    rows = tuple((key, m.name, f"{m.candidate_rate:.1%}", f"{m.twin_rate:.1%}", str(m.eligible),
+                  f"{m.e_value:.3g}", str(m.fired_at)) for key, m in fired)
+    if fired:
+        key, m = fired[0]
+        more = f" (and {len(fired) - 1} more)" if len(fired) > 1 else ""
+        where = localise(m.name, slices)
+        return RuleOutcome(name, Status.FAIL, f"{m.name} in {key}: the candidate {m.candidate_rate:.1%} vs the reference's "
+                           f"own second run {m.twin_rate:.1%} of {m.eligible} pairs, e-value {m.e_value:.3g} (crossed "
+                           f"after {m.fired_at} pairs){more}" + (f"; {where}" if where else ""), rows)
+    if judged == 0:
+        what = {"structured_parse_drop": "no replayed request asked for JSON or offered tools the reference called",
+                "garbage_rate_up": "no pair was judged", "task_success_down": "no pair was judged",
+                "errors_up": "no pair was judged"}[name]
+        return RuleOutcome(name, Status.SKIP, f"not judged: {what}")
+    return RuleOutcome(name, Status.PASS, f"not fired: {', '.join(measures)} within the noise floor over {judged} "
+                       "judged measurements (every slice)" + (f"; {stopped}" if stopped else ""))
+
+
+def localise(measure: str, slices: Sequence[SliceResult]) -> str:
+    """Where a measure's excess over the twin sits: per dimension (tenant, kind, model), the
+    slice with the largest excess when it is at least twice every other slice's, e.g.
+    "concentrated in tenant=agents (25.0% vs twin 0.0%; other tenants at most 0.4%)"."""
+    said = []
+    for dim in ("tenant", "kind", "model"):
+        rows = []
+        for s in slices:
+            if not s.key.startswith(dim + "="):
+                continue
+            for m in s.metrics:
+                if m.name == measure and m.candidate_rate is not None and m.twin_rate is not None:
+                    rows.append((m.candidate_rate - m.twin_rate, s.key, m))
+        rows.sort(key=lambda r: r[0], reverse=True)
+        if len(rows) >= 2 and rows[0][0] > 0 and rows[0][0] >= 2 * max(rows[1][0], 0.0):
+            excess, key, m = rows[0]
+            said.append(f"{key} ({m.candidate_rate:.1%} vs twin {m.twin_rate:.1%}; other {dim}s at most "
+                        f"{max(rows[1][0], 0.0):.1%} above their twin)")
+    return "concentrated in " + " and ".join(said) if said else ""
+
+
+def _checks(earlier: Sequence[GateResult], gate: str) -> list[CheckResult] | None:
+    for g in earlier:
+        if g.id == gate and g.coverage is not None:
+            return list(g.checks)
+    return None
+
+
+def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
+    """A rule read from the earlier gates' checks in this run."""
+    if name == "deterministic_probe":
+        found = [c for g in ("startup", "golden") for c in (_checks(earlier, g) or [])
+                 if c.id in ("startup.canary.candidate", "golden.canary-ok")]
+        if not found:
+            return RuleOutcome(name, Status.SKIP, "not judged: neither gate 1's nor gate 3's canary ran in this run")
+        bad = [c for c in found if c.status is Status.FAIL]
+        if bad:
+            return RuleOutcome(name, Status.FAIL, f"{bad[0].id}: {bad[0].reason}", tuple((c.id, c.status.value) for c in bad))
+        return RuleOutcome(name, Status.PASS, "the deterministic canary passed: " + ", ".join(c.id for c in found))
+    if name == "logit_drift":
+        checks = _checks(earlier, "numerics")
+        if checks is None:
+            return RuleOutcome(name, Status.SKIP, "not judged: gate 2 (numerics) did not run in this run")
+        bad = [c for c in checks if c.status is Status.FAIL]
+        if bad:
+            return RuleOutcome(name, Status.FAIL, f"gate 2: {', '.join(c.id for c in bad)} beyond the approved range",
+                               tuple((c.id, c.reason[:120]) for c in bad))
+        if not any(c.status is Status.PASS for c in checks):
+            return RuleOutcome(name, Status.SKIP, "not judged: gate 2 judged no drift figure")
+        return RuleOutcome(name, Status.PASS, "gate 2's drift figures are within their approved tolerances")
+    checks = _checks(earlier, "startup")
+    if checks is None:
+        return RuleOutcome(name, Status.SKIP, "not judged: gate 1 (startup) did not run in this run")
+    rows = []
+    for c in checks:
+        if c.id == "startup.execution_path" and c.status is Status.FAIL:
+            rows.append((c.id, c.reason[:160]))
+        if c.id in ("startup.log_rules", "startup.new_warnings") and c.status in (Status.WARN, Status.FAIL):
+            for ev in c.evidence:
+                lines = [str(r[-1]) for r in getattr(ev, "rows", ())] + [str(x) for x in getattr(ev, "lines", ())]
+                rows += [(c.id, line[:160]) for line in lines if _FALLBACK.search(line)]
+    if rows:
+        return RuleOutcome(name, Status.FAIL, f"{rows[0][0]}: {rows[0][1]}", tuple(rows[:20]))
+    judged = [c for c in checks if c.id in ("startup.log_rules", "startup.execution_path") and c.status is not Status.SKIP]
+    if not judged:
+        return RuleOutcome(name, Status.SKIP, "not judged: no candidate log and no stated execution path to read")
+    return RuleOutcome(name, Status.PASS, "no fallback the reference does not print; the execution path is as judged")

@@ -1,0 +1,135 @@
+"""Gate 5's settings and defaults (the `shadow:` section of a policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gatekeeper.config.settings import require
+from gatekeeper.gates.shadow.analysis import Thresholds
+
+_STAGE_KEYS = ("name", "tenants", "kinds", "models", "share", "budget")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the canary plan: the traffic it draws from (tenants / kinds / models: None
+    means any; `share`: the fraction of matching requests, chosen by a seeded hash of their id, so
+    a wider stage contains the narrower one) and its budget of replayed requests."""
+
+    name: str
+    tenants: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+    share: float = 1.0
+    budget: int = 100
+
+    def describe(self) -> str:
+        """e.g. "tenants internal, 100% of matching requests, at most 60"."""
+        parts = [f"{k} {', '.join(v)}" for k, v in (("tenants", self.tenants), ("kinds", self.kinds),
+                                                     ("models", self.models)) if v]
+        return ", ".join([*parts, f"{self.share:.0%} of matching requests", f"at most {self.budget}"])
+
+
+def _names(value: Any, key: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    require(isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value), key,
+            "must be a non-empty list of names")
+    return tuple(value)
+
+
+def parse_stage(raw: Any, i: int) -> Stage:
+    """One entry of `stages` (a SettingError naming `stages[i].key` when it is wrong)."""
+    where = f"stages[{i}]"
+    require(isinstance(raw, dict), where, "must be a mapping with name, budget and optional tenants/kinds/models/share")
+    for key in raw:
+        require(key in _STAGE_KEYS, f"{where}.{key}", f"unknown key (known: {', '.join(_STAGE_KEYS)})")
+    require(isinstance(raw.get("name"), str) and raw["name"], f"{where}.name", "a stage needs a name")
+    share, budget = raw.get("share", 1.0), raw.get("budget", 100)
+    require(isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1, f"{where}.share",
+            "must be a fraction in (0, 1]")
+    require(isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1, f"{where}.budget",
+            "must be a positive number of requests")
+    return Stage(raw["name"], _names(raw.get("tenants"), f"{where}.tenants"), _names(raw.get("kinds"), f"{where}.kinds"),
+                 _names(raw.get("models"), f"{where}.models"), float(share), budget)
+
+
+@dataclass(frozen=True)
+class ShadowSettings:
+    """How gate 5 replays recorded traffic and judges it.
+
+    - `traffic` (the shipped sample): the traffic file (docs/traffic-format.md), relative to the
+      working directory or the package's shipped files;
+    - `bad_lines` ("abort"): what a bad line does — abort the run at plan time (exit 3, naming
+      file:line) or "skip" it (counted and listed in `shadow.traffic`);
+    - `concurrency` (8, production-like batches): parallel requests per pass; `noise_floor_concurrency` (8): the
+      reference's second pass, in reverse order (another batch composition at the same load, so
+      the twin is exchangeable with the candidate when nothing regressed);
+    - `chunk` (16): requests per replay round (candidate, reference, twin), after which the
+      sequential test looks and a stage may stop;
+    - `stop_early` (true): a stage stops at the first measure that fires (the sequential test
+      allows it); false replays every stage's whole budget, so every rule's evidence is complete;
+    - `max_tokens_cap` (96): the largest max_tokens replayed (a request without one gets this);
+    - `preserve_timing` (false) and `time_scale` (1.0): send each request at its recorded offset
+      from the first one (from `timestamp`), scaled;
+    - the analysis (`analysis.py`): `alpha` (0.05, the family-wise false-ROLLBACK rate of the
+      whole gate, valid at every look), `primary_share` (0.5: the share of alpha for
+      disagreement over all traffic), Diffy's `noise_absolute` (0.01 of
+      the pairs) and `noise_relative` (0.2), Kayenta's `confidence` (0.98), the tolerances
+      `similarity_tolerance` (0.02) and `length_tolerance` (0.25), `score_pass` (75) and
+      `score_marginal` (50), and `min_slice_requests` (20) for a slice to be judged on its own;
+    - `stages`: the canary plan, in order; each `{name, budget, tenants?, kinds?, models?,
+      share?}`; a stage that FAILs stops the widening; requests replayed in one stage are not
+      replayed again; the evidence carries over (the sequential test is valid across stages).
+    """
+
+    traffic: str = "golden_sets/traffic/sample.jsonl"
+    bad_lines: str = "abort"
+    concurrency: int = 8
+    noise_floor_concurrency: int = 8
+    chunk: int = 16
+    stop_early: bool = True
+    max_tokens_cap: int = 96
+    preserve_timing: bool = False
+    time_scale: float = 1.0
+    alpha: float = 0.05
+    primary_share: float = 0.5
+    noise_absolute: float = 0.01
+    noise_relative: float = 0.2
+    confidence: float = 0.98
+    similarity_tolerance: float = 0.02
+    length_tolerance: float = 0.25
+    score_pass: float = 75.0
+    score_marginal: float = 50.0
+    min_slice_requests: int = 20
+    stages: list[dict[str, Any]] = field(default_factory=lambda: [
+        {"name": "low-risk-tenant", "tenants": ["internal"], "budget": 60},
+        {"name": "canary-25pct", "share": 0.25, "budget": 120},
+        {"name": "wide-100pct", "share": 1.0, "budget": 300},
+    ])
+
+    def __post_init__(self) -> None:
+        require(self.bad_lines in ("abort", "skip"), "bad_lines", "must be abort or skip")
+        for key in ("concurrency", "noise_floor_concurrency", "chunk", "max_tokens_cap", "min_slice_requests"):
+            require(isinstance(getattr(self, key), int) and getattr(self, key) >= 1, key, "must be a positive integer")
+        require(self.time_scale > 0, "time_scale", "must be positive")
+        require(0 < self.alpha < 1, "alpha", "must be in (0, 1)")
+        require(0 < self.primary_share < 1, "primary_share", "must be in (0, 1)")
+        require(0 <= self.noise_absolute < 1 and 0 <= self.noise_relative < 1, "noise_absolute",
+                "noise_absolute and noise_relative must be fractions in [0, 1)")
+        require(0.5 < self.confidence < 1, "confidence", "must be in (0.5, 1)")
+        require(0 <= self.score_marginal <= self.score_pass <= 100, "score_pass",
+                "needs 0 ≤ score_marginal ≤ score_pass ≤ 100")
+        require(isinstance(self.stages, list) and bool(self.stages), "stages", "needs at least one stage")
+        names = [s.name for s in self.stage_plan()]
+        require(len(set(names)) == len(names), "stages", "stage names must be unique")
+
+    def stage_plan(self) -> list[Stage]:
+        """The stages, parsed."""
+        return [parse_stage(raw, i) for i, raw in enumerate(self.stages)]
+
+    def thresholds(self) -> Thresholds:
+        """The analysis' part of the settings."""
+        return Thresholds(self.alpha, self.primary_share, self.noise_absolute, self.noise_relative, self.confidence,
+                          self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal)
