@@ -125,7 +125,10 @@ def test_the_readme_url_example_promotes_two_healthy_identical_servers(tmp_path)
     two bundled servers started as a user would start theirs: PROMOTE under the default policy."""
     with running_server(GK_TINY, "--profile", "optimized", "--served-model-name", "my-model") as ref, \
             running_server(GK_TINY, "--profile", "optimized", "--served-model-name", "my-model") as cand:
-        out = gk_run(tmp_path, "--reference", ref.url, "--candidate", cand.url + "/v1", "--model", "my-model")
+        # The command as the README writes it; the smoke policy (from the environment) keeps gate 5's
+        # replay short — the default policy's full run is test_run_gk_tiny's.
+        out = gk_run(tmp_path, "--reference", ref.url, "--candidate", cand.url + "/v1", "--model", "my-model",
+                     env={**os.environ, "GATEKEEPER_POLICY": "gates/smoke.yaml"})
     assert out.code == 0 and out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
     assert {t["model"] for t in out.summary["targets"]} == {"my-model"}
 

@@ -95,6 +95,7 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     assert m["excess_slope"] > m["limit"], m
 
 
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
 def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
     """Half the KV pool (seed 000's high-usage regime) evicts more: 30+ lost recalls on a quiet or a
     loaded machine, so the decay check's FAIL does not hinge on scheduling luck. (Gate 3 would
@@ -172,6 +173,7 @@ def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
     assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
 
 
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
 def test_a_bf16_candidate_is_not_rolled_back_for_near_tie_divergences(tmp_path, gk_tiny):
     """bf16 rounding parts greedy answers at near ties (each side's token in the other's top-k,
     within the dtype's gap): asked again with logprobs, those are noise, not disagreements —
@@ -182,6 +184,7 @@ def test_a_bf16_candidate_is_not_rolled_back_for_near_tie_divergences(tmp_path, 
     assert agreement["metrics"]["near_ties"] > 0 and agreement["metrics"]["rate"] <= agreement["metrics"]["limit"]
 
 
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
 def test_both_fail_cells_answered_differently_fail_and_answered_alike_only_warn(tmp_path, gk_tiny):
     """gk-tiny misses every tool and JSON case of gate 4 and some needle cells on both
     targets. Answered as the reference answers (a proxy that passes everything) they are not

@@ -119,6 +119,12 @@ class MarkdownRenderer(Renderer):
                 f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
             )
 
+        stages = [c for g in run.gates if g.id == "shadow" for c in g.checks
+                  if c.id.startswith(("shadow.stage.", "shadow.rule."))]
+        if stages:
+            lines += ["", "### Shadow traffic: stages and rollback rules", "", "| Check | Status | Reason |", "|---|---|---|"]
+            lines += [f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {md_cell(c.reason)} |" for c in stages]
+
         listed = [c for g in run.gates for c in g.checks if _explains_verdict(c, v)]
         if listed:
             lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]

@@ -26,6 +26,7 @@ out), and 0 when a critical measure fired.
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +40,7 @@ from gatekeeper.gates.shadow.sequential import PairedEProcess
 CRITICAL = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
-HL_SAMPLE = 2000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)
+HL_SAMPLE = 1000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,8 @@ class SliceState:
     pairs: int = 0
     judged: int = 0
     unjudged: dict[str, int] = field(default_factory=dict)
-    sim_delta: list[float] = field(default_factory=list)
-    len_delta: list[float] = field(default_factory=list)
+    sim_delta: array = field(default_factory=lambda: array("d"))  # 8 bytes per pair: bounded, not the pairs
+    len_delta: array = field(default_factory=lambda: array("d"))
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class SliceResult:
                 "score": self.score, "metrics": [m.to_dict() for m in self.metrics]}
 
 
-def hodges_lehmann(values: list[float]) -> float:
+def hodges_lehmann(values: Any) -> float:
     """The median of the Walsh averages (x_i + x_j) / 2, i ≤ j — over a fixed-seed subsample of
     HL_SAMPLE values when there are more (the estimate, not the test, is subsampled)."""
     x = np.asarray(values, dtype=float)
@@ -198,10 +199,10 @@ class Analysis:
         self.first_fired_at: int | None = None  # pairs judged (overall) when any measure first fired
         self.pairs = 0
 
-    def add(self, pair: Pair, m: Measures, sampled: bool) -> None:
+    def add(self, pair: Pair, m: Measures) -> None:
         """One pair, in replay order (the e-processes look after every pair)."""
         self.pairs += 1
-        for key in slice_keys(pair.tenant, pair.kind, pair.model_alias, sampled):
+        for key in slice_keys(pair.tenant, pair.kind, pair.model_alias, pair.sampled):
             s = self.slices.get(key)
             if s is None:
                 continue
@@ -255,14 +256,14 @@ class Analysis:
         return MetricResult(name, False, "High" if high else "Pass", cand_rate, twin_rate, st.eligible, float(p), None,
                             excess)
 
-    def _continuous(self, name: str, deltas: list[float], tolerance: float, direction: str) -> MetricResult:
-        nonzero = [d for d in deltas if d != 0.0]
-        if len(nonzero) < 5:
+    def _continuous(self, name: str, deltas: array, tolerance: float, direction: str) -> MetricResult:
+        if sum(1 for d in deltas if d != 0.0) < 5:
             return MetricResult(name, False, "Pass" if deltas else "Nodata", None, None, len(deltas), None, None,
                                 0.0 if deltas else None)
         alt = "less" if direction == "decrease" else "two-sided"
-        p = float(wilcoxon(deltas, alternative=alt, zero_method="zsplit").pvalue)
-        shift = hodges_lehmann(deltas)
+        values = np.frombuffer(deltas, dtype=float)
+        p = float(wilcoxon(values, alternative=alt, zero_method="zsplit").pvalue)
+        shift = hodges_lehmann(values)
         beyond = shift < -tolerance if direction == "decrease" else abs(shift) > tolerance
         label = "Pass"
         if p < 1 - self.t.confidence and beyond:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -17,7 +18,8 @@ from collections.abc import Sequence
 from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, SliceResult, slice_keys
+from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
+from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
 from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
@@ -96,7 +98,8 @@ class ShadowGate(Gate):
         for stage in stages:
             selections.append(stage_selection(traffic.records, stage, ctx.seed, done))
             done.update(r.id for r in selections[-1])
-        analysis = Analysis(_slice_plan([r for sel in selections for r in sel], s.min_slice_requests), s.thresholds())
+        analysis = Analysis(slice_plan((_facts(r) for sel in selections for r in sel), s.min_slice_requests),
+                            s.thresholds())
         worst: list[tuple[float, int, Pair, Measures]] = []
         failed: Stage | None = None
         for stage, chosen in zip(stages, selections):
@@ -127,18 +130,23 @@ class ShadowGate(Gate):
         start_pairs = analysis.pairs
         curve_x: list[float] = []
         curve: list[float] = []
+        latency: dict[str, list[float]] = {"candidate": [], "reference": []}
+        conc = stage.concurrency or s.concurrency
+        noise_conc = stage.concurrency or s.noise_floor_concurrency
         ctx.progress(f"shadow: stage {stage.name}: {len(chosen)} requests")
         for at in range(0, len(chosen), s.chunk):
             chunk = list(chosen[at:at + s.chunk])
             offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
-            cand = send_all(ctx.candidate, chunk, s.concurrency, s.max_tokens_cap, offsets)
-            ref = send_all(ctx.reference, chunk, s.concurrency, s.max_tokens_cap, offsets)
-            twin = send_all(ctx.reference, chunk[::-1], s.noise_floor_concurrency, s.max_tokens_cap)[::-1]
+            cand = send_all(ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
+            ref = send_all(ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+            twin = send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap)[::-1]
+            latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
+            latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for r, c, a, b in zip(chunk, cand, ref, twin):
                 pair = Pair(r.id, r.tenant, r.kind, r.model_alias, _wants_json(r), tuple(r.request["tools"])
-                            if r.request.get("tools") else None, c, a, b)
+                            if r.request.get("tools") else None, c, a, b, r.sampled, bool(r.request.get("logprobs")))
                 measured = measure(pair)
-                analysis.add(pair, measured, r.sampled)
+                analysis.add(pair, measured)
                 _keep_worst(worst, pair, measured)
                 ep = analysis.slices[SliceKey("all", "")].measures["disagreement"].eproc
                 curve_x.append(analysis.pairs)
@@ -151,7 +159,8 @@ class ShadowGate(Gate):
         overall = next(sl for sl in slices if sl.key == "all")
         replayed = analysis.pairs - start_pairs
         metrics = {"requests": replayed, "planned": len(chosen), "stopped_early": replayed < len(chosen),
-                   "score": overall.score, "fired": [f"{k}:{m.name}" for k, m in fired],
+                   "score": overall.score, "fired": [f"{k}:{m.name}" for k, m in fired], "concurrency": conc,
+                   "latency_s": {role: _percentiles(v) for role, v in latency.items()},
                    "slices": [sl.to_dict() for sl in slices]}
         all_disagreement = analysis.slices[SliceKey("all", "")].measures["disagreement"]
         threshold = -math.log10(all_disagreement.alpha or 1.0)
@@ -184,6 +193,14 @@ class ShadowGate(Gate):
                   advisory=outcome.status is Status.SKIP)
 
 
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    """p50 / p95 end-to-end latency (reported here; the performance gate judges latency)."""
+    if not values:
+        return {"p50": None, "p95": None}
+    ordered = sorted(values)
+    return {"p50": round(statistics.median(ordered), 4), "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4)}
+
+
 def _load(s: ShadowSettings) -> TrafficFile:
     path = find_file(s.traffic)
     return load_traffic(path, skip_bad=s.bad_lines == "skip")
@@ -194,26 +211,9 @@ def _wants_json(r: TrafficRecord) -> bool:
     return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
 
 
-def _slice_plan(records: Sequence[TrafficRecord], min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
-    """The slices judged and the critical measures that apply to each, from the selected
-    requests alone (fixed before the replay: the alpha split must not depend on outcomes)."""
-    members: dict[SliceKey, list[TrafficRecord]] = {}
-    for r in records:
-        for key in slice_keys(r.tenant, r.kind, r.model_alias, r.sampled):
-            members.setdefault(key, []).append(r)
-    out = []
-    for key, rs in members.items():
-        if key.dimension != "all" and (len(rs) < min_requests or len(rs) == len(records)):
-            continue  # too small to judge alone, or the same requests as `all`
-        applicable = {"disagreement", "degeneration", "error"}
-        if any(_wants_json(r) for r in rs):
-            applicable.add("json_parse")
-        if any(r.request.get("tools") for r in rs):
-            applicable.add("tool_parse")
-        if any(r.request.get("logprobs") for r in rs):
-            applicable.add("nonfinite")
-        out.append((key, frozenset(m for m in CRITICAL if m in applicable)))
-    return out
+def _facts(r: TrafficRecord) -> RequestFacts:
+    return RequestFacts(r.tenant, r.kind, r.model_alias, r.sampled, _wants_json(r), bool(r.request.get("tools")),
+                        bool(r.request.get("logprobs")))
 
 
 def _keep_worst(heap: list[tuple[float, int, Pair, Measures]], pair: Pair, m: Measures) -> None:

@@ -25,6 +25,7 @@ here, judged by the performance gate).
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -48,7 +49,8 @@ _REFUSAL = re.compile("|".join(REFUSAL_MARKERS), re.I)
 class Pair:
     """One replayed request and its answers. `wants_json`: the request asked for JSON;
     `tools`: the tools it offered (None: none); `twin`: the reference's second answer (None
-    when the noise floor was not measured for it)."""
+    when the noise floor was not measured for it); `sampled`: temperature above 0;
+    `wants_logprobs`: the request asked for logprobs."""
 
     id: str
     tenant: str
@@ -59,13 +61,16 @@ class Pair:
     candidate: Answer
     reference: Answer
     twin: Answer | None
+    sampled: bool = False
+    wants_logprobs: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (records, the pair store)."""
         return {"id": self.id, "tenant": self.tenant, "kind": self.kind, "model_alias": self.model_alias,
                 "wants_json": self.wants_json, "tools": list(self.tools) if self.tools is not None else None,
                 "candidate": self.candidate.to_dict(), "reference": self.reference.to_dict(),
-                "twin": self.twin.to_dict() if self.twin is not None else None}
+                "twin": self.twin.to_dict() if self.twin is not None else None, "sampled": self.sampled,
+                "wants_logprobs": self.wants_logprobs}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Pair:
@@ -74,7 +79,8 @@ class Pair:
         return cls(str(d["id"]), str(d.get("tenant") or "default"), str(d.get("kind") or "chat"),
                    str(d.get("model_alias") or ""), bool(d.get("wants_json")),
                    tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
-                   Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None)
+                   Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None,
+                   bool(d.get("sampled")), bool(d.get("wants_logprobs")))
 
 
 @dataclass(frozen=True)
@@ -149,13 +155,23 @@ def _tool_bad(a: Answer, tools: tuple[dict[str, Any], ...]) -> bool:
             return True
         schema = schemas[name]
         if isinstance(schema, dict):
-            try:
-                jsonschema.validate(value, schema)
-            except jsonschema.ValidationError:
+            validator = _validator(json.dumps(schema, sort_keys=True))
+            if validator is not None and not validator.is_valid(value):
                 return True
-            except jsonschema.SchemaError:
-                pass  # the tool's own schema is broken: not the answer's fault
     return False
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> Any:
+    """A compiled validator per tool schema (checking the schema once, not once per answer);
+    None for a schema that is itself broken — not the answer's fault."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
 
 
 def _ratio(a: Answer, ref: Answer) -> float | None:

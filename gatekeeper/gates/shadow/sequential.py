@@ -20,8 +20,8 @@ for a reference that repeats itself, where every discordant request is the candi
 Ville's inequality P(sup_n E_n ≥ 1/α) ≤ α: the gate may look after every request and stop at
 the first crossing without inflating false alarms (`benchmarks/shadow_false_alarms.py` and the
 tests show it by simulation). The always-valid p-value is min(1, 1 / max_k E_k). No evidence
-is ever stronger than a factor 2 per discordant request (the sign of a symmetric pair), so at
-alpha = 0.025 a regression shows after at least six discordant requests.
+is ever stronger than a factor 2 per discordant request (the sign of a symmetric pair): at
+alpha = 0.025 no test could fire before six discordant requests, and this mixture fires at seven.
 """
 
 from __future__ import annotations

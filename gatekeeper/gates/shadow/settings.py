@@ -8,14 +8,15 @@ from typing import Any
 from gatekeeper.config.settings import require
 from gatekeeper.gates.shadow.analysis import Thresholds
 
-_STAGE_KEYS = ("name", "tenants", "kinds", "models", "share", "budget")
+_STAGE_KEYS = ("name", "tenants", "kinds", "models", "share", "budget", "concurrency")
 
 
 @dataclass(frozen=True)
 class Stage:
     """One stage of the canary plan: the traffic it draws from (tenants / kinds / models: None
     means any; `share`: the fraction of matching requests, chosen by a seeded hash of their id, so
-    a wider stage contains the narrower one) and its budget of replayed requests."""
+    a wider stage contains the narrower one), its budget of replayed requests, and its
+    `concurrency` (None: the gate's) — a later stage can widen the load as well as the traffic."""
 
     name: str
     tenants: tuple[str, ...] | None = None
@@ -23,12 +24,14 @@ class Stage:
     models: tuple[str, ...] | None = None
     share: float = 1.0
     budget: int = 100
+    concurrency: int | None = None
 
     def describe(self) -> str:
         """e.g. "tenants internal, 100% of matching requests, at most 60"."""
         parts = [f"{k} {', '.join(v)}" for k, v in (("tenants", self.tenants), ("kinds", self.kinds),
                                                      ("models", self.models)) if v]
-        return ", ".join([*parts, f"{self.share:.0%} of matching requests", f"at most {self.budget}"])
+        load = [f"concurrency {self.concurrency}"] if self.concurrency else []
+        return ", ".join([*parts, f"{self.share:.0%} of matching requests", f"at most {self.budget}", *load])
 
 
 def _names(value: Any, key: str) -> tuple[str, ...] | None:
@@ -51,8 +54,11 @@ def parse_stage(raw: Any, i: int) -> Stage:
             "must be a fraction in (0, 1]")
     require(isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1, f"{where}.budget",
             "must be a positive number of requests")
+    conc = raw.get("concurrency")
+    require(conc is None or (isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1), f"{where}.concurrency",
+            "must be a positive number of parallel requests")
     return Stage(raw["name"], _names(raw.get("tenants"), f"{where}.tenants"), _names(raw.get("kinds"), f"{where}.kinds"),
-                 _names(raw.get("models"), f"{where}.models"), float(share), budget)
+                 _names(raw.get("models"), f"{where}.models"), float(share), budget, conc)
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ class ShadowSettings:
       `similarity_tolerance` (0.02) and `length_tolerance` (0.25), `score_pass` (75) and
       `score_marginal` (50), and `min_slice_requests` (20) for a slice to be judged on its own;
     - `stages`: the canary plan, in order; each `{name, budget, tenants?, kinds?, models?,
-      share?}`; a stage that FAILs stops the widening; requests replayed in one stage are not
+      share?, concurrency?}`; a stage that FAILs stops the widening; requests replayed in one stage are not
       replayed again; the evidence carries over (the sequential test is valid across stages).
     """
 

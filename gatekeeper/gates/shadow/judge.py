@@ -1,0 +1,58 @@
+"""Judging pairs that are already stored — a replay's, or (the live shadow proxy's) a pair store's:
+the same measures and analysis as a replay, over a stream of pairs read twice (once to fix the
+slices and split alpha, as a replay fixes them from its requests, once to judge), so no more than
+one pair is ever in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, Thresholds, slice_keys
+from gatekeeper.gates.shadow.measures import Pair, measure
+
+
+@dataclass(frozen=True)
+class RequestFacts:
+    """What fixes a request's slices and the measures that apply, known before any answer."""
+
+    tenant: str
+    kind: str
+    model_alias: str
+    sampled: bool
+    wants_json: bool
+    has_tools: bool
+    wants_logprobs: bool
+
+
+def slice_plan(requests: Iterable[RequestFacts], min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
+    """The slices judged and the critical measures that apply to each, from the requests alone
+    (the alpha split must not depend on outcomes). A slice with fewer than `min_requests`, or
+    the same requests as `all`, is not judged on its own."""
+    count: dict[SliceKey, int] = {}
+    applies: dict[SliceKey, set[str]] = {}
+    total = 0
+    for r in requests:
+        total += 1
+        extra = {m for m, on in (("json_parse", r.wants_json), ("tool_parse", r.has_tools),
+                                 ("nonfinite", r.wants_logprobs)) if on}
+        for key in slice_keys(r.tenant, r.kind, r.model_alias, r.sampled):
+            count[key] = count.get(key, 0) + 1
+            applies.setdefault(key, {"disagreement", "degeneration", "error"}).update(extra)
+    return [(key, frozenset(m for m in CRITICAL if m in applies[key])) for key, n in count.items()
+            if key.dimension == "all" or (n >= min_requests and n != total)]
+
+
+def facts_of(p: Pair) -> RequestFacts:
+    """A stored pair's request facts."""
+    return RequestFacts(p.tenant, p.kind, p.model_alias, p.sampled, p.wants_json, bool(p.tools), p.wants_logprobs)
+
+
+def judge_pairs(pairs: Callable[[], Iterable[Pair]], t: Thresholds, min_slice_requests: int) -> Analysis:
+    """The analysis of stored pairs; `pairs()` is called twice and must yield the same pairs
+    in the same order (the order is the sequential test's looks)."""
+    analysis = Analysis(slice_plan((facts_of(p) for p in pairs()), min_slice_requests), t)
+    for p in pairs():
+        analysis.add(p, measure(p))
+    return analysis
