@@ -90,7 +90,7 @@ def test_garbage_fires_its_own_rule(tmp_path, reference):
     """NaN residue garbles answers (and fails some requests); replayed to the end of the budget,
     its degeneration rule fires as well as the disagreement rule that would have stopped first."""
     out = gk_run(tmp_path, "--reference", reference.url, "--candidate-fault", "nan-residue", "--gates", "startup,shadow",
-                 "--policy", _policy(tmp_path, budget=32, stop_early=False))
+                 "--policy", _policy(tmp_path, budget=48, stop_early=False))
     assert _rules(out)["garbage_rate_up"] == "FAIL", out.check("shadow.rule.garbage_rate_up")
 
 

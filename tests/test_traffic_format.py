@@ -100,3 +100,22 @@ def test_openai_batch_files_import_with_their_answers(tmp_path):
     bad = _write(tmp_path, json.dumps({"custom_id": "x", "url": "/v1/chat/completions", "body": {"messages": "no"}}))
     with pytest.raises(ConfigError, match=r":1: request.messages must be"):
         import_openai_batch(bad)
+
+
+def test_stages_select_by_a_seeded_hash_and_timing_is_kept_as_recorded_offsets():
+    from gatekeeper.gates.shadow.replay import offsets_of, stage_selection
+    from gatekeeper.gates.shadow.settings import Stage
+
+    records = generate(200, seed=1)
+    narrow = stage_selection(records, Stage("n", share=0.1, budget=1000), seed=5, done=set())
+    wide = stage_selection(records, Stage("w", share=0.5, budget=1000), seed=5, done=set())
+    assert {r.id for r in narrow} <= {r.id for r in wide} and 5 < len(narrow) < len(wide) < 200
+    assert stage_selection(records, Stage("n", share=0.1, budget=1000), seed=6, done=set()) != narrow
+    internal = stage_selection(records, Stage("i", tenants=("internal",), budget=7), seed=5, done=set())
+    assert len(internal) == 7 and {r.tenant for r in internal} == {"internal"}
+    rest = stage_selection(records, Stage("r", budget=1000), seed=5, done={r.id for r in internal})
+    assert not {r.id for r in rest} & {r.id for r in internal}
+    offsets = offsets_of(records[:5], time_scale=0.5)
+    assert offsets is not None and offsets[0] == 0.0
+    assert offsets[4] == pytest.approx((records[4].timestamp - records[0].timestamp) * 0.5)
+    assert offsets_of([parse_record(GOOD, 1)], 1.0) is None  # no timestamps: nothing to preserve

@@ -30,6 +30,7 @@ PAIR_RULES: dict[str, tuple[str, ...]] = {
     "errors_up": ("error",),
 }
 EARLIER_RULES = ("deterministic_probe", "logit_drift", "kernel_or_dtype_change")
+_NOT_DRIFT = ("numerics.coverage", "numerics.scoring", "numerics.tokenization")
 _FALLBACK = re.compile(r"(?i)fall(ing)? ?back|not supported|naive")
 
 
@@ -117,6 +118,7 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         checks = _checks(earlier, "numerics")
         if checks is None:
             return RuleOutcome(name, Status.SKIP, "not judged: gate 2 (numerics) did not run in this run")
+        checks = [c for c in checks if c.id not in _NOT_DRIFT]  # what gate 2 could judge is not a drift figure
         bad = [c for c in checks if c.status is Status.FAIL]
         if bad:
             return RuleOutcome(name, Status.FAIL, f"gate 2: {', '.join(c.id for c in bad)} beyond the approved range",
