@@ -159,3 +159,12 @@ def test_a_traffic_file_with_a_bad_line_stops_the_run_before_anything_starts(tmp
     policy.write_text(f"version: 1\ngates:\n  shadow:\n    traffic: {str(bad)!r}\n")
     out = gk_run(tmp_path / "out", "--policy", str(policy), "--gates", "shadow")
     assert out.code == 3 and f"{bad}:2: endpoint must be one of" in out.stderr, out.stderr
+
+
+def test_a_reference_that_fails_the_replay_holds_and_no_stage_reads_as_passed(tmp_path, reference, candidate):
+    with fault_proxy(reference.url, "http500", after=12) as url:  # the reference's probe and canary pass, its replay fails
+        out = gk_run(tmp_path, "--reference", url, "--candidate", candidate.url, "--gates", "startup,shadow",
+                     "--policy", _policy(tmp_path, budget=16))
+    stage = out.check("shadow.stage.all")
+    assert stage["status"] == "SKIP" and "not judged" in stage["reason"], stage
+    assert out.summary["verdict"] == "HOLD", out.summary["reasons"]  # the reference's failure is not the candidate's

@@ -128,6 +128,7 @@ class ShadowGate(Gate):
         """Replay one stage in chunks until its budget or a firing; record its check. True when it failed."""
         t0 = time.perf_counter()
         start_pairs = analysis.pairs
+        start_judged = analysis.slices[SliceKey("all", "")].judged
         curve_x: list[float] = []
         curve: list[float] = []
         latency: dict[str, list[float]] = {"candidate": [], "reference": []}
@@ -169,12 +170,16 @@ class ShadowGate(Gate):
                            {"log10 e-value": tuple(curve), "rejection threshold log10(1/alpha)": tuple(threshold for _ in curve_x)},
                            "requests replayed", "log10 e-value"),
                     *(_pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
+        judged = overall.judged - start_judged
         if fired:
             key, m = fired[0]
             where = localise(m.name, slices)
             status, reason = Status.FAIL, (f"{m.name} fired in {key} after {replayed} of {len(chosen)} requests "
                                            f"(candidate {m.candidate_rate:.1%} vs twin {m.twin_rate:.1%})"
                                            + (f", {where}" if where else "") + "; the canary stops here")
+        elif judged == 0:  # every pair unjudged (the reference failed): nothing was compared, so no PASS
+            status, reason = Status.SKIP, (f"not judged: none of the {replayed} pairs could be compared "
+                                           f"({', '.join(overall.unjudged) or 'no answers'})")
         elif overall.score < s.score_marginal:
             status, reason = Status.FAIL, f"score {overall.score:g} below score_marginal {s.score_marginal:g}"
         elif overall.score < s.score_pass:
