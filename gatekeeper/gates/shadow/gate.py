@@ -14,6 +14,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import Series, Table, TextPair
@@ -138,8 +139,12 @@ class ShadowGate(Gate):
         for at in range(0, len(chosen), s.chunk):
             chunk = list(chosen[at:at + s.chunk])
             offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
-            cand = send_all(ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
-            ref = send_all(ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+            # The candidate and the reference are separate servers: their first passes go at once
+            # (the same arrivals to both); the twin then has the reference to itself.
+            with ThreadPoolExecutor(max_workers=2) as both:
+                cand_f = both.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
+                ref_f = both.submit(send_all, ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+                cand, ref = cand_f.result(), ref_f.result()
             twin = send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap)[::-1]
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]

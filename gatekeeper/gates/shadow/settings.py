@@ -72,7 +72,8 @@ class ShadowSettings:
     - `concurrency` (8, production-like batches): parallel requests per pass; `noise_floor_concurrency` (8): the
       reference's second pass, in reverse order (another batch composition at the same load, so
       the twin is exchangeable with the candidate when nothing regressed);
-    - `chunk` (16): requests per replay round (candidate, reference, twin), after which the
+    - `chunk` (16): requests per replay round (the candidate's and the reference's passes at
+      once — two servers — then the twin's), after which the
       sequential test looks and a stage may stop;
     - `stop_early` (true): a stage stops at the first measure that fires (the sequential test
       allows it); false replays every stage's whole budget, so every rule's evidence is complete;
