@@ -60,6 +60,7 @@ class Runner:
         self.progress = progress
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
+        self._extra: list[Endpoint] = []  # endpoints of targets a gate started
 
     def _start_targets(self) -> dict[str, Started]:
         started: dict[str, Started] = {}
@@ -115,7 +116,7 @@ class Runner:
         finally:
             for target in self.targets.values():
                 target.stop()
-            for ep in endpoints.values():
+            for ep in [*endpoints.values(), *self._extra]:
                 ep.close()
             records.close()
         verdict, reasons = decide(gates)
@@ -155,7 +156,8 @@ class Runner:
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions, observed=observed, earlier=tuple(results),
-                              judgement=gate.judgement)
+                              judgement=gate.judgement, specs={"reference": plan.reference, "candidate": plan.candidate},
+                              launch=self._launch, out_dir=plan.out_dir)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:
@@ -176,6 +178,21 @@ class Runner:
             if result.stopped_run:
                 stopped_by = result
         return results
+
+    def _launch(self, role: str, spec: TargetSpec) -> Endpoint:
+        """Start one more target for a gate (the performance baseline); it is stopped with the
+        others. A target that does not come up is an EndpointError (the gate's ERROR)."""
+        self.progress(f"starting {role}: {spec.describe()}")
+        target = make_target(role, spec)
+        self.targets[role] = target
+        s = target.start(str(self.run_dir))
+        if not s.ready:
+            raise EndpointError("connect", s.base_url or role, f"the {role} did not start: {s.error}")
+        self.progress(f"{role} ready in {s.startup_s:.1f} s")
+        ep = Endpoint(role, s.base_url, served_model(s.base_url, spec, target.api_key()), target.api_key(),
+                      self.plan.timeout_s, key_source=spec.key_source)
+        self._extra.append(ep)
+        return ep
 
     def _liveness(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> bool:
         """After a gate: is each target still there? A candidate that stopped answering (its

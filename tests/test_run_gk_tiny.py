@@ -23,8 +23,10 @@ def _failing(out) -> list[str]:
 def test_default_run_promotes(tmp_path):
     out = gk_run(tmp_path)
     assert out.code == 0 and out.summary["verdict"] == "PROMOTE", (out.summary or {}).get("reasons", out.stderr)
-    assert [g["id"] for g in out.summary["gates"]] == ["startup", "numerics", "golden", "longctx", "shadow"]
+    assert [g["id"] for g in out.summary["gates"]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
     assert out.gate("shadow")["coverage"]["judged"] > 0  # the shipped traffic was replayed and judged
+    assert out.gate("performance")["coverage"]["judged"] >= 6  # every budgeted metric at both levels was judged
+    assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     table = {row["dimension"]: row for row in out.summary["correctness_table"]}
     assert list(table) == ["Deterministic", "Structured", "Numerical", "Degeneration", "Long context", "Shadow traffic"]
     assert table["Numerical"]["status"] == "PASS" and table["Degeneration"]["candidate"].startswith("0 of ")

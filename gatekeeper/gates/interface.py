@@ -22,6 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from gatekeeper.capabilities import Capabilities
@@ -33,6 +34,7 @@ from gatekeeper.probe import probe
 from gatekeeper.evidence import Evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.targets.interface import TargetSpec
 
 
 @dataclass
@@ -124,6 +126,9 @@ class GateContext:
     earlier: tuple[GateResult, ...] = ()  # the results of the gates before this one (gate 5's rules read them)
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
     judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
+    specs: dict[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
+    launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
+    out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:

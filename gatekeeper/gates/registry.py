@@ -8,11 +8,12 @@ from gatekeeper.gates.golden.gate import GoldenGate
 from gatekeeper.gates.interface import Gate
 from gatekeeper.gates.longctx.gate import LongContextGate
 from gatekeeper.gates.numerics.gate import NumericsGate
+from gatekeeper.gates.performance.gate import PerformanceGate
 from gatekeeper.gates.shadow.gate import ShadowGate
 from gatekeeper.gates.startup.gate import StartupGate
 
 GATES: dict[str, type[Gate]] = {cls.id: cls for cls in (StartupGate, NumericsGate, GoldenGate, LongContextGate,
-                                                        ShadowGate)}
+                                                        ShadowGate, PerformanceGate)}
 
 
 def settings_types() -> dict[str, type]:

@@ -11,7 +11,8 @@ from markupsafe import Markup
 from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData
 from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.report.viewmodel import run_view
+from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE, seed_table
+from gatekeeper.report.viewmodel import gate_view, run_view
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,10 @@ def performance_view(data: ReportData) -> dict[str, Any]:
         values = [t.e2e_s * 1000 for t in run.timings if t.target == p.role]
         if values:
             histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)"))
+    gate = next(((g, counts) for g, counts in data.gates() if g.id == PERFORMANCE_GATE), None)
     return {
+        "gate": gate_view(*gate) if gate else None,
+        "gate_table": seed_table(gate[0], run) if gate else (),
         "run": run_view(data),
         "caveat": caveat,
         "columns": columns,

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
 from gatekeeper.report.jsonable import to_jsonable
+from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
 from gatekeeper.report.textdiff import TextPair, text_pair
 from gatekeeper import evidence
 from gatekeeper.evidence import Evidence
@@ -290,7 +291,7 @@ def run_view(data: ReportData) -> RunView:
 def correctness_view(data: ReportData) -> dict[str, Any]:
     """Everything correctness.html.j2 needs."""
     return {"run": run_view(data), "table": data.correctness,
-            "gates": tuple(gate_view(g, counts) for g, counts in data.gates())}
+            "gates": tuple(gate_view(g, counts) for g, counts in data.gates() if g.id != PERFORMANCE_GATE)}
 
 
 def _path(dtype: str, declared: tuple[tuple[str, str], ...], observed: tuple[tuple[str, str], ...] = ()) -> str:

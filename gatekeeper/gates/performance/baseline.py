@@ -1,0 +1,40 @@
+"""Which server the candidate's speed is compared with (the policy's `baseline`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import ConfigError
+from gatekeeper.targets.interface import TargetSpec
+
+
+@dataclass(frozen=True)
+class BaselineChoice:
+    """What to measure against: the reference, or a launch of `spec` (the candidate's own
+    launch without its faults); `why` is the sentence the report shows."""
+
+    kind: str  # "reference" or "launch"
+    why: str
+    spec: TargetSpec | None = None
+
+
+def choose(setting: str, candidate: TargetSpec, reference: TargetSpec) -> BaselineChoice:
+    """Resolve `baseline: auto | reference | candidate-without-faults` for this pair."""
+    if setting == "reference" or (setting == "auto" and candidate.kind != "bundled"):
+        return BaselineChoice("reference", f"the reference target ({reference.describe()})")
+    if candidate.kind != "bundled":
+        raise ConfigError("baseline candidate-without-faults needs a bundled candidate (a real engine's own build "
+                          "without a bug is not something gatekeeper can launch): use baseline: reference",
+                          key="gates.performance.baseline")
+    spec = replace(candidate, faults=())
+    return BaselineChoice("launch", f"the candidate's launch without faults ({spec.describe()}): the trusted reference "
+                                    f"({reference.describe()}) is the correctness baseline, not a performance one", spec)
+
+
+def baseline_endpoint(choice: BaselineChoice, reference: Endpoint, launch) -> Endpoint:
+    """The endpoint to measure as the baseline (`launch(role, spec)` starts a target)."""
+    if choice.kind == "reference":
+        return reference
+    assert choice.spec is not None
+    return launch("baseline", choice.spec)

@@ -1,0 +1,259 @@
+"""The performance gate — after the five, and only where correctness passed.
+
+The checks, why, and what a failure looks like are `PerformanceGate`'s docstring; the load
+generator is `gatekeeper/perf/loadgen.py`, the figures' definitions `perf/figures.py`, the
+statistics `perf/compare.py`, the measurement design `measure.py`, capacity and cost
+`capacity.py`, the baseline `baseline.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gatekeeper.evidence import Series, Table
+from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.gates.performance.baseline import baseline_endpoint, choose
+from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
+from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
+from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.multiple import holm
+from gatekeeper.perf.compare import Comparison, compare
+from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
+from gatekeeper.perf.workload import Workload
+from gatekeeper.results import Judgement, Status, Verdict
+from gatekeeper.run_plan import RunPlan
+from gatekeeper.verdict import decide
+
+CDF_POINTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
+
+
+class PerformanceGate(Gate):
+    """Performance — is the candidate as fast as its baseline, where its answers are right?
+
+    Runs after the five correctness gates and only when they passed (speed of a wrong answer is
+    not a result: otherwise every check is skipped with that reason). The candidate is measured
+    against the policy's baseline — for the bundled pair the candidate's own launch without its
+    faults (the trusted fp32 reference is not a performance baseline), for real engines the
+    reference target. A load generator streams seeded synthetic requests (controlled input and
+    output lengths) to one target at a time, in counterbalanced block pairs (A B, B A, …), at each
+    judged concurrency; the baseline's blocks against each other are the noise floor.
+
+    Checks: `performance.measurement` (the measurement is valid: the client kept its schedule, the
+    baseline answered, the noise floor is stable); `performance.c<N>.<metric>` per concurrency N
+    for output tokens/s, TPOT p50 and TTFT p95 — FAIL when the candidate is worse than its budget
+    and the noise floor, and significantly so (one-sided t test on the pairs' log ratios, Holm
+    over every metric and level at the family-wise `alpha`), WARN when significantly worse but
+    within the budget; `performance.errors_under_load`; `performance.capacity` (advisory: the knee
+    of a concurrency sweep under the SLOs, goodput and cost per 1,000 requests).
+
+    A failure looks like: seed 003's dependency bump that costs 23% decode throughput, or a 5%
+    per-step slowdown that only a paired, interleaved measurement separates from a noisy machine.
+    """
+
+    id = "performance"
+    stage = 6
+    title = "Performance"
+    Settings = PerformanceSettings
+    judgement = Judgement.STATISTICAL
+    min_judged_share = 0.5
+
+    @classmethod
+    def validate(cls, settings: PerformanceSettings, plan: RunPlan) -> None:
+        """At plan time: the baseline can be had for this pair."""
+        choose(settings.baseline, plan.candidate, plan.reference)
+
+    def run(self, ctx: GateContext) -> None:
+        """Skip unless correctness passed; else measure, compare, sweep."""
+        s: PerformanceSettings = ctx.settings
+        correctness = [g for g in ctx.earlier if g.stage < self.stage]
+        if correctness:
+            verdict, _ = decide(correctness)
+            if verdict is not Verdict.PROMOTE:
+                ctx.skip("not_run", f"not measured: correctness did not pass (verdict {verdict.value}); the speed of "
+                         "wrong answers is not a result", advisory=True)
+                return
+        else:
+            ctx.notes.append("performance: no correctness gate ran in this run; the figures assume correct answers")
+        choice = choose(s.baseline, ctx.specs["candidate"], ctx.specs["reference"])
+        ctx.progress(f"performance: baseline is {choice.why}")
+        base_ep = baseline_endpoint(choice, ctx.reference, ctx.launch)
+        base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
+        targets = {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
+                   "candidate": LoadTarget(ctx.candidate.base_url, ctx.candidate.model, ctx.specs["candidate"].api_key(),
+                                           ctx.candidate.timeout_s)}
+        workload = _controlled(s.workload(), targets, ctx)
+        warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
+        levels = [measure_level(targets, level, s.pairs, s.requests_per_block(level), workload, ctx.seed, s.slo(),
+                                ctx.progress) for level in s.levels]
+        valid, why = self._measurement(ctx, s, levels, choice.why, workload)
+        for lv in levels:
+            for c, p_adj in (j for j in judge(levels, s) if j[0].level == f"c{lv.level}"):
+                self._comparison(ctx, s, c, p_adj, valid, why, lv)
+        self._errors(ctx, levels)
+        self._capacity(ctx, s, targets, workload)
+        ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in levels)} "
+                         f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in levels)}")
+
+    def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
+                     workload: Workload) -> tuple[bool, str]:
+        """`performance.measurement`: whether the figures describe the servers. Returns (valid, why not)."""
+        late = max((f.get("lateness_p99_s") or 0.0) for lv in levels for side in SIDES for f in lv.figures[side])
+        base_errors = sum((f.get("error_rate") or 0.0) * (f.get("requests") or 0.0)
+                          for lv in levels for f in lv.figures["baseline"])
+        per_side = {side: int(sum((f.get("requests") or 0.0) for lv in levels for f in lv.figures[side])) for side in SIDES}
+        metrics = {"baseline": baseline, "lateness_p99_s": late, "baseline_failed_requests": base_errors,
+                   "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
+                   "levels": [lv.level for lv in levels], "pairs": s.pairs}
+        if base_errors:
+            ctx.check("measurement", Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
+                      "figures are not a baseline", metrics)
+            return False, "the baseline failed requests under load"
+        if late > 0.010:
+            ctx.check("measurement", Status.WARN, f"the load generator fell behind its schedule (p99 lateness "
+                      f"{late * 1000:.1f} ms): the client, not the server, set the pace", metrics)
+            return False, "the client was the bottleneck"
+        ctx.check("measurement", Status.PASS, f"{per_side['candidate']} requests per side in counterbalanced pairs, one "
+                  f"target at a time; baseline: {baseline}" + ("" if workload.ignore_eos else
+                                                               "; output lengths not controlled (no ignore_eos)"),
+                  metrics, judgement=Judgement.EXACT)
+        return True, ""
+
+    def _comparison(self, ctx: GateContext, s: PerformanceSettings, c: Comparison, p_adj: float | None, valid: bool,
+                    why: str, lv: LevelBlocks) -> None:
+        name = f"{c.level}.{c.metric}"
+        metrics = {"level": lv.level, "metric": c.metric, "pairs": c.pairs, "baseline": c.baseline,
+                   "candidate": c.candidate, "ratio": c.ratio, "ci": c.ci, "confidence": s.confidence,
+                   "noise_ratio": c.noise_ratio, "noise_ci": c.noise_ci, "budget": c.limit, "threshold": c.threshold,
+                   "p_worse": c.p_worse, "p_worse_holm": p_adj, "worse_by": c.worse_by,
+                   "baseline_blocks": lv.series("baseline", c.metric), "candidate_blocks": lv.series("candidate", c.metric)}
+        evidence = [_quantile_series(lv, c.metric)] if c.metric.startswith(("ttft", "tpot", "e2e")) else []
+        if not valid:
+            ctx.skip(name, f"not judged: {why}")
+            return
+        if c.unjudged is not None:
+            ctx.check(name, Status.SKIP, f"not judged: {c.unjudged}", metrics)
+            return
+        if c.noise_unstable(s.alpha):
+            ctx.check(name, Status.SKIP, f"not judged: the baseline differs from itself by {abs((c.noise_ratio or 1) - 1):.1%} "
+                      f"(beyond the {c.limit:.0%} budget): the machine is too noisy to judge this metric", metrics)
+            return
+        assert c.ratio is not None and c.ci is not None and c.worse_by is not None
+        shown = (f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}; noise floor "
+                 f"{c.noise_ratio:.3f}" if c.noise_ratio is not None else
+                 f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}")
+        significant = p_adj is not None and p_adj < s.alpha
+        if regressed(c, p_adj, s.alpha):
+            status, reason = Status.FAIL, (f"{c.worse_by:.1%} worse at concurrency {lv.level} (budget {c.limit:.0%}, "
+                                           f"threshold {c.threshold:.1%}; p={p_adj:.2g} after Holm): {shown}")
+        elif significant:
+            status, reason = Status.WARN, (f"{c.worse_by:.1%} worse at concurrency {lv.level}, significant but within "
+                                           f"the {c.threshold:.1%} threshold: {shown}")
+        else:
+            status, reason = Status.PASS, (f"no regression beyond {c.threshold:.1%} at concurrency {lv.level} "
+                                           f"({'better' if c.worse_by < 0 else 'worse'} by {abs(c.worse_by):.1%}): {shown}")
+        ctx.check(name, status, reason, metrics, evidence)
+
+    def _errors(self, ctx: GateContext, levels: list[LevelBlocks]) -> None:
+        """`performance.errors_under_load`: requests the candidate failed under load."""
+        failed = {side: [r.error for lv in levels for res in lv.results[side] for r in res.measured if r.error]
+                  for side in SIDES}
+        total = sum(len(res.measured) for lv in levels for res in lv.results["candidate"])
+        metrics = {"candidate_failed": len(failed["candidate"]), "baseline_failed": len(failed["baseline"]),
+                   "candidate_requests": total, "examples": failed["candidate"][:5]}
+        if failed["candidate"] and not failed["baseline"]:
+            ctx.check("errors_under_load", Status.FAIL, f"the candidate failed {len(failed['candidate'])} of {total} "
+                      f"requests under load (the baseline none): {failed['candidate'][0]}", metrics,
+                      judgement=Judgement.EXACT)
+        else:
+            ctx.check("errors_under_load", Status.PASS, f"the candidate answered all {total} requests under load",
+                      metrics, judgement=Judgement.EXACT) if not failed["candidate"] else \
+                ctx.skip("errors_under_load", "not judged: the baseline failed requests too (see performance.measurement)")
+
+    def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
+        """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""
+        slo = s.slo()
+        points = sweep(targets, s.sweep, workload, ctx.seed, slo, ctx.progress)
+        knees = {side: knee(points[side], slo) for side in SIDES}
+        costs = {side: cost_per_1000(knees[side], s.price_per_accelerator_hour, s.accelerators) for side in SIDES}
+        levels = [p.level for p in points["baseline"]]
+        curves = [Series(f"{title} vs concurrency (knee: baseline {_lvl(knees['baseline'])}, candidate "
+                         f"{_lvl(knees['candidate'])})", levels,
+                         {side: tuple(p.figures.get(key) or 0.0 for p in points[side]) for side in SIDES},
+                         "concurrency", unit) for title, key, unit in
+                  (("output tokens/s", "output_tokens_per_s", "tokens/s"), ("TTFT p95", "ttft_p95_s", "seconds"),
+                   ("goodput", "goodput_rps", "requests/s"))]
+        at_knee = {side: knees[side].figures if knees[side] is not None else {} for side in SIDES}  # type: ignore[union-attr]
+        rows = [(side, _lvl(knees[side]), _fmt(at_knee[side].get("requests_per_s")), _fmt(at_knee[side].get("goodput_rps")),
+                 _fmt(costs[side]), _fmt(max((p.engine.get("kv_cache_usage_perc_max", 0.0) for p in points[side]),
+                                             default=None)),
+                 _fmt(sum(p.engine.get("num_preemptions", 0.0) for p in points[side])),
+                 _fmt(max((p.engine.get("num_requests_waiting_max", 0.0) for p in points[side]), default=None)))
+                for side in SIDES]
+        table = Table("capacity under the SLOs", ("side", "knee (concurrency)", "requests/s at knee", "goodput at knee",
+                                                  "cost per 1,000 requests", "KV cache peak", "preemptions",
+                                                  "queue peak"), rows)
+        metrics = {"slo": {"ttft_p95_s": slo.ttft_s, "tpot_p95_s": slo.tpot_s}, "knee": {k: _lvl(v) for k, v in knees.items()},
+                   "cost_per_1000": costs, "price_per_accelerator_hour": s.price_per_accelerator_hour,
+                   "accelerators": s.accelerators, "sweep": {side: describe_points(points[side]) for side in SIDES}}
+        kb, kc = knees["baseline"], knees["candidate"]
+        if kb is None:
+            ctx.check("capacity", Status.SKIP, "not judged: the baseline meets the SLOs at no swept concurrency",
+                      metrics, [table, *curves], advisory=True)
+        elif kc is None or kc.level < kb.level:
+            ctx.check("capacity", Status.WARN, f"the candidate's knee is concurrency {_lvl(kc)}, the baseline's {kb.level} "
+                      "(the highest concurrency meeting the SLOs)", metrics, [table, *curves], advisory=True,
+                      judgement=Judgement.TOLERANCE)
+        else:
+            ctx.check("capacity", Status.PASS, f"knee at concurrency {kc.level} (baseline {kb.level}); cost per 1,000 "
+                      f"requests {_fmt(costs['candidate'])} (baseline {_fmt(costs['baseline'])})", metrics,
+                      [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
+
+
+def judge(levels: list[LevelBlocks], s: PerformanceSettings) -> list[tuple[Comparison, float | None]]:
+    """Every budgeted metric at every level compared, with its Holm-adjusted p-value (None for
+    a comparison not judged). A comparison FAILs when that p is below `alpha` and it is
+    material (`Comparison.material`)."""
+    comparisons = [compare(b, f"c{lv.level}", lv.series("baseline", b.metric), lv.series("candidate", b.metric),
+                           s.confidence) for lv in levels for b in s.budgets()]
+    judged = [c for c in comparisons if c.unjudged is None and not c.noise_unstable(s.alpha)]
+    adjusted = dict(zip((id(c) for c in judged), holm([c.p_worse if c.p_worse is not None else 1.0 for c in judged])))
+    return [(c, adjusted.get(id(c))) for c in comparisons]
+
+
+def regressed(c: Comparison, p_adj: float | None, alpha: float) -> bool:
+    """The FAIL rule: significant after Holm and material."""
+    return p_adj is not None and p_adj < alpha and c.material()
+
+
+def _controlled(workload: Workload, targets: dict[str, LoadTarget], ctx: GateContext) -> Workload:
+    """The workload with `ignore_eos` only where both sides accept it (one probe request each)."""
+    if not workload.ignore_eos:
+        return workload
+    probe = workload.requests(1, ctx.seed)
+    for side, target in targets.items():
+        rec = run_load(target, probe, LoadProfile("synchronous")).records[0]
+        if rec.error and rec.error.startswith("HTTP 4"):
+            ctx.notes.append(f"performance: the {side} refused ignore_eos ({rec.error[:80]}); output lengths are "
+                             "not controlled")
+            return Workload(workload.input_tokens, workload.output_tokens, False, workload.tokens_per_word)
+    return workload
+
+
+def _quantile_series(lv: LevelBlocks, metric: str) -> Series:
+    """The latency distribution per side over all blocks (percentiles: an inverted CDF)."""
+    base = metric.rsplit("_p", 1)[0]
+    attr = {"ttft": "ttft_s", "tpot": "tpot_s", "e2e": "e2e_s"}.get(base, "e2e_s")
+    ys = {}
+    for side in SIDES:
+        values = [getattr(r, attr) for res in lv.results[side] for r in res.measured if r.ok and getattr(r, attr) is not None]
+        ys[side] = tuple(float(np.percentile(values, q)) for q in CDF_POINTS) if values else tuple(0.0 for _ in CDF_POINTS)
+    return Series(f"{base.upper()} distribution at concurrency {lv.level} (percentiles)", CDF_POINTS, ys, "percentile",
+                  "seconds")
+
+
+def _lvl(point) -> str:
+    return "none" if point is None else str(point.level)
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4g}"

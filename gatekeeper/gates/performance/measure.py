@@ -1,0 +1,53 @@
+"""Interleaved block measurement: one target at a time, counterbalanced pairs (A B, B A, …).
+
+Pair i at a level sends the same seeded requests to both sides, back to back; even pairs start
+with the baseline, odd ones with the candidate, so a drift of the machine over the run
+cancels in the pair differences. Nothing is sent to two targets at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gatekeeper.perf.figures import Slo, block_figures
+from gatekeeper.perf.loadgen import LoadProfile, LoadRequest, LoadResult, LoadTarget, run_load
+from gatekeeper.perf.workload import Workload
+
+SIDES = ("baseline", "candidate")
+
+
+@dataclass
+class LevelBlocks:
+    """One level's blocks: per side, the figures of each block in pair order, and the raw
+    results (for the latency distributions)."""
+
+    level: int
+    figures: dict[str, list[dict[str, float | None]]] = field(default_factory=lambda: {s: [] for s in SIDES})
+    results: dict[str, list[LoadResult]] = field(default_factory=lambda: {s: [] for s in SIDES})
+
+    def series(self, side: str, metric: str) -> list[float | None]:
+        """One figure over a side's blocks, in pair order."""
+        return [f.get(metric) for f in self.figures[side]]
+
+
+def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> None:
+    """Send a few requests to each side, unmeasured (first-request costs are not the engine's speed)."""
+    for target in targets.values():
+        run_load(target, requests, LoadProfile("concurrent", concurrency=min(4, len(requests) or 1)))
+
+
+def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_block: int, workload: Workload,
+                  seed: int, slo: Slo, progress: Callable[[str], None]) -> LevelBlocks:
+    """`pairs` counterbalanced block pairs at concurrency `level`."""
+    out = LevelBlocks(level)
+    profile = LoadProfile("synchronous" if level == 1 else "concurrent", concurrency=level)
+    for i in range(pairs):
+        requests = workload.requests(per_block, seed * 7919 + level * 131 + i)
+        order = SIDES if i % 2 == 0 else SIDES[::-1]
+        for side in order:
+            result = run_load(targets[side], requests, profile)
+            out.results[side].append(result)
+            out.figures[side].append(block_figures(result, slo))
+        progress(f"performance: concurrency {level}: pair {i + 1}/{pairs}")
+    return out

@@ -1,0 +1,100 @@
+"""The performance gate's settings and defaults (the `performance:` section of a policy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gatekeeper.config.settings import require
+from gatekeeper.perf.compare import Budget
+from gatekeeper.perf.figures import Slo
+from gatekeeper.perf.workload import Workload
+
+BASELINES = ("auto", "reference", "candidate-without-faults")
+
+
+@dataclass(frozen=True)
+class PerformanceSettings:
+    """How the performance gate measures and what it allows.
+
+    - `baseline` ("auto"): what the candidate's speed is compared with. "reference": the
+      reference target (what a real engine pair means); "candidate-without-faults": the bundled
+      candidate's own launch without its faults (for the bundled pair: the trusted reference is
+      the slow fp32 path, not a performance baseline); "auto": the latter for a bundled
+      candidate, the reference otherwise. The report says which it was.
+    - `levels` ([1, 8]): the concurrencies judged, each on its own (a win at high concurrency
+      cannot hide a loss at low); `pairs` (8): counterbalanced block pairs per level;
+      `block_requests` (0: 2 × the level, at least 4) requests per block; `warmup_requests` (4)
+      per target before anything is measured.
+    - the workload: `input_tokens` ([48, 160]) and `output_tokens` ([32, 32]) ranges, `ignore_eos`
+      (true) so output lengths are controlled where the server supports it.
+    - budgets (fractions the candidate may be worse by): `throughput_budget` (0.02, output
+      tokens/s; seed 000 §4.1: a correctness patch may cost ~2%), `tpot_budget` (0.02, TPOT p50),
+      `ttft_budget` (0.10, TTFT p95); `alpha` (0.01): the family-wise false-FAIL rate over every
+      metric and level (Holm); `confidence` (0.98): the intervals shown.
+    - capacity: `sweep` ([1, 2, 4, 8, 16]) concurrencies, one block each per target, under the
+      SLOs `slo_ttft_s` (1.0) and `slo_tpot_s` (0.05) (0: not an objective); the knee is the
+      highest concurrency whose p95 TTFT and p95 TPOT meet them.
+    - cost: `price_per_accelerator_hour` (1.0, in the policy's currency) × `accelerators` (1)
+      per 1,000 successful requests at the knee.
+    - `history` (""): a JSONL file each run's figures are appended to (`gatekeeper perf
+      history FILE` finds change points); "" writes `perf-history.jsonl` beside the run
+      directories.
+    """
+
+    baseline: str = "auto"
+    levels: list[int] = field(default_factory=lambda: [1, 8])
+    pairs: int = 8
+    block_requests: int = 0
+    warmup_requests: int = 4
+    input_tokens: list[int] = field(default_factory=lambda: [48, 160])
+    output_tokens: list[int] = field(default_factory=lambda: [32, 32])
+    ignore_eos: bool = True
+    throughput_budget: float = 0.02
+    tpot_budget: float = 0.02
+    ttft_budget: float = 0.10
+    alpha: float = 0.01
+    confidence: float = 0.98
+    sweep: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
+    slo_ttft_s: float = 1.0
+    slo_tpot_s: float = 0.05
+    price_per_accelerator_hour: float = 1.0
+    accelerators: int = 1
+    history: str = ""
+
+    def __post_init__(self) -> None:
+        require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
+        for key in ("levels", "sweep"):
+            values = getattr(self, key)
+            require(isinstance(values, list) and bool(values) and all(isinstance(v, int) and v >= 1 for v in values),
+                    key, "must be a non-empty list of positive concurrencies")
+        require(self.pairs >= 3, "pairs", "must be at least 3 (a t interval needs pairs)")
+        require(self.block_requests >= 0 and self.warmup_requests >= 0, "block_requests", "must not be negative")
+        for key in ("input_tokens", "output_tokens"):
+            v = getattr(self, key)
+            require(isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) and 1 <= v[0] <= v[1],
+                    key, "must be [low, high] with 1 ≤ low ≤ high")
+        for key in ("throughput_budget", "tpot_budget", "ttft_budget"):
+            require(0 <= getattr(self, key) < 1, key, "must be a fraction in [0, 1)")
+        require(0 < self.alpha < 0.5, "alpha", "must be in (0, 0.5)")
+        require(0.5 < self.confidence < 1, "confidence", "must be in (0.5, 1)")
+        require(self.slo_ttft_s >= 0 and self.slo_tpot_s >= 0, "slo_ttft_s", "SLOs must not be negative")
+        require(self.price_per_accelerator_hour >= 0 and self.accelerators >= 1, "price_per_accelerator_hour",
+                "needs a price ≥ 0 and at least one accelerator")
+
+    def requests_per_block(self, level: int) -> int:
+        """Requests in one block at `level`."""
+        return self.block_requests or max(4, 2 * level)
+
+    def workload(self) -> Workload:
+        """The request shapes."""
+        return Workload((self.input_tokens[0], self.input_tokens[1]), (self.output_tokens[0], self.output_tokens[1]),
+                        self.ignore_eos)
+
+    def budgets(self) -> list[Budget]:
+        """The judged metrics with their budgets."""
+        return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
+                Budget("ttft_p95_s", False, self.ttft_budget)]
+
+    def slo(self) -> Slo:
+        """The SLOs goodput and the knee use."""
+        return Slo(self.slo_ttft_s or None, self.slo_tpot_s or None)

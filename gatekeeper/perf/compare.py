@@ -1,0 +1,123 @@
+"""Candidate vs baseline on interleaved blocks: the ratio, its interval, the noise floor, the verdict.
+
+Blocks are measured one target at a time in counterbalanced pairs (A B, B A, A B …), so a drift
+of the machine hits both sides alike; pair i gives d_i = log(candidate_i / baseline_i). The
+ratio is exp(mean d) with Student's t interval on the mean log ratio (`scipy.stats.ttest_1samp`;
+at 6–12 pairs the bootstrap's percentile and BCa intervals cover less than they claim, the t
+interval on log ratios is exact for log-normal block noise and close otherwise).
+
+The noise floor is the baseline against itself: consecutive baseline blocks, paired the same
+way. A regression counts only when it is
+
+- *significant*: the one-sided t test that the candidate is worse has a p-value below the
+  family-wise alpha after Holm's correction over every judged metric and level (the gate does
+  the correction), and
+- *material*: the estimated ratio is worse than the policy's budget, and worse than the noise
+  floor's own ratio (the baseline's drift against itself), whichever is larger.
+
+A measurement whose noise floor is itself significant and material (the baseline "regressed"
+against itself) cannot tell a regression from the machine: the comparison is not judged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MIN_PAIRS = 3
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A metric and how much worse the candidate may be (a fraction: 0.02 = 2%)."""
+
+    metric: str
+    higher_is_better: bool
+    limit: float
+
+    def describe(self) -> str:
+        """e.g. "output_tokens_per_s −2%"."""
+        return f"{self.metric} {'−' if self.higher_is_better else '+'}{self.limit:.0%}"
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One metric at one load level. Ratios are candidate/baseline (noise: baseline/baseline)."""
+
+    metric: str
+    level: str
+    pairs: int
+    baseline: float | None  # mean of the baseline's blocks
+    candidate: float | None
+    ratio: float | None
+    ci: tuple[float, float] | None
+    noise_ratio: float | None
+    noise_ci: tuple[float, float] | None
+    limit: float
+    threshold: float  # the material threshold used: max(limit, the noise floor's drift), as a fraction
+    p_worse: float | None  # one-sided p-value that the candidate is worse (before Holm)
+    higher_is_better: bool
+    unjudged: str | None = None  # why nothing was decided
+    noise_p: float | None = None  # two-sided p-value of the baseline against itself
+
+    @property
+    def worse_by(self) -> float | None:
+        """How much worse the candidate is, as a fraction (negative: better)."""
+        if self.ratio is None:
+            return None
+        return (1 - self.ratio) if self.higher_is_better else (self.ratio - 1)
+
+    def material(self) -> bool:
+        """Worse than the budget and the noise floor."""
+        return self.worse_by is not None and self.worse_by > self.threshold
+
+    def noise_unstable(self, alpha: float) -> bool:
+        """The baseline differs from itself significantly and by more than the budget."""
+        return self.noise_ratio is not None and self.noise_p is not None and self.noise_p < alpha \
+            and abs(self.noise_ratio - 1) > self.limit
+
+
+def _log_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> np.ndarray:
+    pairs = [(a, b) for a, b in zip(num, den) if a is not None and b is not None and a > 0 and b > 0]
+    return np.array([math.log(a / b) for a, b in pairs], dtype=float)  # [pairs]
+
+
+def _t(d: np.ndarray, confidence: float, alternative: str = "two-sided") -> tuple[float, tuple[float, float], float]:
+    """exp(mean), its t interval, and the p-value for `alternative` (mean > 0 for "greater")."""
+    mean = float(d.mean())
+    if float(d.std()) == 0.0:  # identical blocks: no spread to test against
+        p = 0.0 if (mean > 0 if alternative == "greater" else mean != 0) else 1.0
+        return math.exp(mean), (math.exp(mean), math.exp(mean)), p
+    res = stats.ttest_1samp(d, 0.0, alternative=alternative)
+    lo, hi = res.confidence_interval(confidence) if alternative == "two-sided" else \
+        stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
+    return math.exp(mean), (math.exp(float(lo)), math.exp(float(hi))), float(res.pvalue)
+
+
+def compare(budget: Budget, level: str, baseline: Sequence[float | None], candidate: Sequence[float | None],
+            confidence: float) -> Comparison:
+    """Compare block figures (baseline[i] and candidate[i] measured back to back)."""
+    d = _log_ratios(candidate, baseline)  # [pairs]: log(candidate / baseline)
+    base_vals = [b for b in baseline if b is not None]
+    cand_vals = [c for c in candidate if c is not None]
+    base_mean = float(np.mean(base_vals)) if base_vals else None
+    cand_mean = float(np.mean(cand_vals)) if cand_vals else None
+    if len(d) < MIN_PAIRS:
+        return Comparison(budget.metric, level, len(d), base_mean, cand_mean, None, None, None, None, budget.limit,
+                          budget.limit, None, budget.higher_is_better,
+                          unjudged=f"{len(d)} comparable block pairs (at least {MIN_PAIRS} needed)")
+    worse = -d if budget.higher_is_better else d  # [pairs]: > 0 where the candidate is worse
+    _, _, p_worse = _t(worse, confidence, "greater")
+    ratio, ci, _ = _t(d, confidence)
+    noise = _log_ratios(baseline[1::2], baseline[0::2])  # consecutive baseline blocks against each other
+    noise_ratio = noise_ci = noise_p = None
+    threshold = budget.limit
+    if len(noise) >= 2:
+        noise_ratio, noise_ci, noise_p = _t(noise, confidence)
+        threshold = max(budget.limit, abs(noise_ratio - 1))
+    return Comparison(budget.metric, level, len(d), base_mean, cand_mean, ratio, ci, noise_ratio, noise_ci,
+                      budget.limit, threshold, p_worse, budget.higher_is_better, noise_p=noise_p)

@@ -1,0 +1,76 @@
+"""The figures of one measured load block, with their definitions.
+
+- TTFT: send to the first chunk carrying output text.
+- TPOT: vLLM's definition — (E2E − TTFT) / (output tokens − 1), the first token excluded
+  (guidellm's includes it: E2E / output tokens; `tpot_incl_first` is that one).
+- ITL: the gaps between consecutive output chunks.
+- E2E: send to the last byte.
+- output tokens/s and requests/s: the *server's* throughput — output tokens (the server's
+  `usage` count where it reports one) and successful requests over the block's wall time, from
+  its first send to its last byte.
+- goodput: successful requests per second that met every SLO (DistServe's definition, as
+  `vllm bench serve --goodput`).
+Percentiles are numpy's linear interpolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gatekeeper.perf.loadgen import LoadResult, RequestRecord
+
+QUANTILES = (50, 90, 95, 99)
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Per-request service-level objectives in seconds (None: not part of goodput)."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    e2e_s: float | None = None
+
+    def met(self, r: RequestRecord) -> bool:
+        """Whether a request succeeded within every objective."""
+        if not r.ok:
+            return False
+        for limit, value in ((self.ttft_s, r.ttft_s), (self.tpot_s, r.tpot_s), (self.e2e_s, r.e2e_s)):
+            if limit is not None and (value is None or value > limit):
+                return False
+        return True
+
+
+def _pct(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:
+    """The named figures of one block (flat, for comparison and history): `ttft_p50_s` …,
+    `output_tokens_per_s`, `requests_per_s`, `goodput_rps`, `error_rate`, `lateness_p99_s`."""
+    rows = result.measured
+    ok = [r for r in rows if r.ok]
+    out: dict[str, float | None] = {}
+    series = {"ttft": [r.ttft_s for r in ok if r.ttft_s is not None],
+              "tpot": [r.tpot_s for r in ok if r.tpot_s is not None],
+              "tpot_incl_first": [r.tpot_incl_first_s for r in ok if r.tpot_incl_first_s is not None],
+              "itl": [g for r in ok for g in r.itl_s],
+              "e2e": [r.e2e_s for r in ok]}
+    for name, values in series.items():
+        for q in QUANTILES:
+            out[f"{name}_p{q}_s"] = _pct(values, q)
+    if rows:
+        start = min(r.sent_s for r in rows)
+        wall = max(r.end_s for r in rows) - start
+    else:
+        wall = 0.0
+    out["wall_s"] = wall
+    out["output_tokens_per_s"] = sum(r.output_tokens for r in ok) / wall if wall > 0 else None
+    out["requests_per_s"] = len(ok) / wall if wall > 0 else None
+    out["goodput_rps"] = sum(1 for r in ok if slo.met(r)) / wall if wall > 0 else None
+    out["error_rate"] = (len(rows) - len(ok)) / len(rows) if rows else None
+    out["lateness_p99_s"] = result.lateness_p99_s
+    out["requests"] = float(len(rows))
+    return out

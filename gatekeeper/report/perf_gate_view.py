@@ -1,0 +1,76 @@
+"""The performance gate in performance.html: seed 002 §5's table from the gate's checks.
+
+Rows by dimension — Startup, Latency, Throughput, Capacity, Cost — with the baseline's and the
+candidate's figure, the candidate/baseline ratio with its interval, and the check's status.
+Everything is read from the checks' metrics; nothing is measured or judged here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gatekeeper.results import CheckResult, GateResult, RunResult
+
+PERFORMANCE_GATE = "performance"
+_LATENCY = re.compile(r"_p\d+_s$")  # a latency percentile in seconds (not "…_per_s")
+_LABELS = {"output_tokens_per_s": ("Throughput", "output tokens/s"), "tpot_p50_s": ("Latency", "TPOT p50"),
+           "ttft_p95_s": ("Latency", "TTFT p95")}
+
+
+@dataclass(frozen=True)
+class PerfGateRow:
+    """One row of the table."""
+
+    dimension: str
+    metric: str
+    baseline: str
+    candidate: str
+    ratio: str
+    status: str
+
+
+def performance_gate(run: RunResult) -> GateResult | None:
+    """The run's performance gate, if it ran."""
+    return next((g for g in run.gates if g.id == PERFORMANCE_GATE), None)
+
+
+def _num(value: object, unit: str) -> str:
+    if not isinstance(value, (int, float)):
+        return "–"
+    return f"{value * 1000:.2f} ms" if unit == "s" else f"{value:.4g}"
+
+
+def _ratio(c: CheckResult) -> str:
+    m = c.metrics
+    ratio, ci = m.get("ratio"), m.get("ci")
+    if not isinstance(ratio, (int, float)):
+        return "–"
+    return f"{ratio:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "")
+
+
+def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
+    """Seed 002 §5's performance table for this run."""
+    startup = {t.role: t.startup_s for t in run.targets}
+    rows = [PerfGateRow("Startup", "ready time (reference / candidate)", _secs(startup.get("reference")),
+                        _secs(startup.get("candidate")), "", "reported")]
+    for c in gate.checks:
+        metric = c.metrics.get("metric")
+        if metric in _LABELS:
+            dim, label = _LABELS[metric]
+            unit = "s" if _LATENCY.search(str(metric)) else ""
+            rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
+                                    _num(c.metrics.get("candidate"), unit), _ratio(c), c.status.value))
+    cap = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.capacity"), None)
+    if cap is not None and cap.metrics:
+        knee, cost = cap.metrics.get("knee", {}), cap.metrics.get("cost_per_1000", {})
+        rows.append(PerfGateRow("Capacity", "knee: highest concurrency meeting the SLOs", str(knee.get("baseline", "–")),
+                                str(knee.get("candidate", "–")), "", cap.status.value))
+        rows.append(PerfGateRow("Cost", f"per 1,000 successful requests at the knee "
+                                        f"({cap.metrics.get('price_per_accelerator_hour')} per accelerator-hour)",
+                                _num(cost.get("baseline"), ""), _num(cost.get("candidate"), ""), "", cap.status.value))
+    return tuple(rows)
+
+
+def _secs(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f} s"

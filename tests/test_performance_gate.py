@@ -1,0 +1,142 @@
+"""The performance gate: its decision rule in simulation, and real runs on the bundled engines.
+
+The statistics are checked where their error rates can be counted (simulated block pairs with
+known noise); the gate itself runs against real servers: a slowed-down candidate is rolled back
+on its own evidence, a candidate that failed correctness is not measured, and a baseline that
+cannot be had is refused at plan time.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from gatekeeper.errors import ConfigError
+from gatekeeper.gates.performance.baseline import choose
+from gatekeeper.gates.performance.gate import judge, regressed
+from gatekeeper.gates.performance.measure import LevelBlocks
+from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.perf.compare import Budget, compare
+from gatekeeper.targets.interface import TargetSpec
+from run_util import gk_run
+
+SMALL = """version: 1
+name: perf-test
+gates:
+  performance:
+    levels: [4]
+    pairs: 6
+    sweep: [1, 4]
+"""
+
+
+def _level(rng: random.Random, pairs: int, shift: float, cv: float, drift: float = 0.0) -> LevelBlocks:
+    """Simulated blocks: throughput and TPOT per side with log-normal noise `cv`, the candidate
+    `shift` slower, and a machine drift of `drift` per block that hits both sides."""
+    lv = LevelBlocks(4)
+    t = 0
+    for i in range(pairs):
+        for side in (("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline")):
+            slow = (1 + shift if side == "candidate" else 1.0) * math.exp(drift * t + rng.gauss(0, cv))
+            t += 1
+            lv.figures[side].append({"output_tokens_per_s": 1000 / slow, "tpot_p50_s": 0.004 * slow,
+                                     "ttft_p95_s": 0.02 * math.exp(rng.gauss(0, 2 * cv))})
+    return lv
+
+
+def _fails(lv: LevelBlocks, s: PerformanceSettings) -> bool:
+    return any(regressed(c, p, s.alpha) for c, p in judge([lv], s))
+
+
+def test_false_fail_rate_is_at_most_alpha_in_simulation():
+    """Null: the candidate is the baseline. Over 4000 simulated measurements with 3% block noise
+    and a drifting machine, the gate FAILs at most at its family-wise alpha (plus Monte Carlo
+    slack); without the budget (significance alone) it would still be ≤ alpha."""
+    s = PerformanceSettings(pairs=8, levels=[4])
+    rng = random.Random(7)
+    fails = sum(_fails(_level(rng, 8, 0.0, 0.03, drift=0.004), s) for _ in range(4000))
+    assert fails / 4000 <= s.alpha + 0.005, fails
+
+
+def test_a_five_percent_slowdown_fails_with_realistic_noise():
+    """Power: a 5% per-token slowdown with 1.5% block noise FAILs in ≥ 95% of measurements."""
+    s = PerformanceSettings(pairs=8, levels=[4])
+    rng = random.Random(11)
+    caught = sum(_fails(_level(rng, 8, 0.05, 0.015), s) for _ in range(500))
+    assert caught / 500 >= 0.95, caught
+
+
+def test_within_budget_is_not_a_failure_even_when_significant():
+    """A 1% slowdown measured precisely is significant but within the 2% budget: never FAIL."""
+    s = PerformanceSettings(pairs=8, levels=[4])
+    rng = random.Random(3)
+    assert not any(_fails(_level(rng, 8, 0.01, 0.002), s) for _ in range(200))
+
+
+def test_an_unstable_baseline_is_not_judged():
+    """Baseline blocks alternating 1000 / 600 tokens/s: the noise floor says the machine cannot
+    tell; the comparison is marked unstable rather than passed or failed."""
+    base = [1000.0, 600.0] * 4
+    cand = [990.0, 610.0] * 4
+    c = compare(Budget("output_tokens_per_s", True, 0.02), "c4", base, cand, 0.98)
+    assert c.noise_unstable(0.01)
+    steady = compare(Budget("output_tokens_per_s", True, 0.02), "c4", [1000.0, 1001.0] * 4, [990.0, 991.0] * 4, 0.98)
+    assert not steady.noise_unstable(0.01)
+
+
+def test_too_few_pairs_are_not_judged():
+    c = compare(Budget("tpot_p50_s", False, 0.02), "c1", [0.004, None], [0.005, None], 0.98)
+    assert c.unjudged and c.ratio is None
+
+
+def test_baseline_choice():
+    bundled = TargetSpec("bundled", faults=("decode-slowdown",))
+    url = TargetSpec("url", url="http://127.0.0.1:9")
+    ref = TargetSpec("bundled", profile="reference")
+    auto = choose("auto", bundled, ref)
+    assert auto.kind == "launch" and auto.spec is not None and auto.spec.faults == ()
+    assert choose("auto", url, ref).kind == "reference"
+    with pytest.raises(ConfigError, match="bundled candidate"):
+        choose("candidate-without-faults", url, ref)
+
+
+def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SMALL + "    baseline: candidate-without-faults\n")
+    out = gk_run(tmp_path / "runs", "--gates", "performance", "--policy", str(policy),
+                 "--candidate", "http://127.0.0.1:9")
+    assert out.code == 3 and "candidate-without-faults needs a bundled candidate" in out.stderr
+    assert out.summary is None
+
+
+def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
+    """decode-slowdown=60 against the candidate's own launch without the fault: a blocking FAIL
+    on TPOT (and the gate names its baseline)."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SMALL)
+    out = gk_run(tmp_path / "runs", "--gates", "performance", "--policy", str(policy),
+                 "--candidate-fault", "decode-slowdown=60")
+    assert out.summary is not None, out.stderr
+    assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]
+    tpot = out.check("performance.c4.tpot_p50_s")
+    assert tpot["status"] == "FAIL" and tpot["blocking"]
+    assert tpot["metrics"]["ratio"] > 1.2
+    assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
+    assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
+
+
+def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
+    """silent-fallback under a policy whose fallback rule is an advisory FAIL: gate 1 holds the
+    run without stopping it; the performance gate measures nothing and says why."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text(SMALL.replace("gates:\n", "checks:\n  - {match: startup.log_rules, blocking: false}\ngates:\n"
+                                    "  startup:\n    log_rules:\n      - {pattern: \"(?i)fall(ing)? ?back\", severity: FAIL}\n"))
+    out = gk_run(tmp_path / "runs", "--gates", "startup,performance", "--policy", str(policy),
+                 "--candidate-fault", "silent-fallback")
+    assert out.summary is not None and out.summary["verdict"] == "HOLD", out.summary and out.summary["reasons"]
+    skipped = out.check("performance.not_run")
+    assert skipped["status"] == "SKIP" and "correctness did not pass" in skipped["reason"]
+    assert [c["id"] for c in out.gate("performance")["checks"]] == ["performance.not_run", "performance.coverage"]
