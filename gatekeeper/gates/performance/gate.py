@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import numpy as np
 
+from gatekeeper.client import Endpoint
+from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import baseline_endpoint, choose
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.gates.shadow.settings import ShadowSettings
 from gatekeeper.multiple import holm
 from gatekeeper.perf.compare import Comparison, compare
 from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
-from gatekeeper.perf.workload import Workload
+from gatekeeper.perf.workload import Workload, calibrated, from_traffic
 from gatekeeper.results import Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.traffic.format import load_traffic
 from gatekeeper.verdict import decide
 
 CDF_POINTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
@@ -59,8 +63,10 @@ class PerformanceGate(Gate):
 
     @classmethod
     def validate(cls, settings: PerformanceSettings, plan: RunPlan) -> None:
-        """At plan time: the baseline can be had for this pair."""
+        """At plan time: the baseline can be had for this pair, and a traffic source loads."""
         choose(settings.baseline, plan.candidate, plan.reference)
+        if settings.source == "traffic":
+            load_traffic(find_file(settings.traffic or ShadowSettings().traffic), skip_bad=True)
 
     def run(self, ctx: GateContext) -> None:
         """Skip unless correctness passed; else measure, compare, sweep."""
@@ -81,7 +87,7 @@ class PerformanceGate(Gate):
         targets = {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
                    "candidate": LoadTarget(ctx.candidate.base_url, ctx.candidate.model, ctx.specs["candidate"].api_key(),
                                            ctx.candidate.timeout_s)}
-        workload = _controlled(s.workload(), targets, ctx)
+        workload = _controlled(_workload(s, base_ep), targets, ctx)
         warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
         levels = [measure_level(targets, level, s.pairs, s.requests_per_block(level), workload, ctx.seed, s.slo(),
                                 ctx.progress) for level in s.levels]
@@ -103,6 +109,7 @@ class PerformanceGate(Gate):
         per_side = {side: int(sum((f.get("requests") or 0.0) for lv in levels for f in lv.figures[side])) for side in SIDES}
         metrics = {"baseline": baseline, "lateness_p99_s": late, "baseline_failed_requests": base_errors,
                    "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
+                   "source": workload.source, "input_sizing": workload.calibration,
                    "levels": [lv.level for lv in levels], "pairs": s.pairs}
         if base_errors:
             ctx.check("measurement", Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
@@ -235,8 +242,16 @@ def _controlled(workload: Workload, targets: dict[str, LoadTarget], ctx: GateCon
         if rec.error and rec.error.startswith("HTTP 4"):
             ctx.notes.append(f"performance: the {side} refused ignore_eos ({rec.error[:80]}); output lengths are "
                              "not controlled")
-            return Workload(workload.input_tokens, workload.output_tokens, False, workload.tokens_per_word)
+            return workload.uncontrolled()
     return workload
+
+
+def _workload(s: PerformanceSettings, baseline: Endpoint) -> Workload:
+    """The configured request source: synthetic (calibrated by the baseline's /tokenize) or traffic."""
+    if s.source == "traffic":
+        records = load_traffic(find_file(s.traffic or ShadowSettings().traffic), skip_bad=True).records
+        return from_traffic(s.workload(), [(r.endpoint, r.request) for r in records])
+    return calibrated(s.workload(), baseline)
 
 
 def _quantile_series(lv: LevelBlocks, metric: str) -> Series:

@@ -25,8 +25,10 @@ class PerformanceSettings:
       cannot hide a loss at low); `pairs` (8): counterbalanced block pairs per level;
       `block_requests` (0: 2 × the level, at least 4) requests per block; `warmup_requests` (4)
       per target before anything is measured.
-    - the workload: `input_tokens` ([48, 160]) and `output_tokens` ([32, 32]) ranges, `ignore_eos`
-      (true) so output lengths are controlled where the server supports it.
+    - the workload: `source` ("synthetic": seeded prompts in the `input_tokens` ([48, 160])
+      range, sized with the baseline's /tokenize where it has one; "traffic": requests drawn from
+      `traffic`, default gate 5's traffic file), `output_tokens` ([32, 32]), `ignore_eos` (true)
+      so output lengths are controlled where the server supports it.
     - budgets (fractions the candidate may be worse by): `throughput_budget` (0.02, output
       tokens/s; seed 000 §4.1: a correctness patch may cost ~2%), `tpot_budget` (0.02, TPOT p50),
       `ttft_budget` (0.10, TTFT p95); `alpha` (0.01): the family-wise false-FAIL rate over every
@@ -46,6 +48,8 @@ class PerformanceSettings:
     pairs: int = 8
     block_requests: int = 0
     warmup_requests: int = 4
+    source: str = "synthetic"
+    traffic: str = ""
     input_tokens: list[int] = field(default_factory=lambda: [48, 160])
     output_tokens: list[int] = field(default_factory=lambda: [32, 32])
     ignore_eos: bool = True
@@ -63,6 +67,7 @@ class PerformanceSettings:
 
     def __post_init__(self) -> None:
         require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
+        require(self.source in ("synthetic", "traffic"), "source", "must be synthetic or traffic")
         for key in ("levels", "sweep"):
             values = getattr(self, key)
             require(isinstance(values, list) and bool(values) and all(isinstance(v, int) and v >= 1 for v in values),
