@@ -215,5 +215,47 @@ def traffic_import(input_path: str, source: str, responses_path: str | None, out
                                                           if skipped else ""), err=True)
 
 
+@main.group()
+def perf() -> None:
+    """Performance tools (docs/perf-history.md)."""
+
+
+@perf.command("history")
+@click.argument("path")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="Only this metric (repeatable). [all]")
+@click.option("--last", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Analyse each metric's newest N runs (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the trends as JSON.")
+def perf_history(path: str, metrics: tuple[str, ...], last: int, as_json: bool) -> None:
+    """Each metric's trend across the runs of a history file, and the runs where it changed."""
+    import difflib
+    import json
+    from pathlib import Path
+
+    from gatekeeper.errors import ConfigError
+    from gatekeeper.perf.history import FORMAT_VERSION, MIN_RUNS, load_history, metric_names, trend
+
+    if not Path(path).exists():
+        raise ConfigError("no such history file (the performance gate appends a run to it)", path)
+    entries = load_history(Path(path))
+    known = metric_names(entries)
+    for name in metrics:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"no run has metric {name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""), path)
+    found = [trend(entries, name, last or None) for name in metrics or known]
+    if as_json:
+        click.echo(json.dumps({"version": FORMAT_VERSION, "path": path, "num_runs": len(entries), "min_runs": MIN_RUNS,
+                               "trends": [t.to_json() for t in found]}, indent=2))
+    elif not entries:
+        click.echo(f"{path}: no runs recorded yet (the file is empty)")
+    else:
+        click.echo(f"{path}: {len(entries)} run{'s' * (len(entries) != 1)}, {len(known)} metric{'s' * (len(known) != 1)}")
+        for t in found:
+            click.echo(t.summary())
+            for change in t.changes():
+                click.echo(f"  {change.describe()}")
+
+
 if __name__ == "__main__":
     main()
