@@ -149,7 +149,8 @@ def change_points(values: Sequence[float]) -> list[int]:
     try:  # imported here: appending a run must not pay for scipy.stats
         from otava.analysis import compute_change_points, compute_change_points_orig  # type: ignore[import-untyped]
     except ImportError as e:
-        raise GatekeeperError(f"change-point detection needs Apache Otava (pip install apache-otava): {e}") from None
+        raise GatekeeperError("change-point detection needs Apache Otava (pip install 'gatekeeper[history]' "
+                              f"or apache-otava): {e}") from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # t-tests on constant segments divide by zero: p is still right
         confirmed, _ = compute_change_points_orig(series, max_pvalue=MAX_PVALUE, seed=SEED)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from gatekeeper.report.perf_gate_view import performance_gate, seed_table
 from gatekeeper.report.data import ReportData, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
@@ -135,6 +136,15 @@ class MarkdownRenderer(Renderer):
             if len(listed) > MAX_LISTED_CHECKS:
                 lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
 
+        gate = performance_gate(run)
+        if gate is not None:
+            lines += ["", "### Performance gate", "", "| Dimension | Metric | Baseline | Candidate | Candidate / baseline | Status |",
+                      "|---|---|---:|---:|---:|---|"]
+            lines += [f"| {r.dimension} | {md_cell(r.metric)} | {r.baseline} | {r.candidate} | {r.ratio} | {r.status} |"
+                      for r in seed_table(gate, run)]
+            skipped = next((c for c in gate.checks if c.id.endswith(".not_run")), None)
+            if skipped is not None:
+                lines += ["", md_cell(skipped.reason)]
         perf = data.performance
         if perf.targets:
             lines += ["", "### Performance (as observed during the gates)", ""]
