@@ -157,7 +157,7 @@ class Runner:
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions, observed=observed, earlier=tuple(results),
                               judgement=gate.judgement, specs={"reference": plan.reference, "candidate": plan.candidate},
-                              launch=self._launch, out_dir=plan.out_dir)
+                              launch=self._launch, out_dir=plan.out_dir, run_id=plan.run_id)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:

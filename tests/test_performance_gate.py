@@ -126,6 +126,8 @@ def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     assert tpot["metrics"]["ratio"] > 1.2
     assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
+    history = out.check("performance.history")  # appended beside the run directories
+    assert history["status"] == "SKIP" and (tmp_path / "runs" / "perf-history.jsonl").read_text().count("\n") == 1
 
 
 def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
@@ -140,3 +142,48 @@ def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
     skipped = out.check("performance.not_run")
     assert skipped["status"] == "SKIP" and "correctness did not pass" in skipped["reason"]
     assert [c["id"] for c in out.gate("performance")["checks"]] == ["performance.not_run", "performance.coverage"]
+
+
+def _ctx():
+    from gatekeeper.gates.interface import GateContext
+    return GateContext("performance", None, None, None, lambda check_id: True, {}, (), 0, {}, lambda c: None)
+
+
+def _entry(i: int, tps: float):
+    from gatekeeper.perf.history import HistoryEntry
+    return HistoryEntry(f"run-{i:02d}", f"2026-11-{i:02d}T00:00:00+00:00", "candidate", "baseline",
+                        {"c8.output_tokens_per_s": tps, "c8.tpot_p50_s": 8.0 / tps})
+
+
+@pytest.mark.parametrize("decline", [True, False])
+def test_history_names_the_run_a_slow_drift_began(tmp_path: Path, decline: bool):
+    """Seed 003: throughput 2.5% lower every run from run 4 on. The tenth run's check names a
+    change point at run 4 ±1 that made throughput worse; a flat history passes."""
+    from gatekeeper.gates.performance.history_check import history_check
+    from gatekeeper.perf.history import append_entry
+    pytest.importorskip("otava")
+    rng = random.Random(5)
+    values = [1000.0 * (0.975 ** max(0, i - 2) if decline else 1.0) * (1 + rng.gauss(0, 0.004)) for i in range(10)]
+    path = tmp_path / "h.jsonl"
+    for i, v in enumerate(values[:-1], 1):
+        append_entry(path, _entry(i, v))
+    ctx = _ctx()
+    history_check(ctx, path, _entry(10, values[-1]), {"output_tokens_per_s": True, "tpot_p50_s": False})
+    [check] = ctx.checks
+    assert not check.blocking
+    if decline:
+        assert check.status.value == "WARN", check.reason
+        runs = [int(c[1].split("from run ")[1].split()[0]) for c in check.metrics["change_points"]
+                if c[0] == "c8.output_tokens_per_s"]
+        assert runs and abs(runs[0] - 4) <= 1, check.metrics["change_points"]
+    else:
+        assert check.status.value == "PASS", check.reason
+
+
+def test_history_needs_enough_runs(tmp_path: Path):
+    from gatekeeper.gates.performance.history_check import history_check
+    ctx = _ctx()
+    history_check(ctx, tmp_path / "new" / "h.jsonl", _entry(1, 1000.0), {})
+    [check] = ctx.checks
+    assert check.status.value == "SKIP" and "appended run 1" in check.reason
+    assert (tmp_path / "new" / "h.jsonl").read_text().count("\n") == 1

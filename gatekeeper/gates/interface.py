@@ -129,6 +129,7 @@ class GateContext:
     specs: dict[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
     launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
     out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
+    run_id: str = ""
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:

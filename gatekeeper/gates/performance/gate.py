@@ -16,6 +16,7 @@ from gatekeeper.evidence import Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import baseline_endpoint, choose
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
+from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.shadow.settings import ShadowSettings
@@ -48,7 +49,9 @@ class PerformanceGate(Gate):
     and the noise floor, and significantly so (one-sided t test on the pairs' log ratios, Holm
     over every metric and level at the family-wise `alpha`), WARN when significantly worse but
     within the budget; `performance.errors_under_load`; `performance.capacity` (advisory: the knee
-    of a concurrency sweep under the SLOs, goodput and cost per 1,000 requests).
+    of a concurrency sweep under the SLOs, goodput and cost per 1,000 requests);
+    `performance.history` (advisory: the run appended to the policy's history file, and change
+    points across runs that made a figure worse).
 
     A failure looks like: seed 003's dependency bump that costs 23% decode throughput, or a 5%
     per-step slowdown that only a paired, interleaved measurement separates from a noisy machine.
@@ -92,11 +95,16 @@ class PerformanceGate(Gate):
         levels = [measure_level(targets, level, s.pairs, s.requests_per_block(level), workload, ctx.seed, s.slo(),
                                 ctx.progress) for level in s.levels]
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
+        judged = judge(levels, s)
         for lv in levels:
-            for c, p_adj in (j for j in judge(levels, s) if j[0].level == f"c{lv.level}"):
+            for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
         self._errors(ctx, levels)
         self._capacity(ctx, s, targets, workload)
+        if valid:
+            history_check(ctx, history_path(s.history, ctx.out_dir),
+                          entry_of(ctx.run_id, ctx.specs["candidate"].describe(), choice.why, [c for c, _ in judged]),
+                          {b.metric: b.higher_is_better for b in s.budgets()})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in levels)}")
 
