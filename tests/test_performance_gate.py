@@ -187,3 +187,25 @@ def test_history_needs_enough_runs(tmp_path: Path):
     [check] = ctx.checks
     assert check.status.value == "SKIP" and "appended run 1" in check.reason
     assert (tmp_path / "new" / "h.jsonl").read_text().count("\n") == 1
+
+
+def test_perf_load_command_measures_a_real_server(tmp_path: Path):
+    """`gatekeeper perf load URL` against the bundled engine: every request measured, the
+    server's usage counts 32 output tokens each (ignore_eos), figures in JSON."""
+    import json
+    import subprocess
+    import sys
+
+    from server_util import running_server
+
+    with running_server(Path(__file__).resolve().parent.parent / "gatekeeper" / "models" / "gk-tiny",
+                        "--profile", "optimized") as server:
+        proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "perf", "load", server.url + "/v1",
+                               "--requests", "8", "--warmup", "2", "--concurrency", "4", "--json"],
+                              capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    f = data["figures"]
+    assert data["model"] == "gk-tiny" and f["requests"] == 8 and f["error_rate"] == 0
+    assert f["output_tokens_per_s"] * f["wall_s"] == pytest.approx(8 * 32, rel=1e-6)
+    assert f["tpot_p50_s"] > 0 and f["ttft_p50_s"] > 0
