@@ -39,7 +39,7 @@ def gk_run(out: Path, *args: str, timeout: float = 600, env: dict[str, str] | No
     before = set(out.iterdir())
     proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), *args],
                           capture_output=True, text=True, timeout=timeout, env=env)
-    new = sorted(set(out.iterdir()) - before)
+    new = sorted(p for p in set(out.iterdir()) - before if p.is_dir())  # not perf-history.jsonl beside them
     run_dir = new[-1] if new else None
     summary = None
     if run_dir and (run_dir / "summary.json").is_file():

@@ -113,17 +113,17 @@ def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
 
 
 def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
-    """decode-slowdown=60 against the candidate's own launch without the fault: a blocking FAIL
+    """decode-slowdown=100 (each decode step twice as long) against the candidate's own launch without the fault: a blocking FAIL
     on TPOT (and the gate names its baseline)."""
     policy = tmp_path / "p.yaml"
     policy.write_text(SMALL)
     out = gk_run(tmp_path / "runs", "--gates", "performance", "--policy", str(policy),
-                 "--candidate-fault", "decode-slowdown=60")
+                 "--candidate-fault", "decode-slowdown=100")
     assert out.summary is not None, out.stderr
     assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]
     tpot = out.check("performance.c4.tpot_p50_s")
     assert tpot["status"] == "FAIL" and tpot["blocking"]
-    assert tpot["metrics"]["ratio"] > 1.2
+    assert tpot["metrics"]["ratio"] > 1.3
     assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
     history = out.check("performance.history")  # appended beside the run directories
@@ -209,3 +209,12 @@ def test_perf_load_command_measures_a_real_server(tmp_path: Path):
     assert data["model"] == "gk-tiny" and f["requests"] == 8 and f["error_rate"] == 0
     assert f["output_tokens_per_s"] * f["wall_s"] == pytest.approx(8 * 32, rel=1e-6)
     assert f["tpot_p50_s"] > 0 and f["ttft_p50_s"] > 0
+
+
+def test_a_wide_interval_is_inconclusive_not_a_pass():
+    """No effect, but 3 noisy pairs: not significant, and the interval still allows a large
+    regression — `excluded()` is False, so the gate WARNs 'inconclusive' instead of passing."""
+    c = compare(Budget("tpot_p50_s", False, 0.02), "c2", [0.004, 0.006, 0.004, 0.005], [0.0055, 0.004, 0.005, 0.004], 0.98)
+    assert c.p_worse is not None and c.p_worse > 0.01 and not c.excluded()
+    tight = compare(Budget("tpot_p50_s", False, 0.02), "c2", [0.004, 0.00401] * 4, [0.00400, 0.00402] * 4, 0.98)
+    assert tight.excluded()

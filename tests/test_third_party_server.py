@@ -98,3 +98,34 @@ def test_transformers_serve_as_candidate_reports_what_it_lacks_and_never_passes(
         agreement = out.check("longctx.session_agreement")
         if agreement["status"] == "FAIL":
             assert "near-tie review could not run" in agreement["reason"], agreement
+
+
+PERF_ONLY = """version: 1
+name: perf-third-party
+gates:
+  performance:
+    levels: [2]
+    pairs: 4
+    sweep: [1, 2]
+"""
+
+
+@pytest.mark.slow
+def test_performance_gate_against_transformers_serve(tmp_path, transformers_serve):
+    """A URL candidate is measured against the reference target (not a launch of its own); the
+    server refuses vLLM's ignore_eos (HTTP 422) and the gate drops it and says so; with four
+    pairs nothing may read as a PASS unless its interval rules out a regression."""
+    policy = tmp_path / "p.yaml"
+    policy.write_text(PERF_ONLY)
+    out = gk_run(tmp_path, "--gates", "performance", "--policy", str(policy), "--candidate", transformers_serve,
+                 timeout=600)
+    measurement = out.check("performance.measurement")
+    assert measurement["status"] == "PASS" and measurement["metrics"]["baseline"].startswith("the reference target")
+    assert measurement["metrics"]["output_lengths_controlled"] is False
+    assert any("ignore_eos" in n for n in out.gate("performance")["notes"])
+    for metric in ("output_tokens_per_s", "tpot_p50_s", "ttft_p95_s"):
+        c = out.check(f"performance.c2.{metric}")
+        assert c["status"] in ("PASS", "WARN", "FAIL"), c
+        if c["status"] == "PASS":
+            worst = (1 - c["metrics"]["ci"][0]) if metric == "output_tokens_per_s" else (c["metrics"]["ci"][1] - 1)
+            assert worst <= c["metrics"]["threshold"], c

@@ -71,6 +71,17 @@ class Comparison:
             return None
         return (1 - self.ratio) if self.higher_is_better else (self.ratio - 1)
 
+    @property
+    def worse_bound(self) -> float | None:
+        """The interval's worst end, as "worse by" (how large a regression the data still allow)."""
+        if self.ci is None:
+            return None
+        return (1 - self.ci[0]) if self.higher_is_better else (self.ci[1] - 1)
+
+    def excluded(self) -> bool:
+        """The interval rules out a regression beyond the threshold (what a PASS needs)."""
+        return self.worse_bound is not None and self.worse_bound <= self.threshold
+
     def material(self) -> bool:
         """Worse than the budget and the noise floor."""
         return self.worse_by is not None and self.worse_by > self.threshold

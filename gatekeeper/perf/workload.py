@@ -39,6 +39,7 @@ class Workload:
     tokens_per_word: float = ASSUMED_TOKENS_PER_WORD
     recorded: tuple[tuple[str, dict[str, Any]], ...] = ()
     calibration: str = "assumed ~1.3 tokens per word"
+    chat: bool = False  # synthetic prompts sent as one user message to /v1/chat/completions
 
     @property
     def source(self) -> str:
@@ -57,8 +58,9 @@ class Workload:
                 kind = "chat" if endpoint == "chat" else "completions"
             else:
                 words = max(1, round(rng.randint(*self.input_tokens) / self.tokens_per_word))
-                body = {"prompt": f"Request {i}: " + " ".join(rng.choice(_WORDS) for _ in range(words))}
-                kind = "completions"
+                prompt = f"Request {i}: " + " ".join(rng.choice(_WORDS) for _ in range(words))
+                body = {"messages": [{"role": "user", "content": prompt}]} if self.chat else {"prompt": prompt}
+                kind = "chat" if self.chat else "completions"
             body.update({"max_tokens": max_tokens, "temperature": 0.0})
             if self.ignore_eos:
                 body["ignore_eos"] = True
@@ -68,6 +70,10 @@ class Workload:
     def uncontrolled(self) -> Workload:
         """The same workload without ignore_eos."""
         return replace(self, ignore_eos=False)
+
+    def as_chat(self) -> Workload:
+        """The same prompts as chat messages (for a server without /v1/completions)."""
+        return replace(self, chat=True)
 
 
 def calibrated(workload: Workload, ep: Endpoint) -> Workload:

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from gatekeeper.results import CheckResult, GateResult, RunResult
 
 PERFORMANCE_GATE = "performance"
+_REPORTED = (("e2e_p50_s", "Latency", "E2E p50"), ("e2e_p95_s", "Latency", "E2E p95"), ("itl_p99_s", "Latency", "ITL p99"),
+             ("tpot_incl_first_p50_s", "Latency", "TPOT p50, first token included (guidellm's)"),
+             ("requests_per_s", "Throughput", "requests/s"))
 _LATENCY = re.compile(r"_p\d+_s$")  # a latency percentile in seconds (not "…_per_s")
 _LABELS = {"output_tokens_per_s": ("Throughput", "output tokens/s"), "tpot_p50_s": ("Latency", "TPOT p50"),
            "ttft_p95_s": ("Latency", "TTFT p95")}
@@ -61,6 +64,15 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
             unit = "s" if _LATENCY.search(str(metric)) else ""
             rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
                                     _num(c.metrics.get("candidate"), unit), _ratio(c), c.status.value))
+    measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
+    for level, sides in (measured.metrics.get("figures") or {}).items() if measured is not None else ():
+        base, cand = sides.get("baseline", {}), sides.get("candidate", {})
+        for key, dim, label in _REPORTED:
+            b, c = base.get(key), cand.get(key)
+            unit = "s" if _LATENCY.search(key) else ""
+            ratio = f"{c / b:.3f}" if isinstance(b, (int, float)) and isinstance(c, (int, float)) and b else "–"
+            rows.append(PerfGateRow(dim, f"{label} at concurrency {level.removeprefix('c')}", _num(b, unit), _num(c, unit),
+                                    ratio, "reported"))
     cap = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.capacity"), None)
     if cap is not None and cap.metrics:
         knee, cost = cap.metrics.get("knee", {}), cap.metrics.get("cost_per_1000", {})

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
 from gatekeeper.results import RequestTiming, RunResult, Status, Verdict
+from gatekeeper.verdict import decide
 
 _PASSED = (Status.PASS, Status.WARN)
 
@@ -121,8 +122,10 @@ def summarize_performance(run: RunResult) -> PerformanceSummary:
     roles += sorted({t.target for t in run.timings} - set(roles))
     startup = {t.role: t.startup_s for t in run.targets}
     run_reason = None
-    if run.verdict != Verdict.PROMOTE:
-        run_reason = f"correctness did not pass (verdict {run.verdict.value})"
+    judged = [g for g in run.gates if g.id != "performance"]  # the performance gate's own outcome is not correctness
+    correctness, _ = decide(judged) if judged else (Verdict.PROMOTE, [])
+    if correctness != Verdict.PROMOTE and run.verdict != Verdict.PROMOTE:
+        run_reason = f"correctness did not pass (verdict {correctness.value})"
 
     def reason_for(role: str, extra: str | None = None) -> str | None:
         if role == "reference":

@@ -15,6 +15,16 @@ from gatekeeper.perf.loadgen import LoadProfile, LoadRequest, LoadResult, LoadTa
 from gatekeeper.perf.workload import Workload
 
 SIDES = ("baseline", "candidate")
+CLIENT_LATE_S = 0.010
+CLIENT_LATE_SHARE = 0.1
+
+
+def client_bound(figures: dict[str, float | None]) -> bool:
+    """A block whose client set the pace: p99 send lateness above 10 ms *and* above a tenth of
+    the block's median request (a busy 2-core machine delays the client by milliseconds, which a
+    300 ms request does not feel). Such a block's pair is left out of the comparison."""
+    late = figures.get("lateness_p99_s") or 0.0
+    return late > max(CLIENT_LATE_S, CLIENT_LATE_SHARE * (figures.get("e2e_p50_s") or 0.0))
 
 
 @dataclass
@@ -27,8 +37,12 @@ class LevelBlocks:
     results: dict[str, list[LoadResult]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
     def series(self, side: str, metric: str) -> list[float | None]:
-        """One figure over a side's blocks, in pair order."""
-        return [f.get(metric) for f in self.figures[side]]
+        """One figure over a side's blocks, in pair order; None for a block the client paced."""
+        return [None if client_bound(f) else f.get(metric) for f in self.figures[side]]
+
+    def late_pairs(self) -> int:
+        """Pairs with a block the client paced (left out of the comparison)."""
+        return sum(1 for a, b in zip(self.figures["baseline"], self.figures["candidate"]) if client_bound(a) or client_bound(b))
 
 
 def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> None:
