@@ -76,13 +76,13 @@ def test_within_budget_is_not_a_failure_even_when_significant():
     assert not any(_fails(_level(rng, 8, 0.01, 0.002), s) for _ in range(200))
 
 
-def test_an_unstable_baseline_is_not_judged():
-    """Baseline blocks alternating 1000 / 600 tokens/s: the noise floor says the machine cannot
-    tell; the comparison is marked unstable rather than passed or failed."""
+def test_an_unstable_baseline_widens_the_threshold():
+    """Baseline blocks alternating 1000 / 600 tokens/s: the noise floor is marked unstable and the
+    material threshold widens to the baseline's drift against itself, far beyond the 2% budget."""
     base = [1000.0, 600.0] * 4
     cand = [990.0, 610.0] * 4
     c = compare(Budget("output_tokens_per_s", True, 0.02), "c4", base, cand, 0.98)
-    assert c.noise_unstable(0.01)
+    assert c.noise_unstable(0.01) and c.threshold > 0.3
     steady = compare(Budget("output_tokens_per_s", True, 0.02), "c4", [1000.0, 1001.0] * 4, [990.0, 991.0] * 4, 0.98)
     assert not steady.noise_unstable(0.01)
 

@@ -15,8 +15,9 @@ way. A regression counts only when it is
 - *material*: the estimated ratio is worse than the policy's budget, and worse than the noise
   floor's own ratio (the baseline's drift against itself), whichever is larger.
 
-A measurement whose noise floor is itself significant and material (the baseline "regressed"
-against itself) cannot tell a regression from the machine: the comparison is not judged.
+A baseline that drifts against itself therefore widens the threshold to its own drift (Diffy's
+rule: only what the candidate adds beyond the noise counts); `noise_unstable` says when that
+drift was itself significant and beyond the budget, and the report says so.
 """
 
 from __future__ import annotations

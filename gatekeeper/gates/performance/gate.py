@@ -158,13 +158,10 @@ class PerformanceGate(Gate):
         if c.unjudged is not None:
             ctx.check(name, Status.SKIP, f"not judged: {c.unjudged}", metrics)
             return
-        if c.noise_unstable(s.alpha):
-            ctx.check(name, Status.SKIP, f"not judged: the baseline differs from itself by {abs((c.noise_ratio or 1) - 1):.1%} "
-                      f"(beyond the {c.limit:.0%} budget): the machine is too noisy to judge this metric", metrics)
-            return
         assert c.ratio is not None and c.ci is not None and c.worse_by is not None
         shown = (f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}; noise floor "
-                 f"{c.noise_ratio:.3f}" if c.noise_ratio is not None else
+                 f"{c.noise_ratio:.3f}" + (" (the baseline drifted against itself: the threshold widens to it)"
+                                           if c.noise_unstable(s.alpha) else "") if c.noise_ratio is not None else
                  f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}")
         significant = p_adj is not None and p_adj < s.alpha
         if regressed(c, p_adj, s.alpha):
@@ -246,7 +243,7 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings) -> list[tuple[Compa
     material (`Comparison.material`)."""
     comparisons = [compare(b, f"c{lv.level}", lv.series("baseline", b.metric), lv.series("candidate", b.metric),
                            s.confidence) for lv in levels for b in s.budgets()]
-    judged = [c for c in comparisons if c.unjudged is None and not c.noise_unstable(s.alpha)]
+    judged = [c for c in comparisons if c.unjudged is None]
     adjusted = dict(zip((id(c) for c in judged), holm([c.p_worse if c.p_worse is not None else 1.0 for c in judged])))
     return [(c, adjusted.get(id(c))) for c in comparisons]
 
