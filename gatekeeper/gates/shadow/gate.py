@@ -16,7 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from gatekeeper.errors import ConfigError
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
@@ -40,9 +41,9 @@ class ShadowGate(Gate):
     Recorded requests (a traffic file, docs/traffic-format.md) are replayed in the policy's
     canary stages — a low-risk tenant first, then wider shares of the traffic. Each request goes
     to the candidate, to the reference, and to the reference again in another order (its twin:
-    the noise floor). Per pair: exact agreement, similarity and first divergence, degeneration,
-    JSON and tool-call parse/schema validity, finish reason, length ratio, refusal, NaN/Inf
-    logprobs, errors, latency.
+    the noise floor; a second launch of the reference where gatekeeper starts it). Per pair:
+    exact agreement, similarity and first divergence, degeneration, JSON and tool-call
+    parse/schema validity, finish reason, length ratio, refusal, NaN/Inf logprobs, errors, latency.
 
     Per slice (all traffic, each tenant, request kind, model alias, greedy/sampled), the
     candidate's failure rate on each measure is compared with the twin's — the same requests,
@@ -101,6 +102,7 @@ class ShadowGate(Gate):
             done.update(r.id for r in selections[-1])
         analysis = Analysis(slice_plan((_facts(r) for sel in selections for r in sel), s.min_slice_requests),
                             s.thresholds())
+        replica = _replica(ctx, s)
         worst: list[tuple[float, int, Pair, Measures]] = []
         failed: Stage | None = None
         for stage, chosen in zip(stages, selections):
@@ -108,7 +110,7 @@ class ShadowGate(Gate):
                 ctx.skip(f"stage.{stage.name}", f"not run: stage {failed.name!r} failed, so the canary does not widen",
                          advisory=True)
                 continue
-            if self._stage(ctx, s, stage, chosen, analysis, worst):
+            if self._stage(ctx, s, stage, chosen, analysis, worst, replica):
                 failed = stage
         slices = analysis.results()
         stopped = analysis.pairs < sum(len(sel) for sel in selections)
@@ -125,7 +127,7 @@ class ShadowGate(Gate):
                          + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
 
     def _stage(self, ctx: GateContext, s: ShadowSettings, stage: Stage, chosen: Sequence[TrafficRecord],
-               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]]) -> bool:
+               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]], replica: Endpoint | None) -> bool:
         """Replay one stage in chunks until its budget or a firing; record its check. True when it failed."""
         t0 = time.perf_counter()
         start_pairs = analysis.pairs
@@ -140,12 +142,14 @@ class ShadowGate(Gate):
             chunk = list(chosen[at:at + s.chunk])
             offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
             # The candidate and the reference are separate servers: their first passes go at once
-            # (the same arrivals to both); the twin then has the reference to itself.
-            with ThreadPoolExecutor(max_workers=2) as both:
-                cand_f = both.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
-                ref_f = both.submit(send_all, ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+            # (the same arrivals to both); the twin goes at the same time to a replica of the
+            # reference, else after them to the reference itself.
+            with ThreadPoolExecutor(max_workers=3) as pool:
+                cand_f = pool.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
+                ref_f = pool.submit(send_all, ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+                twin_f = pool.submit(send_all, replica, chunk[::-1], noise_conc, s.max_tokens_cap) if replica else None
                 cand, ref = cand_f.result(), ref_f.result()
-            twin = send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap)[::-1]
+                twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for r, c, a, b in zip(chunk, cand, ref, twin):
@@ -201,6 +205,22 @@ class ShadowGate(Gate):
             if outcome.evidence_rows else []
         ctx.check(f"rule.{outcome.name}", outcome.status, outcome.reason, {"rule": outcome.name}, evidence,
                   advisory=outcome.status is Status.SKIP)
+
+
+def _replica(ctx: GateContext, s: ShadowSettings) -> Endpoint | None:
+    """The endpoint the twin pass goes to when it is not the reference itself: a second launch of
+    a bundled or launched reference (`twin: replica`); None for `twin: same`, a URL reference
+    (gatekeeper cannot start a copy of it) or a replica that did not come up (noted)."""
+    spec = ctx.specs.get("reference")
+    if s.twin != "replica" or ctx.launch is None or spec is None or spec.kind == "url":
+        return None
+    try:
+        ep = ctx.launch("reference-replica", spec)
+    except EndpointError as e:
+        ctx.notes.append(f"shadow: the reference replica did not start ({e}); the twin pass goes to the reference")
+        return None
+    ctx.notes.append("shadow: the twin pass goes to a second launch of the reference, at the same time as the first passes")
+    return ep
 
 
 def _percentiles(values: list[float]) -> dict[str, float | None]:

@@ -75,6 +75,10 @@ class ShadowSettings:
     - `chunk` (16): requests per replay round (the candidate's and the reference's passes at
       once — two servers — then the twin's), after which the
       sequential test looks and a stage may stop;
+    - `twin` ("replica"): where the twin pass goes — "replica": a second launch of the reference
+      (a bundled or launched reference; a URL reference falls back to itself), in parallel with
+      the first passes, so the noise floor also holds what differs between two processes of the
+      same build; "same": the reference itself, after the first passes;
     - `stop_early` (true): a stage stops at the first measure that fires (the sequential test
       allows it); false replays every stage's whole budget, so every rule's evidence is complete;
     - `max_tokens_cap` (96): the largest max_tokens replayed (a request without one gets this);
@@ -96,6 +100,7 @@ class ShadowSettings:
     concurrency: int = 8
     noise_floor_concurrency: int = 8
     chunk: int = 16
+    twin: str = "replica"
     stop_early: bool = True
     max_tokens_cap: int = 96
     preserve_timing: bool = False
@@ -118,6 +123,7 @@ class ShadowSettings:
 
     def __post_init__(self) -> None:
         require(self.bad_lines in ("abort", "skip"), "bad_lines", "must be abort or skip")
+        require(self.twin in ("replica", "same"), "twin", "must be replica or same")
         for key in ("concurrency", "noise_floor_concurrency", "chunk", "max_tokens_cap", "min_slice_requests"):
             require(isinstance(getattr(self, key), int) and getattr(self, key) >= 1, key, "must be a positive integer")
         require(self.time_scale > 0, "time_scale", "must be positive")
