@@ -4,8 +4,8 @@ often (and how fast) the two faults only real traffic shows are caught.
     python benchmarks/shadow_canary.py [--seeds 20] [--offline-seeds 3]
 
 Per seed s: `gatekeeper run --gates startup,shadow --seed s --candidate-opt seed=s` under the
-default policy (the stage selection and the engine's fault draws change with s), against one
-reference server started once, for three candidates: clean, `sporadic-corruption=0.03`,
+default policy (the stage selection and the engine's fault draws change with s), each run
+starting its own bundled reference and its replica as the default run does, for three candidates: clean, `sporadic-corruption=0.03`,
 `tool-overflow`. Printed per candidate: verdicts, the rules that fired, the slice named, the
 requests replayed until the sequential test fired (mean), and gate 5's wall time. Then, for
 `--offline-seeds` seeds, gates 1–4 on each faulted candidate: the faults are meant to pass them.
@@ -70,7 +70,9 @@ def main() -> None:
         for seed in range(args.seeds):  # interleaved: the machine's drift hits every candidate alike
             for name, extra in CANDIDATES.items():
                 t0 = time.perf_counter()
-                s = run(["--reference", ref.url, "--gates", "startup,shadow", "--seed", str(seed),
+                # The run starts its own bundled reference, as the default run does, so gate 5's twin
+                # pass goes to a second launch of it (twin: replica); the offline runs below share `ref`.
+                s = run(["--gates", "startup,shadow", "--seed", str(seed),
                          "--candidate-opt", f"seed={seed}", *extra], work / name.replace("=", "_") / str(seed))
                 facts = shadow_facts(s)
                 facts["run_s"] = time.perf_counter() - t0
