@@ -11,9 +11,14 @@ Profiles (as guidellm and `vllm bench serve` name them):
 
 Every request streams with `stream_options.include_usage`, so the server's own token count is
 used where it reports one (the number of content chunks otherwise, flagged in the record). The
-generator measures its own lateness: each request has a scheduled send time and an actual one;
-a p99 lateness above `MAX_LATENESS_S` means the client, not the server, set the pace, and the
-measurement is marked invalid (guidellm reports the same "scheduler delay").
+generator measures its own lateness: from when a request could have gone (its scheduled time, or
+the moment a slot freed up when the cap held it back; for fixed concurrency, the end of its
+stream's previous answer) to when its headers reached the socket (or, on a new connection, when
+its handshake began). A p99 lateness above `MAX_LATENESS_S` means the client, not the server,
+set the pace, and the measurement is marked invalid (guidellm reports the same "scheduler delay").
+
+Each stream in flight has its own httpx client and kept-alive connection; rate profiles are
+sent by one dispatching coroutine, so a long schedule costs one timer at a time.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
 import httpx
 
 MAX_LATENESS_S = 0.010  # p99 send lateness above this: the client was the bottleneck
 KINDS = ("synchronous", "concurrent", "rate", "poisson")
+_ON_THE_WIRE = ("connection.connect_tcp.started", "http11.send_request_headers.started")  # httpcore trace events
+_decode = json.JSONDecoder().decode  # on str: json.loads' type checks and encoding sniffing cost ~40% more per chunk
 
 
 @dataclass(frozen=True)
@@ -160,6 +168,7 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
     records: list[RequestRecord | None] = [None] * len(requests)
     fixed = profile.kind in ("synchronous", "concurrent")
     slots = 1 if profile.kind == "synchronous" else max(profile.concurrency, 1) if fixed else profile.concurrency
+    queue = iter(range(len(requests)))  # for fixed slots: one shared iterator, each slot takes the next request
     async with _ClientPool(target, slots) as pool:
         start = time.perf_counter()
         result.started_s = start
@@ -167,26 +176,34 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
         async def slot() -> None:
             http = await pool.acquire()
             ready = time.perf_counter()
-            for i in queue:  # one shared iterator: each slot takes the next request
+            for i in queue:
                 records[i] = await _send(http, target.model, requests[i], i, ready, i < profile.warmup, ready)
                 ready = time.perf_counter()
 
-        async def one(i: int, at: float) -> None:
-            while (delay := at - time.perf_counter()) > 0:  # never early, whatever the loop's timer resolution
-                await asyncio.sleep(delay)
-            woken = time.perf_counter()
-            http = await pool.acquire()  # waiting for a free slot is the server's doing, not lateness
+        async def dispatch() -> None:
+            """Send each request at its time, from one coroutine: one timer at a time, whatever the count."""
+            sending: list[asyncio.Task[None]] = []
+            unblocked = start  # when a wait for a free slot last ended: the cap's doing, not lateness, until then
+            for i, at in enumerate(_schedule(profile, len(requests), start)):
+                while (delay := at - time.perf_counter()) > 0:  # never early, whatever the loop's timer resolution
+                    await asyncio.sleep(delay)
+                blocked = not pool.can_acquire()
+                http = await pool.acquire()
+                if blocked:
+                    unblocked = time.perf_counter()
+                sending.append(asyncio.create_task(one(i, at, http, max(at, unblocked))))
+            await asyncio.gather(*sending)
+
+        async def one(i: int, at: float, http: httpx.AsyncClient, free_s: float) -> None:
             try:
-                records[i] = await _send(http, target.model, requests[i], i, at, i < profile.warmup,
-                                         time.perf_counter() - (woken - at))
+                records[i] = await _send(http, target.model, requests[i], i, at, i < profile.warmup, free_s)
             finally:
                 pool.release(http)
 
         if fixed:
-            queue = iter(range(len(requests)))
             await asyncio.gather(*(slot() for _ in range(slots)))
         else:
-            await asyncio.gather(*(one(i, at) for i, at in enumerate(_schedule(profile, len(requests), start))))
+            await dispatch()
         result.ended_s = time.perf_counter()
     result.records = [r for r in records if r is not None]
     return result
@@ -195,7 +212,8 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
 class _ClientPool:
     """One httpx client (and so one kept-alive connection) per request in flight, `size` at most
     (0: unbounded). httpcore's own pool scans all its connections on every request and response
-    event, so 256 streams through one client cost more CPU than the streams themselves."""
+    event, so 256 streams through one client cost more CPU than the streams themselves. A bounded
+    pool makes its clients before the clock starts."""
 
     def __init__(self, target: LoadTarget, size: int) -> None:
         self.size = size
@@ -210,17 +228,27 @@ class _ClientPool:
         }
 
     async def __aenter__(self) -> _ClientPool:
+        await anyio.sleep(0)  # loads anyio's asyncio backend now: httpx would on the first request (~20 ms late)
+        for _ in range(self.size):
+            self.free.put_nowait(self._new())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await asyncio.gather(*(c.aclose() for c in self.clients), return_exceptions=True)
 
+    def _new(self) -> httpx.AsyncClient:
+        client = httpx.AsyncClient(**self.kwargs)
+        self.clients.append(client)
+        return client
+
+    def can_acquire(self) -> bool:
+        """Whether `acquire` would return without waiting."""
+        return self.size == 0 or not self.free.empty()
+
     async def acquire(self) -> httpx.AsyncClient:
-        """A free client; a new one while fewer than `size` exist, else wait for one."""
-        if self.free.empty() and (self.size == 0 or len(self.clients) < self.size):
-            client = httpx.AsyncClient(**self.kwargs)
-            self.clients.append(client)
-            return client
+        """A free client (a new one when the pool is unbounded and none is free), else wait for one."""
+        if self.free.empty() and self.size == 0:
+            return self._new()
         return await self.free.get()
 
     def release(self, client: httpx.AsyncClient) -> None:
@@ -247,8 +275,9 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
                 warmup: bool, free_s: float) -> RequestRecord:
     """One streamed request; a failure is a record with `error` (never an exception). The record's
     lateness is how long after `free_s` (when it could have gone) its headers were written to the
-    socket (httpcore's trace hook, as guidellm times its request start): the client's own work in
-    building and sending a request counts, on a busy event loop it grows."""
+    socket, or a new connection's handshake began (httpcore's trace hook, as guidellm times its
+    request start): the client's own work before the network counts, and grows on a busy event
+    loop; the network's round trip to open a connection does not."""
     path = "/v1/chat/completions" if req.endpoint == "chat" else "/v1/completions"
     body = {**req.body, "model": model, "stream": True, "stream_options": {"include_usage": True}}
     sent = time.perf_counter()
@@ -258,7 +287,7 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
     written: list[float] = []
 
     async def trace(event: str, info: dict[str, Any]) -> None:
-        if event == "http11.send_request_headers.started":
+        if event in _ON_THE_WIRE and not written:
             written.append(time.perf_counter())
 
     try:
@@ -277,7 +306,9 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
                         payload = line[5:].strip()
                         if payload == b"[DONE]":
                             continue  # read on to the end of the body, so the connection is kept for the next request
-                        event = json.loads(payload)
+                        event = _decode(payload.decode())
+                        if not isinstance(event, dict):
+                            raise ValueError(f"an event that is not a JSON object: {payload[:100]!r}")
                         if event.get("usage"):
                             usage = event["usage"]
                         if any(_text_of(c) for c in event.get("choices") or ()):
