@@ -188,14 +188,15 @@ class PerformanceGate(Gate):
         total = sum(len(res.measured) for lv in levels for res in lv.results["candidate"])
         metrics = {"candidate_failed": len(failed["candidate"]), "baseline_failed": len(failed["baseline"]),
                    "candidate_requests": total, "examples": failed["candidate"][:5]}
-        if failed["candidate"] and not failed["baseline"]:
+        if not failed["candidate"]:
+            ctx.check("errors_under_load", Status.PASS, f"the candidate answered all {total} requests under load",
+                      metrics, judgement=Judgement.EXACT)
+        elif failed["baseline"]:
+            ctx.skip("errors_under_load", "not judged: the baseline failed requests too (see performance.measurement)")
+        else:
             ctx.check("errors_under_load", Status.FAIL, f"the candidate failed {len(failed['candidate'])} of {total} "
                       f"requests under load (the baseline none): {failed['candidate'][0]}", metrics,
                       judgement=Judgement.EXACT)
-        else:
-            ctx.check("errors_under_load", Status.PASS, f"the candidate answered all {total} requests under load",
-                      metrics, judgement=Judgement.EXACT) if not failed["candidate"] else \
-                ctx.skip("errors_under_load", "not judged: the baseline failed requests too (see performance.measurement)")
 
     def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
         """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""
