@@ -61,7 +61,7 @@ def main() -> None:
             for n in names:  # candidates interleaved within a seed: drift hits all of them
                 targets = {"baseline": baseline, "candidate": LoadTarget(servers[n].url, "gk-tiny")}
                 t0 = time.perf_counter()
-                levels = [measure_level(targets, lv, s.pairs, s.requests_per_block(lv), workload, seed, s.slo(),
+                levels = [measure_level(targets, lv, s.pairs_at(lv), s.requests_per_block(lv), workload, seed, s.slo(),
                                         lambda m: None) for lv in s.levels]
                 judged = judge(levels, s)
                 failed = [f"{c.level}.{c.metric}" for c, p in judged if regressed(c, p, s.alpha)]

@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gatekeeper.perf.loadgen import MAX_LATENESS_S, LoadProfile, LoadRequest, LoadTarget, _schedule, run_load
+from gatekeeper.perf.figures import Slo, block_figures
+from gatekeeper.perf.loadgen import MAX_LATENESS_S, LoadProfile, LoadRequest, LoadTarget, _schedule, run_alternating, run_load
 from server_util import free_port, running_server, stop
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,6 +79,30 @@ def test_each_stream_keeps_its_connection_for_the_next_request() -> None:
         stats = httpx.get(url + "/stats").json()
     assert all(r.ok for r in result.records)
     assert stats == {"connections": 3 + 1, "requests": 30 + 1}  # one per stream, and this GET's
+
+
+def test_alternating_sides_take_turns_one_request_at_a_time_each_on_its_own_connection() -> None:
+    with fast_server() as a, fast_server() as b:
+        requests = [completion(1 + i) for i in range(6)]
+        results = run_alternating({"a": LoadTarget(a, "fast"), "b": LoadTarget(b, "fast")}, requests, ["a", "b"])
+        stats = [httpx.get(u + "/stats").json() for u in (a, b)]
+    assert stats == [{"connections": 1 + 1, "requests": 6 + 1}] * 2  # one kept-alive connection each, and the GET's
+    assert [r.index for r in results["a"].records] == list(range(6)) == [r.index for r in results["b"].records]
+    sent = sorted((r.sent_s, side, r.index) for side, res in results.items() for r in res.records)
+    assert [(side, i) for _, side, i in sent] == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2),
+                                                  ("b", 3), ("a", 3), ("a", 4), ("b", 4), ("b", 5), ("a", 5)]
+    ends = [(r.sent_s, r.end_s) for _, res in results.items() for r in res.records]
+    assert all(e1 <= s2 or e2 <= s1 for (s1, e1) in ends for (s2, e2) in ends if (s1, e1) != (s2, e2))  # never two at once
+
+
+def test_a_synchronous_block_s_throughput_counts_its_own_busy_time_only(fast: LoadTarget) -> None:
+    """Interleaved with another target's requests, a side's wall time is the sum of its own E2E."""
+    with fast_server() as other:
+        res = run_alternating({"a": fast, "b": LoadTarget(other, "fast")}, [completion(4)] * 5, ["a", "b"])["a"]
+    figures = block_figures(res, Slo())
+    busy = sum(r.e2e_s for r in res.records)
+    assert figures["wall_s"] == pytest.approx(busy) and busy < res.ended_s - res.started_s
+    assert figures["output_tokens_per_s"] == pytest.approx(sum(r.output_tokens for r in res.records) / busy)
 
 
 def test_the_server_s_usage_is_the_token_count_else_the_chunks_are_counted(fast: LoadTarget) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gatekeeper.config.settings import SettingError
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.performance.baseline import choose
 from gatekeeper.gates.performance.gate import judge, regressed
@@ -218,3 +219,23 @@ def test_a_wide_interval_is_inconclusive_not_a_pass():
     assert c.p_worse is not None and c.p_worse > 0.01 and not c.excluded()
     tight = compare(Budget("tpot_p50_s", False, 0.02), "c2", [0.004, 0.00401] * 4, [0.00400, 0.00402] * 4, 0.98)
     assert tight.excluded()
+
+
+def test_a_variant_keeps_the_lengths_and_changes_the_words():
+    """The noise floor's two baseline blocks ask for the same work, in words a prefix cache cannot match."""
+    w = PerformanceSettings().workload()
+    one, other = w.requests(8, 5), w.requests(8, 5, variant=1)
+    assert [r.body["max_tokens"] for r in one] == [r.body["max_tokens"] for r in other]
+    assert [len(r.body["prompt"].split()) for r in one] == [len(r.body["prompt"].split()) for r in other]
+    assert all(a.body["prompt"] != b.body["prompt"] for a, b in zip(one, other))
+    assert [r.body for r in w.requests(8, 5, variant=1)] == [r.body for r in other]  # seeded
+
+
+def test_pairs_per_level_come_from_the_request_budget():
+    s = PerformanceSettings(level_requests=96)
+    assert (s.pairs_at(1), s.requests_per_block(1)) == (24, 4)
+    assert (s.pairs_at(8), s.requests_per_block(8)) == (12, 8)
+    assert s.pairs_at(64) == 4  # never fewer than two noise-floor sets
+    assert PerformanceSettings(pairs=6).pairs_at(1) == 6
+    with pytest.raises(SettingError, match="at least 3"):
+        PerformanceSettings(pairs=2)

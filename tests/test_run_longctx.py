@@ -146,10 +146,14 @@ def test_kv_stale_reuse_does_not_trigger_without_its_conditions(tmp_path, gk_tin
     assert f"not exercised: {absent}" in conditions["reason"] or f"; {absent} (absent" in conditions["reason"]
 
 
-def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
-    out = gk_run(tmp_path / "all", "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
+@pytest.mark.slow  # ~40 s: a whole run; gate 4's own catch is the next test, the engine's in test_engine_faults
+def test_nan_residue_rolls_back_a_whole_run(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"  # an earlier gate may stop the run first
-    own = gk_run(tmp_path / "g4", "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
+
+
+def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
+    own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
     nan = own.check("longctx.nan_inf")
     assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 

@@ -6,8 +6,11 @@ ratio is exp(mean d) with Student's t interval on the mean log ratio (`scipy.sta
 at 6–12 pairs the bootstrap's percentile and BCa intervals cover less than they claim, the t
 interval on log ratios is exact for log-normal block noise and close otherwise).
 
-The noise floor is the baseline against itself: consecutive baseline blocks, paired the same
-way. A regression counts only when it is
+The noise floor is the baseline against itself: its blocks of pairs 2k and 2k+1, which send
+requests of the same lengths in other words (`measure_level`), so their ratio is the machine's
+drift. (An earlier version paired baseline blocks of unrelated requests: the request mix
+inflated the floor to 8–14% at concurrency 1 and hid a 10–16% TPOT slowdown. Repeating the very
+same requests is no better: the prefix cache answers the repeat up to 5× faster.) A regression counts only when it is
 
 - *significant*: the one-sided t test that the candidate is worse has a p-value below the
   family-wise alpha after Holm's correction over every judged metric and level (the gate does
@@ -125,7 +128,7 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
     worse = -d if budget.higher_is_better else d  # [pairs]: > 0 where the candidate is worse
     _, _, p_worse = _t(worse, confidence, "greater")
     ratio, ci, _ = _t(d, confidence)
-    noise = _log_ratios(baseline[1::2], baseline[0::2])  # consecutive baseline blocks against each other
+    noise = _log_ratios(baseline[1::2], baseline[0::2])  # the baseline's two blocks of each request set
     noise_ratio = noise_ci = noise_p = None
     threshold = budget.limit
     if len(noise) >= 2:

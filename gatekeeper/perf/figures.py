@@ -7,7 +7,9 @@
 - E2E: send to the last byte.
 - output tokens/s and requests/s: the *server's* throughput — output tokens (the server's
   `usage` count where it reports one) and successful requests over the block's wall time, from
-  its first send to its last byte.
+  its first send to its last byte; for a synchronous block (one request at a time) over the sum
+  of its requests' E2E, the server's busy time (the same, less the client's gaps, and still right
+  when the block's requests took turns with another target's).
 - goodput: successful requests per second that met every SLO (DistServe's definition, as
   `vllm bench serve --goodput`).
 Percentiles are numpy's linear interpolation.
@@ -61,11 +63,12 @@ def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:
     for name, values in series.items():
         for q in QUANTILES:
             out[f"{name}_p{q}_s"] = _pct(values, q)
-    if rows:
-        start = min(r.sent_s for r in rows)
-        wall = max(r.end_s for r in rows) - start
-    else:
+    if not rows:
         wall = 0.0
+    elif result.profile.kind == "synchronous":
+        wall = sum(r.e2e_s for r in rows)
+    else:
+        wall = max(r.end_s for r in rows) - min(r.sent_s for r in rows)
     out["wall_s"] = wall
     out["output_tokens_per_s"] = sum(r.output_tokens for r in ok) / wall if wall > 0 else None
     out["requests_per_s"] = len(ok) / wall if wall > 0 else None

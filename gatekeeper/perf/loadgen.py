@@ -24,6 +24,7 @@ sent by one dispatching coroutine, so a long schedule costs one timer at a time.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -207,6 +208,32 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
         result.ended_s = time.perf_counter()
     result.records = [r for r in records if r is not None]
     return result
+
+
+def run_alternating(targets: dict[str, LoadTarget], requests: Sequence[LoadRequest], order: Sequence[str]) -> dict[str, LoadResult]:
+    """Synchronous load to several targets taking turns request by request: request j goes to
+    every target, in `order` for even j and reversed for odd (A B, B A, …), one request in flight
+    in all. Each target keeps its own connection. At concurrency 1 this pairs the sides' requests
+    a few hundred milliseconds apart, so a machine's drift between blocks cannot come between
+    them; each side's result is a "synchronous" one (its throughput counts its own busy time)."""
+    return asyncio.run(_alternating(targets, requests, list(order)))
+
+
+async def _alternating(targets: dict[str, LoadTarget], requests: Sequence[LoadRequest],
+                       order: list[str]) -> dict[str, LoadResult]:
+    results = {side: LoadResult(LoadProfile("synchronous")) for side in order}
+    async with contextlib.AsyncExitStack() as stack:
+        pools = {side: await stack.enter_async_context(_ClientPool(targets[side], 1)) for side in order}
+        clients = {side: await pool.acquire() for side, pool in pools.items()}
+        for res in results.values():
+            res.started_s = time.perf_counter()
+        for j, req in enumerate(requests):
+            for side in (order if j % 2 == 0 else order[::-1]):
+                ready = time.perf_counter()
+                results[side].records.append(await _send(clients[side], targets[side].model, req, j, ready, False, ready))
+        for res in results.values():
+            res.ended_s = time.perf_counter()
+    return results
 
 
 class _ClientPool:

@@ -46,9 +46,13 @@ class Workload:
         """"traffic" or "synthetic"."""
         return "traffic" if self.recorded else "synthetic"
 
-    def requests(self, n: int, seed: int) -> list[LoadRequest]:
-        """`n` requests, the same for a seed whatever the target."""
-        rng = random.Random(seed)
+    def requests(self, n: int, seed: int, variant: int = 0) -> list[LoadRequest]:
+        """`n` requests, the same for a seed whatever the target. Another `variant` of a seed
+        keeps the synthetic requests' lengths and draws other words, so a server's prefix cache
+        cannot tell a repeat (recorded requests cannot be reworded: another variant is another
+        draw)."""
+        rng = random.Random(f"{seed}/{variant}" if self.recorded else seed)  # lengths, recorded draws
+        words_rng = random.Random(f"{seed}/{variant}")
         out = []
         for i in range(n):
             max_tokens = rng.randint(*self.output_tokens)
@@ -58,7 +62,7 @@ class Workload:
                 kind = "chat" if endpoint == "chat" else "completions"
             else:
                 words = max(1, round(rng.randint(*self.input_tokens) / self.tokens_per_word))
-                prompt = f"Request {i}: " + " ".join(rng.choice(_WORDS) for _ in range(words))
+                prompt = f"Request {i}: " + " ".join(words_rng.choice(_WORDS) for _ in range(words))
                 body = {"messages": [{"role": "user", "content": prompt}]} if self.chat else {"prompt": prompt}
                 kind = "chat" if self.chat else "completions"
             body.update({"max_tokens": max_tokens, "temperature": 0.0})

@@ -94,7 +94,7 @@ class PerformanceGate(Gate):
                                            ctx.candidate.timeout_s)}
         workload = _controlled(_workload(s, base_ep), targets, ctx)
         warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
-        levels = [measure_level(targets, level, s.pairs, s.requests_per_block(level), workload, ctx.seed, s.slo(),
+        levels = [measure_level(targets, level, s.pairs_at(level), s.requests_per_block(level), workload, ctx.seed, s.slo(),
                                 ctx.progress) for level in s.levels]
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
         judged = judge(levels, s)
@@ -124,7 +124,8 @@ class PerformanceGate(Gate):
                    "figures": {f"c{lv.level}": {side: _means(lv.figures[side]) for side in SIDES} for lv in levels},
                    "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
                    "source": workload.source, "input_sizing": workload.calibration,
-                   "levels": [lv.level for lv in levels], "pairs": s.pairs}
+                   "levels": [lv.level for lv in levels],
+                   "pairs": {f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}}
         if base_errors:
             ctx.check("measurement", Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
                       "figures are not a baseline", metrics)

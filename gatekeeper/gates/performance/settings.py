@@ -22,9 +22,11 @@ class PerformanceSettings:
       the slow fp32 path, not a performance baseline); "auto": the latter for a bundled
       candidate, the reference otherwise. The report says which it was.
     - `levels` ([1, 8]): the concurrencies judged, each on its own (a win at high concurrency
-      cannot hide a loss at low); `pairs` (8): counterbalanced block pairs per level;
-      `block_requests` (0: 2 × the level, at least 4) requests per block; `warmup_requests` (4)
-      per target before anything is measured.
+      cannot hide a loss at low); `level_requests` (96): requests per side at each level, in
+      counterbalanced block pairs of `block_requests` (0: the level, at least 4) requests, so a
+      level's pairs are `level_requests` / block size, rounded down to an even count, at least 4
+      (concurrency 1, the noisiest and cheapest, gets the most pairs); `pairs` (0) fixes the
+      count at every level instead; `warmup_requests` (4) per target before anything is measured.
     - the workload: `source` ("synthetic": seeded prompts in the `input_tokens` ([48, 160])
       range, sized with the baseline's /tokenize where it has one; "traffic": requests drawn from
       `traffic`, default gate 5's traffic file), `output_tokens` ([32, 32]), `ignore_eos` (true)
@@ -45,7 +47,8 @@ class PerformanceSettings:
 
     baseline: str = "auto"
     levels: list[int] = field(default_factory=lambda: [1, 8])
-    pairs: int = 8
+    level_requests: int = 96
+    pairs: int = 0
     block_requests: int = 0
     warmup_requests: int = 4
     source: str = "synthetic"
@@ -72,7 +75,8 @@ class PerformanceSettings:
             values = getattr(self, key)
             require(isinstance(values, list) and bool(values) and all(isinstance(v, int) and v >= 1 for v in values),
                     key, "must be a non-empty list of positive concurrencies")
-        require(self.pairs >= 3, "pairs", "must be at least 3 (a t interval needs pairs)")
+        require(self.pairs == 0 or self.pairs >= 3, "pairs", "must be 0 (from level_requests) or at least 3 (a t interval needs pairs)")
+        require(self.level_requests >= 1, "level_requests", "must be positive")
         require(self.block_requests >= 0 and self.warmup_requests >= 0, "block_requests", "must not be negative")
         for key in ("input_tokens", "output_tokens"):
             v = getattr(self, key)
@@ -88,7 +92,14 @@ class PerformanceSettings:
 
     def requests_per_block(self, level: int) -> int:
         """Requests in one block at `level`."""
-        return self.block_requests or max(4, 2 * level)
+        return self.block_requests or max(4, level)
+
+    def pairs_at(self, level: int) -> int:
+        """Block pairs at `level`: `pairs`, or `level_requests` in blocks, an even count ≥ 4
+        (pairs 2k and 2k+1 make the noise floor)."""
+        if self.pairs:
+            return self.pairs
+        return max(4, self.level_requests // self.requests_per_block(level) // 2 * 2)
 
     def workload(self) -> Workload:
         """The request shapes."""
