@@ -29,6 +29,9 @@ TEXTS = [
     "ends with a partial tag <tool_ca",
     '<tool_call>{"name": "f", "arguments": "{\\"x\\": 2}"}</tool_call>',  # arguments as a JSON string
     "unicode ünïcødé " + '<tool_call>{"name": "翻译", "arguments": {"text": "你好"}}</tool_call>',
+    '<tool_call>{"name": "f", "arguments": {"s": "a</tool_call>b"}}</tool_call>',  # an end tag inside a string
+    '<tool_call>{"name": "f", "arguments": {"s": "<tool_call>x</tool_call>"}}</tool_call>\n' + WEATHER,
+    '<tool_call>{"name": bad</tool_call> text <tool_call>{"name": "f"}</tool_call>',  # a malformed block, then a call
 ]
 
 
@@ -76,6 +79,13 @@ def test_content_before_call_and_parallel_calls():
 def test_malformed_block_stays_content():
     text = '<tool_call>{"name": broken json}</tool_call>'
     assert parse_tool_calls(text) == (text, [])
+
+
+def test_an_end_tag_inside_an_argument_string_does_not_end_the_call():
+    content, calls = parse_tool_calls('<tool_call>{"name": "f", "arguments": {"s": "a</tool_call>b"}}</tool_call>')
+    assert content is None and [(c.name, json.loads(c.arguments)) for c in calls] == [("f", {"s": "a</tool_call>b"})]
+    content, calls = parse_tool_calls('<tool_call>{"name": bad</tool_call> text <tool_call>{"name": "f"}</tool_call>')
+    assert content == '<tool_call>{"name": bad</tool_call> text ' and [c.name for c in calls] == ["f"]
 
 
 def test_unterminated_block_is_parsed_if_complete_json():

@@ -8,7 +8,11 @@ construction, whatever the chunking. The rules (vLLM's Hermes parser, made chunk
   (the newline between parallel calls) is dropped;
 - a block whose body is a JSON object with a string `name` becomes a call; its `arguments` are
   re-serialised with `json.dumps(ensure_ascii=False)`; any other block stays content, tags included;
-- a block still open when the text ends is parsed the same way (the model may stop before `</tool_call>`).
+- a block still open when the text ends is parsed the same way (the model may stop before `</tool_call>`);
+- a block ends at the first `</tool_call>` whose body so far is a well-formed call, so a tag
+  written *inside* an argument string (grammar-constrained output may hold anything there) does
+  not cut the call; when no `</tool_call>` gives a well-formed call, the first one ends the block
+  (decided at the end of the text, so the stream holds such a block back until then).
 
 A call is streamed when its block closes: one delta with id, type and the full name, then one
 delta with the arguments. Waiting for the close costs a little latency but guarantees the deltas
@@ -110,8 +114,8 @@ class StreamingToolParser:
         out: list[Delta] = []
         while True:
             if self._in_call:
-                end = self._buf.find(END)
-                if end < 0:
+                end = self._call_end(final=False)
+                if end is None:
                     return out
                 body, self._buf = self._buf[:end], self._buf[end + len(END):]
                 self._in_call = False
@@ -134,13 +138,30 @@ class StreamingToolParser:
 
     def finish(self) -> list[Delta]:
         """Flush at end of text: an open block is parsed as is; held-back text becomes content."""
-        rest, self._buf = self._buf, ""
-        if self._in_call:
+        out: list[Delta] = []
+        while self._in_call:
+            end = self._call_end(final=True)
             self._in_call = False
-            return self._close_block(rest, closed=False)
+            if end is None:
+                rest, self._buf = self._buf, ""
+                return out + self._close_block(rest, closed=False)
+            body, self._buf = self._buf[:end], self._buf[end + len(END):]
+            out += self._close_block(body, closed=True) + self.feed("")
+        rest, self._buf = self._buf, ""
         if self._calls and not rest.strip():
-            return []
-        return self._content(rest)
+            return out
+        return out + self._content(rest)
+
+    def _call_end(self, final: bool) -> int | None:
+        """Where the open block's body ends: the first end tag after a well-formed call; at the
+        end of the text (`final`), else the first end tag; None while undecided or absent."""
+        ends, at = [], self._buf.find(END)
+        while at >= 0:
+            if parse_call(self._buf[:at]) is not None:
+                return at
+            ends.append(at)
+            at = self._buf.find(END, at + 1)
+        return ends[0] if final and ends else None
 
     def _content(self, text: str) -> list[Delta]:
         if not text or (self._calls and not text.strip()):
