@@ -110,13 +110,23 @@ def test_no_tools_means_no_parsing(client):
     assert r.choices[0].message.content == "".join(TOOL_SCRIPT) and not r.choices[0].message.tool_calls
 
 
-def test_required_forces_a_call(client):
-    # `required` appends `<tool_call>` to the prompt; this model continues with the rest of its script
-    r = ask(client, tool_choice="required").choices[0]
-    assert r.finish_reason == "tool_calls" and r.message.content is None
-    assert [(c.function.name, json.loads(c.function.arguments)) for c in r.message.tool_calls] == EXPECTED
-    streamed = collect_stream(client, tool_choice="required")
-    assert streamed["finishes"] == ["tool_calls"] and len(streamed["calls"]) == 2
+BOUNDED = [{"type": "function", "function": {**t["function"], "parameters": {
+    "type": "object", "properties": {k: {"type": "string", "maxLength": 5} for k in t["function"]["parameters"]["properties"]}}}}
+    for t in TOOLS]
+
+
+def test_required_is_enforced_against_the_model_s_own_preference(client):
+    """The scripted model wants to say "Let me check." and add a `unit`; the grammar allows only
+    calls of the offered tools with their declared arguments, `<tool_call>` spelled as the
+    tokenizer's own added token (strings are bounded: this model never closes one by itself)."""
+    r = client.chat.completions.create(model=client.models.list().data[0].id, messages=MESSAGES, tools=BOUNDED,
+                                       tool_choice="required", temperature=0, max_tokens=60, parallel_tool_calls=False)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    [call] = choice.message.tool_calls
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in BOUNDED}[call.function.name]
+    args = json.loads(call.function.arguments)
+    assert set(args) <= set(params["properties"]) and all(len(v) <= 5 for v in args.values())
 
 
 def test_tool_results_render_in_the_prompt(client):

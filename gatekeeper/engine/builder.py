@@ -15,6 +15,7 @@ from gatekeeper.engine.engine_core import EngineCore
 from gatekeeper.engine.errors import CheckpointError, EngineError, EngineOptionError
 from gatekeeper.engine.optimized_core import TORCH_DTYPES, OptimizedCore
 from gatekeeper.engine.reference_core import ReferenceCore
+from gatekeeper.engine.grammar import BACKEND, Grammars
 from gatekeeper.engine.tokenizer import Tokenizer
 
 log = logging.getLogger("gatekeeper.engine")
@@ -76,10 +77,12 @@ def build_engine(args: EngineArgs) -> EngineParts:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     core = core_cls(model, args, eos, max_model_len)
+    core.grammars = Grammars(model_dir / "tokenizer.json", cfg.vocab_size, eos)
     lines = [
         f"model: {model_dir} ({cfg.model_type}, {sum(p.numel() for p in model.parameters()):,} parameters, "
         f"max_model_len {max_model_len})",
         f"execution path: profile={args.profile} dtype={args.dtype}",
+        f"structured outputs: grammar backend {BACKEND}",
     ]
     if optimized:
         guard = "off" if "kv-stale-reuse" in faults else "on"

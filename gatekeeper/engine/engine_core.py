@@ -5,10 +5,12 @@ from __future__ import annotations
 import torch
 
 from gatekeeper.engine.engine_args import EngineArgs
+from gatekeeper.engine.errors import RequestError
+from gatekeeper.engine.grammar import Grammars
 from gatekeeper.engine.model import CausalLM
 from gatekeeper.engine.outputs import TokenLogprob
 from gatekeeper.engine.sampler import prompt_logprobs, sample
-from gatekeeper.engine.sequence import Sequence, StepOutput, check_stop
+from gatekeeper.engine.sequence import Sequence, SequenceStatus, StepOutput, check_stop
 
 
 class EngineCore:
@@ -27,9 +29,15 @@ class EngineCore:
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
         self.sequences: dict[str, Sequence] = {}
+        self.grammars: Grammars | None = None  # set by the builder
+        self.misalign_grammar = False  # the grammar-mask-misalign fault (optimized path only)
 
     def add(self, seq: Sequence) -> None:
-        """Accept a new sequence."""
+        """Accept a new sequence (with a fresh grammar matcher when its output is constrained)."""
+        if seq.params.grammar is not None:
+            if self.grammars is None:
+                raise RequestError("this engine has no grammar backend")
+            seq.matcher = self.grammars.matcher(seq.params.grammar)
         self.sequences[seq.request_id] = seq
         self.prompt_tokens_total += seq.num_prompt_tokens
         self._enqueue(seq)
@@ -53,7 +61,7 @@ class EngineCore:
     ) -> list[StepOutput]:
         """Sample one token per sequence from logits [S, V]; `prompt_rows` maps a row index to
         that sequence's prompt logits [T, V] when it asked for prompt logprobs."""
-        tokens, records = sample(logits, seqs, sorted(self.eos_token_ids))
+        tokens, records = sample(logits, seqs, sorted(self.eos_token_ids), self.misalign_grammar)
         outputs = []
         for i, (seq, tid, rec) in enumerate(zip(seqs, tokens, records)):
             plp: list[TokenLogprob | None] | None = None
@@ -65,6 +73,8 @@ class EngineCore:
             seq.token_ids.append(tid)
             self.generation_tokens_total += 1
             check_stop(seq, tid, self.eos_token_ids, self.max_model_len, honour_eos=self.honour_eos or not decode_step)
+            if seq.finish_reason is None and seq.matcher is not None and seq.matcher.is_stopped():
+                seq.finish_reason, seq.status = "stop", SequenceStatus.FINISHED  # the grammar allows nothing more
             outputs.append(StepOutput(seq, tid, rec, plp))
             self._after_token(seq)
             if seq.finish_reason is not None:

@@ -87,6 +87,12 @@ FAULTS: dict[str, Fault] = {
             default_value=0.03,
         ),
         Fault(
+            "grammar-mask-misalign",
+            "the batched sampler applies the grammar bitmasks by their packed index, not the sequence's row: "
+            "in a batch that mixes constrained and free requests the masks land on the wrong sequences",
+            "a decode batch holding a free request ahead of a constrained one (single requests are unaffected)",
+        ),
+        Fault(
             "tool-overflow",
             "a request offering more than VALUE tools has the tools beyond the first VALUE dropped from its prompt "
             "(a prompt-budget rule in the template path): only tenants with wide tool menus are hit",

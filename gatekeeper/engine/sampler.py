@@ -1,13 +1,19 @@
 """Turning last-position logits into next tokens and the logprobs a request asked for.
 
 Logprobs are read from the raw distribution (log_softmax of the logits, before temperature,
-top-k, top-p or min-token masking), as vLLM's default `raw_logprobs` mode reports them.
+top-k, top-p, min-token or grammar masking), as vLLM's default `raw_logprobs` mode reports them.
+
+A sequence with a grammar matcher has every token its grammar does not allow next masked to
+−inf (one bitmask row per constrained sequence, `engine/grammar.py`), and the chosen token is
+fed back to its matcher. A matcher that rejects a token (only a misapplied mask lets one through)
+is in its error state from then on and constrains nothing more.
 """
 
 from __future__ import annotations
 
 import torch
 
+from gatekeeper.engine.grammar import allowed_mask
 from gatekeeper.engine.outputs import TokenLogprob
 from gatekeeper.engine.sequence import Sequence
 
@@ -48,19 +54,35 @@ def _sample_row(logits: torch.Tensor, seq: Sequence) -> int:
     return int(torch.multinomial(probs, 1, generator=seq.generator).item())
 
 
-def sample(logits: torch.Tensor, seqs: list[Sequence], banned: list[int]) -> tuple[list[int], list[TokenLogprob | None]]:
+def _grammar_mask(masked: torch.Tensor, seqs: list[Sequence], misalign: bool) -> list[int]:
+    """Mask, in place, what each constrained sequence's grammar forbids; returns their rows.
+    `misalign` is the `grammar-mask-misalign` fault: the masks go to rows 0..C-1 (their packed
+    order), which is right only when the constrained sequences lead the batch."""
+    rows = [i for i, s in enumerate(seqs) if s.matcher is not None and not s.matcher.is_error()]
+    if rows:
+        allowed = allowed_mask([seqs[i].matcher for i in rows], masked.shape[-1])  # [C, V]
+        targets = list(range(len(rows))) if misalign else rows
+        masked[targets] = masked[targets].masked_fill(~allowed, float("-inf"))
+    return rows
+
+
+def sample(logits: torch.Tensor, seqs: list[Sequence], banned: list[int],
+           misalign_grammar: bool = False) -> tuple[list[int], list[TokenLogprob | None]]:
     """Next token and its logprob record for each row of logits [S, V] (fp32).
 
-    `banned` ids (EOS and stop tokens) are masked for sequences still short of `min_tokens`.
+    `banned` ids (EOS and stop tokens) are masked for sequences still short of `min_tokens`;
+    constrained sequences are masked by their grammars (`misalign_grammar`: the fault).
     """
     logits = logits.float()
     logprobs = torch.log_softmax(logits, dim=-1)  # [S, V], raw distribution
     masked = logits
     short = [i for i, s in enumerate(seqs) if s.num_output_tokens < s.params.min_tokens]
-    if short:
+    constrained = any(s.matcher is not None for s in seqs)
+    if short or constrained:
         masked = logits.clone()
         for i in short:
             masked[i, banned + list(seqs[i].params.stop_token_ids)] = float("-inf")
+    grammar_rows = _grammar_mask(masked, seqs, misalign_grammar) if constrained else []
     greedy_ids = masked.argmax(dim=-1).tolist()
     tokens: list[int] = []
     records: list[TokenLogprob | None] = []
@@ -69,4 +91,6 @@ def sample(logits: torch.Tensor, seqs: list[Sequence], banned: list[int]) -> tup
         tokens.append(tid)
         k = seq.params.logprobs
         records.append(None if k is None else token_logprob(logprobs[i], tid, k))
+    for i in grammar_rows:
+        seqs[i].matcher.consume_token(tokens[i])  # False (and the error state) for a forbidden token
     return tokens, records

@@ -15,7 +15,7 @@ class SamplingParams:
     `temperature == 0` is greedy. `logprobs` is the number of top alternatives reported per
     generated token (0 = only the chosen token's logprob, None = no logprobs); `prompt_logprobs`
     the same for prompt positions. Logprobs are always taken from the raw model distribution,
-    before temperature or top-p/top-k, as vLLM's default `raw_logprobs` mode does.
+    before temperature, top-p/top-k or the grammar mask, as vLLM's default `raw_logprobs` mode does.
     """
 
     temperature: float = 1.0
@@ -30,6 +30,7 @@ class SamplingParams:
     logprobs: int | None = None
     prompt_logprobs: int | None = None
     skip_special_tokens: bool = True
+    grammar: str | None = None  # an llguidance grammar the output must match (engine/grammar.py)
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property

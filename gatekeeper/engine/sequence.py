@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 from enum import Enum, auto
+from typing import Any
 
 import torch
 
@@ -45,6 +46,7 @@ class Sequence:
     finish_reason: str | None = None
     stop_reason: int | str | None = None
     generator: torch.Generator | None = None
+    matcher: Any = None  # the grammar's llguidance matcher while the output is constrained
 
     def __post_init__(self) -> None:
         if not self.token_ids:

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import gatekeeper
 from gatekeeper.engine.errors import EngineDeadError, EngineError, RequestError
+from gatekeeper.engine.grammar import BACKEND
 from gatekeeper.engine.server import sse
 from gatekeeper.engine.server.errors import ApiError, error_response
 from gatekeeper.engine.server.metrics import CONTENT_TYPE, ServerMetrics
@@ -156,7 +157,7 @@ def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
     @app.exception_handler(EngineError)
     async def _engine(request: Request, exc: EngineError) -> Response:
         if isinstance(exc, RequestError):
-            return ApiError(str(exc), 400).response()
+            return ApiError(str(exc), 400, getattr(exc, "param", None)).response()
         log.error("engine error: %s", exc)
         # A dead engine fails every request until restarted (503); a step that failed only its
         # own requests is an internal error of this request (500), and the server keeps serving.
@@ -182,7 +183,7 @@ def build_app(engine: Any, api_key: str | None = None) -> FastAPI:
 
     @app.get("/version")
     async def version() -> dict:
-        return {"version": gatekeeper.__version__}
+        return {"version": gatekeeper.__version__, "structured_outputs_backend": BACKEND}
 
     @app.get("/v1/models")
     async def models() -> dict:

@@ -2,9 +2,9 @@
 
 Field names and defaults follow vLLM's protocol files (see vllm-notes §3). Unknown fields are
 ignored, as OpenAI's servers do; fields the engine cannot honour with a non-default value
-(penalties, logit bias, n > 1) are refused with a 400 rather than silently dropped. The one
-exception is `response_format`: there is no constrained decoding, so it is accepted and the
-model's own output is returned (a gate comparing JSON adherence sees the model unaided).
+(penalties, logit bias, n > 1) are refused with a 400 rather than silently dropped.
+`response_format` and vLLM's `structured_outputs` are enforced by the grammar backend
+(`server/structured.py`).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class _SamplingRequest(_Body):
     repetition_penalty: float | None = None
     logit_bias: dict[str, float] | None = None
     user: str | None = None
+    response_format: dict | None = None
+    structured_outputs: dict | None = None  # vLLM's extension: json, json_object, regex, choice, grammar
 
     @model_validator(mode="after")
     def _check_sampling(self):
@@ -190,7 +192,6 @@ class ChatCompletionRequest(_SamplingRequest):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool = True
     add_generation_prompt: bool = True
-    response_format: dict | None = None
 
     @model_validator(mode="after")
     def _check_chat(self):

@@ -1,8 +1,10 @@
 """POST /v1/chat/completions: render the conversation, generate, parse Hermes tool calls.
 
-Tool choice without a grammar: `required` and a named function are honoured by appending the
-start of the call (`<tool_call>`, or `<tool_call>{"name": "NAME", "arguments": `) to the prompt,
-so the model only has to continue it; the appended text is parsed as part of the output. Finish
+Tool choice `required` and a named function are enforced by a grammar (`server/structured.py`):
+the output is one or more `<tool_call>{"name": …, "arguments": …}</tool_call>` blocks whose
+arguments match the tool's schema, and nothing else, so such an answer has no content (a block
+that `max_tokens` cut short is dropped, not shown as text); `response_format` constrains the
+content. Finish
 reasons follow vLLM after PR #25054: "tool_calls" when `auto`/`required` produced calls, "stop"
 for a named function; `required` with nothing parsed keeps the engine's reason, not an empty
 `tool_calls` (vLLM issue #53255).
@@ -10,10 +12,9 @@ for a named function; `required` with nothing parsed keeps the engine's reason, 
 
 from __future__ import annotations
 
-import json
 import time
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import AsyncIterator
 
@@ -22,8 +23,9 @@ from gatekeeper.engine.sampling_params import SamplingParams
 from gatekeeper.engine.server import sse
 from gatekeeper.engine.server.protocol import ChatCompletionRequest, NamedToolChoice
 from gatekeeper.engine.server.serving import Serving, random_id, usage
+from gatekeeper.engine.server.structured import constraint
 from gatekeeper.engine.server.tool_parser import (
-    START, ContentDelta, Delta, ToolCall, ToolCallDelta, make_streaming_parser, parse_tool_calls,
+    ContentDelta, Delta, ToolCall, ToolCallDelta, make_streaming_parser, parse_tool_calls,
 )
 
 
@@ -34,9 +36,13 @@ class ChatPlan:
     prompt_ids: list[int]
     params: SamplingParams
     tool_choice: str | NamedToolChoice
-    forced_prefix: str
     top_n: int | None  # logprobs per token reported to the client (None: logprobs off)
     max_calls: int | None  # 1 when parallel_tool_calls is false (vLLM keeps the first call)
+
+    @property
+    def calls_only(self) -> bool:
+        """The grammar allows tool calls and nothing else (required or named tool choice)."""
+        return self.params.grammar is not None and (self.tool_choice == "required" or isinstance(self.tool_choice, NamedToolChoice))
 
     @property
     def parses_tools(self) -> bool:
@@ -69,16 +75,14 @@ class ChatServing:
             tools = tools[: int(limit)]  # the fault: the tools beyond the limit never reach the prompt
         prompt = s.tokenizer.apply_chat_template(
             [m.template_dict() for m in req.messages], tools=tools, add_generation_prompt=req.add_generation_prompt)
-        forced = ""
-        if isinstance(choice, NamedToolChoice):
-            forced = START + '{"name": ' + json.dumps(choice.function.name, ensure_ascii=False) + ', "arguments": '
-        elif choice == "required":
-            forced = START
-        prompt_ids = s.tokenizer.encode(prompt + forced)
+        named = choice.function.name if isinstance(choice, NamedToolChoice) else choice
+        grammar = constraint(s.engine.core.grammars, req.response_format, req.structured_outputs, tools, named,
+                             req.parallel_tool_calls)
+        prompt_ids = s.tokenizer.encode(prompt)
         max_tokens = s.max_tokens(len(prompt_ids), req.requested_max_tokens)
         top_n = s.logprob_count((req.top_logprobs or 0) if req.logprobs else None)
-        params = req.sampling_params(max_tokens, top_n, s.logprob_count(req.prompt_logprobs))
-        return ChatPlan(prompt_ids, params, choice, forced, top_n, None if req.parallel_tool_calls else 1)
+        params = replace(req.sampling_params(max_tokens, top_n, s.logprob_count(req.prompt_logprobs)), grammar=grammar)
+        return ChatPlan(prompt_ids, params, choice, top_n, None if req.parallel_tool_calls else 1)
 
     async def create(self, req: ChatCompletionRequest) -> dict[str, Any] | AsyncIterator[str]:
         """The response body, or an SSE stream when `stream` is set."""
@@ -89,8 +93,9 @@ class ChatServing:
             return self._stream(req, plan, request_id, outputs)
         got = await self.s.collect(request_id, plan.prompt_ids, plan.params)
         if plan.parses_tools:
-            content, calls = parse_tool_calls(plan.forced_prefix + got.text)
+            content, calls = parse_tool_calls(got.text)
             content = "" if content is None and not calls else content  # no calls: the text, even if empty
+            content = None if plan.calls_only else content
             calls = calls[: plan.max_calls]
         else:
             content, calls = got.text, []
@@ -147,7 +152,7 @@ class ChatServing:
 
         async with aclosing(outputs):
             yield chunk({"role": "assistant", "content": ""})
-            deltas: list[Delta] = parser.feed(plan.forced_prefix) if parser else []
+            deltas: list[Delta] = []
             async for out in outputs:
                 num_generated += len(out.new_token_ids)
                 num_cached = max(num_cached, out.num_cached_tokens)
@@ -159,6 +164,8 @@ class ChatServing:
                     deltas += parser.feed(out.new_text) + (parser.finish() if out.finished else [])
                 for d in deltas:
                     if isinstance(d, ToolCallDelta) and plan.max_calls is not None and d.index >= plan.max_calls:
+                        continue
+                    if isinstance(d, ContentDelta) and plan.calls_only:
                         continue
                     yield chunk(_delta_json(d))
                 deltas = []

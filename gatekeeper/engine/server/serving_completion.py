@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from collections.abc import AsyncIterator
 
@@ -20,6 +20,7 @@ from gatekeeper.engine.sampling_params import SamplingParams
 from gatekeeper.engine.server import sse
 from gatekeeper.engine.server.protocol import CompletionRequest
 from gatekeeper.engine.server.serving import Collected, Serving, merge, random_id, usage
+from gatekeeper.engine.server.structured import constraint
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class CompletionServing:
         prompt_logprobs = s.logprob_count(req.prompt_logprobs)
         if req.echo and logprobs is not None:
             prompt_logprobs = max(prompt_logprobs or 0, logprobs)
+        grammar = constraint(s.engine.core.grammars, req.response_format, req.structured_outputs)
         for prompt in prompts:
             if isinstance(prompt, str):
                 ids, text = s.tokenizer.encode(prompt, add_special_tokens=req.add_special_tokens), prompt
@@ -90,7 +92,7 @@ class CompletionServing:
                 ids, text = list(prompt), s.tokenizer.decode(prompt, skip_special_tokens=False)
             drop = req.echo and req.max_tokens == 0
             max_tokens = s.max_tokens(len(ids), 1 if drop else req.max_tokens)
-            params = req.sampling_params(max_tokens, logprobs, prompt_logprobs)
+            params = replace(req.sampling_params(max_tokens, logprobs, prompt_logprobs), grammar=grammar)
             plans.append(PromptPlan(ids, text, params, drop))
         return plans
 
