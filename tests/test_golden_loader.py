@@ -47,8 +47,19 @@ def test_core_set_loads_with_every_family_and_enough_cases():
                              "tool_call", "refusal"}
     assert gs.case("canary-ok").prompt_text == "Reply with exactly: OK"
     streamed = {c.family for c in gs.cases if c.stream_variant}
-    assert streamed == {"tool_call", "json"}
-    assert all(c.expects_json for c in gs.cases if c.family == "json")
+    assert streamed == {"tool_call", "json", "tool_enforced", "json_enforced"}
+    assert all(c.expects_json for c in gs.cases if c.family in ("json", "json_enforced"))
+    enforced = [c for c in gs.cases if c.family.endswith("_enforced")]
+    assert enforced and all(c.response_format or c.tool_choice == "required" for c in enforced)
+
+
+def test_a_bad_response_format_is_named_with_its_line(tmp_path):
+    bad = tmp_path / "g.yaml"
+    bad.write_text("version: 1\ncases:\n- id: a\n  family: f\n  messages: [{role: user, content: hi}]\n"
+                   "  response_format: {type: yaml}\n  assert: [{type: equals, value: x}]\n")
+    with pytest.raises(ConfigError) as e:
+        load_golden_set(bad)
+    assert e.value.line == 6 and "response_format" in str(e.value)
 
 
 def test_core_yaml_is_what_the_script_writes(tmp_path):

@@ -49,7 +49,7 @@ def test_dry_run_prints_the_resolved_plan():
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "candidate: bundled:optimized dtype=bf16; dtype bfloat16 (tp=4, label.hardware=cpu)" in out, out
-    assert "gate 4 longctx" in out and "golden: 54 cases" in out and "policy: gates/default.yaml" in out
+    assert "gate 4 longctx" in out and "golden: 58 cases" in out and "policy: gates/default.yaml" in out
 
 
 def test_a_url_example_names_the_served_model():

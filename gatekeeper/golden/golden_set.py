@@ -10,6 +10,7 @@
         stream_variant: false        # optional; true for tool-call and JSON cases
         tools: [...]                 # optional OpenAI-style tool definitions
         tool_choice: auto            # optional
+        response_format: {type: json_schema, json_schema: {name: facts, schema: {...}}}  # optional
         assert:
           - {type: equals, value: OK}
           - {type: finish_reason, value: stop}
@@ -33,7 +34,9 @@ from gatekeeper.golden.assertion_base import Assertion, SpecError
 from gatekeeper.golden.assertions import build_assertion
 
 TOP_KEYS = {"version", "name", "description", "cases"}
-CASE_KEYS = {"id", "family", "description", "messages", "tools", "tool_choice", "max_tokens", "stream_variant", "assert"}
+CASE_KEYS = {"id", "family", "description", "messages", "tools", "tool_choice", "response_format", "max_tokens",
+             "stream_variant", "assert"}
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
 ROLES = {"system", "user", "assistant", "tool"}
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -54,6 +57,7 @@ class GoldenCase:
     stream_variant: bool = False
     description: str | None = None
     line: int | None = None
+    response_format: dict[str, Any] | None = None  # sent as is: the case is about the engine enforcing it
 
     @property
     def expects_json(self) -> bool:
@@ -196,7 +200,17 @@ class _Validator:
         assertions = tuple(self.assertion(at + ("assert", "<value>", j), spec) for j, spec in enumerate(asserts))
         return GoldenCase(case_id, family, self.messages(at + ("messages", "<value>"), raw["messages"]), assertions,
                           max_tokens, tools, raw.get("tool_choice"), raw.get("stream_variant", False),
-                          raw.get("description"), self.line(at))
+                          raw.get("description"), self.line(at), self.response_format(at + ("response_format",), raw))
+
+    def response_format(self, at: KeyPath, raw: dict[str, Any]) -> dict[str, Any] | None:
+        rf = raw.get("response_format")
+        if rf is None:
+            return None
+        if not isinstance(rf, dict) or rf.get("type") not in RESPONSE_FORMATS:
+            raise self.fail(at, f"response_format must be a mapping whose type is one of {', '.join(RESPONSE_FORMATS)}")
+        if rf["type"] == "json_schema" and not isinstance((rf.get("json_schema") or {}).get("schema"), dict):
+            raise self.fail(at, "a json_schema response_format needs json_schema: {name: ..., schema: {...}}")
+        return rf
 
     def messages(self, at: KeyPath, raw: Any) -> tuple[dict[str, Any], ...]:
         if not isinstance(raw, list) or not raw:

@@ -1,7 +1,7 @@
 """How a golden case becomes a request: one place, so the gate and baseline recording agree.
 
 Always greedy (temperature 0, sent explicitly: servers such as vLLM otherwise take the model's
-generation config), with the case's own max_tokens, tools and tool_choice. `Asker` adds a circuit
+generation config), with the case's own max_tokens, tools, tool_choice and response_format. `Asker` adds a circuit
 breaker: after a few consecutive connection failures or timeouts it stops sending to an endpoint
 that is evidently gone, so a dead or hung server costs seconds, not a timeout per case; the cases
 not sent still become ERROR checks.
@@ -33,6 +33,7 @@ def ask(endpoint: Endpoint, case: GoldenCase, stream: bool = False, seed: int | 
         tools=[dict(t) for t in case.tools] if case.tools else None,
         tool_choice=case.tool_choice,
         seed=seed,
+        extra={"response_format": case.response_format} if case.response_format else None,
     )
 
 

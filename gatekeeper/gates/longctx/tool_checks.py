@@ -11,7 +11,9 @@ values; parallel calls order-free). Checks:
 - `longctx.tool_stream`: the candidate's streamed calls, assembled from deltas, must equal its
   non-streamed calls (each streamed twin is sent right behind its non-streamed request);
 - `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` or more of chat,
-  validated with jsonschema (the golden gate's `json_schema` assertion).
+  validated with jsonschema (the golden gate's `json_schema` assertion). Every second case also
+  sends the schema as `response_format` (the engine's enforcement, deep in a long chat, alongside
+  free requests); the others leave the JSON to the model.
 
 A case neither target gets right is still compared with what the reference answered (the
 reference is asked twice, the second time at `noise_floor_concurrency` in reverse order): the
@@ -212,18 +214,20 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
         ask = [{"role": "user", "content": prompt}]
         pre = fitted_history(rng, s.json_history_tokens, ask, room, counter)
+        enforced: dict[str, Any] = {"extra": {"response_format": {"type": "json_schema",
+                                                                  "json_schema": {"name": "answer", "schema": schema}}}}
         if pre is not None:
-            cases.append(([*pre, *ask], schema))
+            cases.append(([*pre, *ask], schema, enforced if i % 2 else {}))
     if not cases:
         ctx.skip("json_schema", f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
         ctx.not_judged("context too short", s.json_cases)
         return
     limit = s.tool_answer_tokens
-    items = [(messages, None, schema) for messages, schema in cases]
-    passes, cand = both(lambda ep: ask_twice(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency,
+    items = [(messages, None, schema) for messages, schema, _ in cases]
+    passes, cand = both(lambda ep: ask_twice(lambda c: chat(ep, c[0], max_tokens=limit, **c[2]), cases, s.concurrency,
                                              s.noise_floor_concurrency),
                         ctx.reference, ctx.candidate,
-                        lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit), cases, s.concurrency))
+                        lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit, **c[2]), cases, s.concurrency))
     ref, ref2 = passes.first, passes.second
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
@@ -231,9 +235,9 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         ctx.not_judged("request failed", len(cases))
         return
     checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
-               for (_, schema), a, b in zip(cases, ref, cand)]
+               for (_, schema, _), a, b in zip(cases, ref, cand)]
     outcomes = _both_fail(ctx, s, items, ref, ref2, cand, limit,
-                          [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok])
+                          [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok], [c[2] for c in cases])
     rows, regressions, hard, differ = [], 0, 0, 0
     for i, (oa, ob) in enumerate(checked):
         outcome = outcomes.get(i)
@@ -257,13 +261,16 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
 
 
 def _both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messages, Any, Any]], ref: list[Answer],
-               again: list[Answer] | None, cand: list[Answer], max_tokens: int, indices: list[int]) -> dict[int, Outcome]:
+               again: list[Answer] | None, cand: list[Answer], max_tokens: int, indices: list[int],
+               request_extras: list[dict[str, Any]] | None = None) -> dict[int, Outcome]:
     """The both-fail outcome of each case in `indices` (both targets miss it): compared with the
     reference's answer and its second one (`again`, None without a noise-floor pass); answers
-    that differ only at a near tie are told apart from a regression."""
+    that differ only at a near tie are told apart from a regression. `request_extras`: each case's
+    further request fields, sent again with the logprob review."""
     out = {i: compare(_key(cand[i]), _key(ref[i]), _key(again[i]) if again is not None else None) for i in indices}
     differ = [i for i, o in out.items() if o is Outcome.DIFFERS]
-    extra = [{"tools": items[i][1], "tool_choice": "auto"} if items[i][1] else {} for i in differ]
+    extra = [{"tools": items[i][1], "tool_choice": "auto"} if items[i][1] else
+             (request_extras[i] if request_extras else {}) for i in differ]
     for i, tie in zip(differ, near_ties(ctx, s, [items[i][0] for i in differ], max_tokens, extra)):
         if tie is not None:
             out[i] = Outcome.NEAR_TIE
