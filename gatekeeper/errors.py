@@ -25,7 +25,7 @@ class ConfigError(GatekeeperError):
         where = f"{path}:{line}: " if path and line else f"{path}: " if path else ""
         what = f"{key}: " if key else ""
         super().__init__(f"{where}{what}{message}")
-        self.path, self.line, self.key = path, line, key
+        self.message, self.path, self.line, self.key = message, path, line, key
 
 
 class TargetError(GatekeeperError):

@@ -115,8 +115,12 @@ def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[
 def load_policy(path: str | Path, settings_types: dict[str, type]) -> Policy:
     """Load and validate a policy file. `settings_types` maps gate id -> its settings dataclass
     (from the gate registry); the `enabled` setting every gate has turns it on or off."""
-    p = str(path)
-    data = load_yaml(path)
+    return policy_from_data(load_yaml(path), str(path), settings_types)
+
+
+def policy_from_data(data: Any, p: str, settings_types: dict[str, type]) -> Policy:
+    """Validate parsed policy YAML (LineDicts, for lines) that came from the file `p`: what
+    `load_policy` does after reading, and what a matrix file's policy fragment is checked with."""
     if not isinstance(data, dict):
         raise ConfigError("a policy must be a YAML mapping", p, line_of(data))
     for key in data:
