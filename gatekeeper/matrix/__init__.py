@@ -1,0 +1,9 @@
+"""Execution-path matrices (`matrices/*.yaml`): axes of a candidate's execution path, the cells
+they span, and how one cell becomes one `gatekeeper run`.
+
+Data flows one way: `spec.py` loads and validates a file into a `Matrix` of `Cell`s (with
+`selector.py`, `candidate.py`, `template.py` and `expect.py` for its parts); `cell_run.py` turns
+one cell into a run's options and records the run directory as the cell's; `job_matrix.py`
+renders the cells as a CI job matrix; `sweep.py` runs every cell on this machine, one
+`gatekeeper run` subprocess per cell. The format is documented in docs/matrices.md.
+"""
