@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 import click
@@ -68,6 +70,17 @@ class _Main(click.Group):
         sys.exit(rv if isinstance(rv, int) else exit_codes.OK)
 
 
+def _discard(run_dir: Path) -> None:
+    """Remove what a run that never started left in its directory: a dry run's scratch
+    directory, or a cell's merged policy written before the plan failed."""
+    import shutil
+
+    from gatekeeper.matrix.cell_run import POLICY_FILE
+
+    if run_dir.is_dir() and {p.name for p in run_dir.iterdir()} <= {POLICY_FILE}:
+        shutil.rmtree(run_dir)
+
+
 def _env(option: str, text: str) -> str:
     """An option's help with the environment variable that sets it."""
     from gatekeeper.config.run_config import BY_NAME
@@ -81,61 +94,96 @@ def main() -> None:
     """gatekeeper: a correctness gate for upgrades of LLM inference engines."""
 
 
+_RUN_OPTIONS = [
+    click.option("-c", "--config", "config_path", type=click.Path(), default=None, help="Run-config YAML (layer 2 of 4)."),
+    click.option("--reference", default=None,
+                  help=_env("reference", "Reference target: bundled[:reference|optimized] or a URL. [bundled:reference]")),
+    click.option("--candidate", default=None, help=_env("candidate", "Candidate target (same forms). [bundled:optimized]")),
+    click.option("--model", default=None, help=_env("model", "The model: a checkpoint directory for bundled targets [the shipped "
+                  "gk-tiny], else the served model id URL/launch targets are asked for.")),
+    click.option("--served-model", default=None, help=_env("served_model", "Served model id for URL and launch targets. "
+                  "[the first /v1/models lists]")),
+    click.option("--policy", default=None, help=_env("policy", "Gate policy YAML. [gates/default.yaml]")),
+    click.option("--golden", multiple=True, help=_env("golden", "Golden set YAML (repeatable). [golden_sets/core.yaml]")),
+    click.option("--gates", default=None, help=_env("gates", "Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]")),
+    click.option("--out", default=None, help=_env("out", "Reports go to OUT/<run-id>/. [reports]")),
+    click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]",
+                  help=_env("candidate_faults", "Fault for a bundled candidate (repeatable; `gatekeeper faults` lists them).")),
+    click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE",
+                  help=_env("candidate_opts", "Engine option for a bundled candidate (repeatable).")),
+    click.option("--candidate-declare", "candidate_declare", multiple=True, metavar="KEY=VALUE",
+                  help=_env("candidate_declare", "The candidate's declared execution path: dtype=bf16, quantization=fp8, "
+                            "kv_cache_dtype=, tp=4, label.NAME=VALUE (repeatable). Tolerances follow the declared dtype.")),
+    click.option("--reference-declare", "reference_declare", multiple=True, metavar="KEY=VALUE",
+                  help=_env("reference_declare", "The reference's declared execution path (same keys).")),
+    click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
+                  help=_env("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
+                            "(repeatable; never on PROMOTE or HOLD).")),
+    click.option("--seed", default=None, help=_env("seed", "Seed. [0]")),
+    click.option("--timeout", default=None, help=_env("timeout", "Each request's overall deadline in seconds. [120]")),
+]
+
+
+def _run_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The layered run options (config, targets, policy, gates, faults, ...), shared by
+    `gatekeeper run` and `gatekeeper matrix run`, whose cells get them."""
+    for option in reversed(_RUN_OPTIONS):
+        command = option(command)
+    return command
+
+
 @main.command()
-@click.option("-c", "--config", "config_path", type=click.Path(), default=None, help="Run-config YAML (layer 2 of 4).")
-@click.option("--reference", default=None,
-              help=_env("reference", "Reference target: bundled[:reference|optimized] or a URL. [bundled:reference]"))
-@click.option("--candidate", default=None, help=_env("candidate", "Candidate target (same forms). [bundled:optimized]"))
-@click.option("--model", default=None, help=_env("model", "The model: a checkpoint directory for bundled targets [the shipped "
-              "gk-tiny], else the served model id URL/launch targets are asked for."))
-@click.option("--served-model", default=None, help=_env("served_model", "Served model id for URL and launch targets. "
-              "[the first /v1/models lists]"))
-@click.option("--policy", default=None, help=_env("policy", "Gate policy YAML. [gates/default.yaml]"))
-@click.option("--golden", multiple=True, help=_env("golden", "Golden set YAML (repeatable). [golden_sets/core.yaml]"))
-@click.option("--gates", default=None, help=_env("gates", "Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]"))
-@click.option("--out", default=None, help=_env("out", "Reports go to OUT/<run-id>/. [reports]"))
-@click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]",
-              help=_env("candidate_faults", "Fault for a bundled candidate (repeatable; `gatekeeper faults` lists them)."))
-@click.option("--candidate-opt", "candidate_opts", multiple=True, metavar="KEY=VALUE",
-              help=_env("candidate_opts", "Engine option for a bundled candidate (repeatable)."))
-@click.option("--candidate-declare", "candidate_declare", multiple=True, metavar="KEY=VALUE",
-              help=_env("candidate_declare", "The candidate's declared execution path: dtype=bf16, quantization=fp8, "
-                        "kv_cache_dtype=, tp=4, label.NAME=VALUE (repeatable). Tolerances follow the declared dtype."))
-@click.option("--reference-declare", "reference_declare", multiple=True, metavar="KEY=VALUE",
-              help=_env("reference_declare", "The reference's declared execution path (same keys)."))
-@click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
-              help=_env("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
-                        "(repeatable; never on PROMOTE or HOLD)."))
-@click.option("--seed", default=None, help=_env("seed", "Seed. [0]"))
-@click.option("--timeout", default=None, help=_env("timeout", "Each request's overall deadline in seconds. [120]"))
+@_run_options
+@click.option("--matrix", default=None, help=_env("matrix", "Matrix file (matrices/*.yaml): run one of its cells (--cell)."))
+@click.option("--cell", default=None, help=_env("cell", "The matrix cell to run, by id (`gatekeeper matrix plan M` lists them)."))
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 def run(config_path: str | None, as_json: bool, dry_run: bool, **flags) -> None:
     """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.
 
     Options come from built-in defaults, then the run config (-c), then GATEKEEPER_<OPTION>
-    environment variables, then these flags. Exit codes: 0 PROMOTE, 1 ROLLBACK, 2 HOLD,
-    3 usage or configuration error.
+    environment variables, then these flags. With --matrix and --cell, the cell's candidate,
+    declared path and policy fragments go on top, and cell.json marks the run directory as the
+    cell's (docs/matrices.md). Exit codes: 0 PROMOTE, 1 ROLLBACK, 2 HOLD, 3 usage or
+    configuration error.
     """
     import os
+    import tempfile
 
     from gatekeeper.config.run_config import resolve
     from gatekeeper.errors import ConfigError
-    from gatekeeper.plan import build_plan
+    from gatekeeper.plan import build_plan, new_run_id
     from gatekeeper.progress import Progress
     from gatekeeper.runner import Runner
 
+    run_id = new_run_id()
+    run_dir: Path | None = None
+    cell_run = None
     try:
         values, sources = resolve(config_path, os.environ, flags)
-        plan = build_plan(values, sources)
+        run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-dry-run-")) if dry_run else Path(values["out"]) / run_id
+        if values["matrix"] or values["cell"]:
+            from gatekeeper.matrix.cell_run import apply_cell
+
+            values, sources, cell_run = apply_cell(values, sources, run_dir)  # may write the cell's policy there
+        plan = build_plan(values, sources, run_id)
     except ConfigError as e:
+        if run_dir is not None:
+            _discard(run_dir)
         _fail(str(e), exit_codes.USAGE, e.hint)
     if dry_run:
         from gatekeeper.plan import describe_plan
 
+        if cell_run is not None:
+            click.echo(f"matrix {cell_run.matrix.path} cell {cell_run.cell.id} (expected: {cell_run.expected or 'nothing'})")
         click.echo(plan.redactor().text(describe_plan(plan, sources)))
+        _discard(run_dir)
         sys.exit(exit_codes.OK)
     progress = Progress(plan.redactor())
+    if cell_run is not None:
+        cell_run.write(run_dir, run_id)
+        progress(f"matrix {cell_run.matrix.name} cell {cell_run.cell.id}"
+                 + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
     try:
         result = Runner(plan, progress).run()
     except GatekeeperError as e:

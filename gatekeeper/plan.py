@@ -37,8 +37,9 @@ def load_golden(paths: list[str]) -> tuple[GoldenSet, ...]:
     return tuple(load_golden_set(find_file(p)) for p in paths)
 
 
-def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
-    """A validated RunPlan; every problem is a ConfigError (exit code 3)."""
+def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | None = None) -> RunPlan:
+    """A validated RunPlan; every problem is a ConfigError (exit code 3). `run_id`: the run's
+    id when the caller chose it (a matrix cell writes into its run directory first), else a new one."""
     def file_of(name: str) -> str | None:
         return sources[name] if sources[name] not in ("default", "flag", "env") else None
 
@@ -71,7 +72,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str]) -> RunPlan:
         golden=golden,
         golden_paths=golden_paths,
         out_dir=Path(values["out"]),
-        run_id=new_run_id(),
+        run_id=run_id or new_run_id(),
         gates=tuple(values["gates"]) if values["gates"] else None,
         seed=values["seed"],
         timeout_s=values["timeout"],
