@@ -368,5 +368,82 @@ def perf_load(url: str, model: str | None, profile: str, concurrency: int, rate:
         click.echo("  warning: the load generator fell behind its schedule; the figures describe the client", err=True)
 
 
+@main.group()
+def matrix() -> None:
+    """Execution-path matrices: plan a matrix's cells as CI jobs, or run them all here (docs/matrices.md)."""
+
+
+@matrix.command("plan")
+@click.argument("path")
+@click.option("--format", "fmt", type=click.Choice(["json", "github", "gitlab"]), default="json", show_default=True,
+              help="json: every cell with its `gatekeeper run` arguments; github: strategy.matrix JSON (one line); "
+              "gitlab: parallel:matrix YAML.")
+@click.option("--candidate-fault", "faults", multiple=True, metavar="NAME[=V]",
+              help="A fault the cells will run with (repeatable): the expected verdicts are for these, and each cell's "
+              "arguments carry them (json).")
+def matrix_plan(path: str, fmt: str, faults: tuple[str, ...]) -> None:
+    """Print a matrix's cells as a job matrix for a CI system (the data to stdout)."""
+    from gatekeeper.matrix.job_matrix import render_plan
+    from gatekeeper.matrix.spec import load_matrix
+
+    click.echo(render_plan(load_matrix(path), path, fmt, faults))
+
+
+@matrix.command("run")
+@click.argument("path")
+@_run_options
+def matrix_run(path: str, config_path: str | None, **flags) -> None:
+    """Run every cell of a matrix on this machine, one `gatekeeper run` subprocess after another.
+
+    The run options (all of `gatekeeper run`'s) go to every cell; cells land in
+    OUT/<matrix name>/<cell id>/<run-id>/. Resumable: a cell with a finished run of the same matrix
+    file and options is kept. Prints a table of cells with their verdicts and expectations. Exit
+    code: 0 when every cell met its expectation; a cell without one counts with its verdict's code
+    (0 PROMOTE, 1 ROLLBACK, 2 HOLD); a missed expectation counts as 1; 3 a configuration error.
+    """
+    import os
+    import tempfile
+
+    from gatekeeper.config.run_config import resolve
+    from gatekeeper.matrix.cell_run import apply_cell, options_sha256
+    from gatekeeper.matrix.spec import load_matrix
+    from gatekeeper.matrix.sweep import exit_code, run_cells, table
+    from gatekeeper.progress import Progress
+
+    ctx = click.get_current_context()
+    values, sources = resolve(config_path, os.environ, flags)
+    m = load_matrix(path)
+    with tempfile.TemporaryDirectory(prefix="gatekeeper-matrix-") as scratch:  # every cell's options, checked first
+        for cell in m.cells:
+            apply_cell({**values, "matrix": path, "cell": cell.id}, sources, Path(scratch) / "cell")
+    root = Path(values["out"]) / m.name
+    run_args = _argv_of(ctx, skip={"path", "out"})
+    progress = Progress()
+    progress(f"matrix {m.name}: {len(m.cells)} cells from {path}, under {root}/")
+    outcomes = run_cells(m, path, root, run_args, options_sha256(values), list(values["candidate_faults"]), progress)
+    click.echo(table(outcomes))
+    kept = sum(o.kept for o in outcomes)
+    missed = sum(o.matched is False for o in outcomes)
+    progress(f"matrix {m.name}: {len(outcomes)} cells ({kept} kept, {len(outcomes) - kept} run)"
+             + (f"; {missed} missed their expectation" if missed else ""))
+    sys.exit(exit_code(outcomes))
+
+
+def _argv_of(ctx: click.Context, skip: set[str]) -> list[str]:
+    """The options a command was given, as command-line arguments again (to pass them on)."""
+    argv: list[str] = []
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not isinstance(param, click.Option) or param.name in skip or value in (None, (), False):
+            continue
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            argv.append(flag)
+            continue
+        for item in value if param.multiple else (value,):
+            argv += [flag, str(item)]
+    return argv
+
+
 if __name__ == "__main__":
     main()
