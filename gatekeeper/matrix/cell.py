@@ -33,13 +33,12 @@ def as_text(value: Value) -> str:
 
 @dataclass(frozen=True)
 class Cell:
-    """One cell: its axis values (rendered, in the matrix's axis order), what each fills into
-    the candidate's templates, the candidate target it runs (a run-config target mapping), the
-    execution path it declares, its merged policy fragment (None: the run's policy as it is), and
-    the line it came from (an `include` entry, else the `axes` mapping)."""
+    """One cell: its axis values (rendered, in the matrix's axis order), the candidate target it
+    runs (a run-config target mapping), the execution path it declares, its merged policy
+    fragment (None: the run's policy as it is), and the line it came from (an `include` entry,
+    else the `axes` mapping)."""
 
     axes: tuple[tuple[str, str], ...]
-    texts: tuple[tuple[str, str], ...] = ()
     target: dict[str, Any] = field(default_factory=dict, compare=False)
     declared: tuple[tuple[str, str], ...] = ()
     policy: dict[str, Any] | None = field(default=None, compare=False)

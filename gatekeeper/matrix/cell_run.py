@@ -82,8 +82,8 @@ def apply_cell(values: dict[str, Any], sources: dict[str, str], run_dir: Path) -
     matrix = load_matrix(values["matrix"])
     cell = matrix.cell(values["cell"])
     if sources["candidate"] != "default":
-        raise ConfigError(f"the matrix's candidate template sets the candidate of cell {cell.id}; drop --candidate "
-                          f"(set from {sources['candidate']})", key="candidate")
+        given = {"flag": "--candidate", "env": "GATEKEEPER_CANDIDATE"}.get(sources["candidate"], f"candidate in {sources['candidate']}")
+        raise ConfigError(f"the matrix's candidate template sets the candidate of cell {cell.id}; drop {given}", key="candidate")
     run = CellRun(matrix, cell, matrix.expected(cell, values["candidate_faults"]), tuple(values["candidate_faults"]),
                   options_sha256(values))
     _no_contradiction(cell.target.get("options", {}), values["candidate_opts"], cell, "--candidate-opt")

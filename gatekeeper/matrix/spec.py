@@ -214,8 +214,7 @@ def _cell(values: dict[str, Value], line: int | None, template: CandidateTemplat
     """One cell: its target filled in and checked as a run config's target would be, its
     declared path, and its policy fragments merged."""
     rendered = _rendered(values)
-    texts = template.texts(values)
-    target = template.target(texts)
+    target = template.target(template.texts(values))
     try:
         parse_target(target, "candidate")
         if target["kind"] == "launch":
@@ -230,7 +229,7 @@ def _cell(values: dict[str, Value], line: int | None, template: CandidateTemplat
     for selector, rule in rules:
         if selector.matches(rendered):
             fragment = merge_fragments(fragment or {}, rule)
-    return Cell(tuple(rendered.items()), tuple(texts.items()), target, tuple(declared.items()), fragment, line)
+    return Cell(tuple(rendered.items()), target, tuple(declared.items()), fragment, line)
 
 
 def _policy_rules(raw: Any, p: str, line: int | None, known: dict[str, list[str]]) -> list[tuple[Selector, dict]]:

@@ -116,12 +116,14 @@ def _run_one(matrix_arg: str, cell: Cell, expected: str | None, cell_dir: Path, 
     log_path = cell_dir / LOG_FILE
     t0 = time.perf_counter()
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        # A session of its own: a terminal's Ctrl-C reaches only this process, which passes on
+        # exactly one interrupt (a second one could cut the run's own clean-up short).
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
         try:
             code = proc.wait()
-        except KeyboardInterrupt:  # let the run stop its engines (they live in their own sessions) before leaving
-            proc.send_signal(signal.SIGINT)
-            proc.wait(timeout=60)
+        except KeyboardInterrupt:
+            _let_it_stop(proc)
             raise
     seconds = time.perf_counter() - t0
     new = sorted(d for d in cell_dir.iterdir() if d.is_dir() and d not in before)
@@ -135,6 +137,18 @@ def _run_one(matrix_arg: str, cell: Cell, expected: str | None, cell_dir: Path, 
         lines = [ln for ln in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
         error = (lines[-1].strip() if lines else "no output") + f" (log: {log_path})"
     return CellOutcome(cell, verdict, expected, False, run_dir, code, seconds, error)
+
+
+def _let_it_stop(proc: subprocess.Popen) -> None:
+    """On Ctrl-C, pass one interrupt to the cell's run and give it time to stop its engines (they
+    run in sessions of their own, so only the run can stop them); kill it if it lingers."""
+    for nudge, wait_s in ((signal.SIGINT, 60), (signal.SIGKILL, 10)):
+        proc.send_signal(nudge)
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def exit_code(outcomes: list[CellOutcome]) -> int:
