@@ -1,0 +1,1 @@
+"""Execution-path matrices: cells, plans, cell runs, the merged report and its localisation."""
