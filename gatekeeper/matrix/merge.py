@@ -214,8 +214,8 @@ def _html(data: dict[str, Any], cells: Sequence[CellResult]) -> str:
     head = "".join(f"<th>{e(a)}</th>" for a in _axes(cells)) + "<th>verdict</th><th>expected</th>" + \
         "".join(f"<th>{e(g)}</th>" for g in gates)
     failing = "".join(f"<li><code>{e(c.cell)}</code> {e(f)}</li>" for c in cells for f in c.failing[:5])
-    records = "".join(f"<h3><code>{e(c.cell)}</code></h3><pre>{e(yaml.safe_dump(c.record, sort_keys=False, allow_unicode=True))}</pre>"
-                      for c in cells)
+    records = "".join(f"<details><summary><code>{e(c.cell)}</code> — {e(c.verdict)}</summary>"
+                      f"<pre>{e(yaml.safe_dump(c.record, sort_keys=False, allow_unicode=True))}</pre></details>" for c in cells)
     reasons = "".join(f"<li>{e(r)}</li>" for r in data["reasons"])
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>gatekeeper matrix {e(data['matrix'])}</title>
 <style>body{{font:14px system-ui,sans-serif;margin:2rem;color:#24292f}}table{{border-collapse:collapse}}
