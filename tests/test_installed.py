@@ -35,4 +35,4 @@ def test_a_built_wheel_runs_with_its_defaults_outside_the_checkout(tmp_path):
                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, check=False, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "site/gatekeeper/shipped/gates/smoke.yaml" in run.stdout, run.stdout
-    assert "golden: 15 cases from " in run.stdout and "site/gatekeeper/shipped/golden_sets/core.yaml" in run.stdout, run.stdout
+    assert "golden: 17 cases from " in run.stdout and "site/gatekeeper/shipped/golden_sets/core.yaml" in run.stdout, run.stdout

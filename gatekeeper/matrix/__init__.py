@@ -1,9 +1,11 @@
 """Execution-path matrices (`matrices/*.yaml`): axes of a candidate's execution path, the cells
-they span, and how one cell becomes one `gatekeeper run`.
+they span, how one cell becomes one `gatekeeper run`, and how the cells' runs merge.
 
 Data flows one way: `spec.py` loads and validates a file into a `Matrix` of `Cell`s (with
 `selector.py`, `candidate.py`, `template.py` and `expect.py` for its parts); `cell_run.py` turns
 one cell into a run's options and records the run directory as the cell's; `job_matrix.py`
 renders the cells as a CI job matrix; `sweep.py` runs every cell on this machine, one
-`gatekeeper run` subprocess per cell. The format is documented in docs/matrices.md.
+`gatekeeper run` subprocess per cell; `merge.py` merges the cells' run directories into one
+report, with `localise.py` (which path fails) and `record.py` (seed 002 §7's record per cell).
+The format is documented in docs/matrices.md.
 """

@@ -1,0 +1,65 @@
+"""A cell's execution-path record in seed 002 §7's shape, from its run's summary.json and cell.json.
+
+    model: …            runtime_version: …        hardware: …
+    parallelism: {tp}   backend: {attention, allreduce}   fusion: {…}
+    dtypes: {activation, kv_cache, rmsnorm_weight}
+    result: {deterministic_probe, json_probe, tool_probe}
+
+plus what the path was declared as and what the target's own log and /metrics showed
+(`targets/observed.py`), so a record says both what was asked for and what ran. A probe is
+`pass`, `fail` or `not run`: deterministic is gate 1's canary on the candidate; json and tool are
+the golden and long-context checks of those families.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_JSON = ("json", "json_enforced")
+_TOOLS = ("tool_call", "tool_enforced")
+_LONGCTX_JSON = ("longctx.json_schema",)
+_LONGCTX_TOOLS = ("longctx.tool_calls", "longctx.tool_stream", "longctx.tool_result")
+
+
+def _probe(checks: list[dict[str, Any]]) -> str:
+    if not checks:
+        return "not run"
+    return "fail" if any(c["status"] in ("FAIL", "ERROR") for c in checks) else "pass"
+
+
+def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+    """The record for the candidate of one cell run."""
+    cand: dict[str, Any] = next((t for t in summary.get("targets") or [] if t.get("role") == "candidate"), {})
+    axes = dict(cell.get("axes") or {})
+    declared = {**dict(cell.get("declared") or {}), **dict(cand.get("declared") or {})}
+    observed = dict(cand.get("observed") or {})
+
+    def said(*keys: str) -> Any:
+        for source in (observed, declared, axes):
+            for k in keys:
+                if source.get(k) not in (None, ""):
+                    return source[k]
+        return None
+
+    checks = [c for g in summary.get("gates") or [] for c in g.get("checks") or []]
+    canary = [c for c in checks if c["id"] == "startup.canary.candidate"]
+    json_checks = [c for c in checks if c.get("family") in _JSON or c["id"] in _LONGCTX_JSON]
+    tool_checks = [c for c in checks if c.get("family") in _TOOLS or c["id"] in _LONGCTX_TOOLS]
+    fusion = {k: v for k, v in axes.items() if "fus" in k or k.endswith("_rms")}
+    if "fused_norm" in observed:
+        fusion["fused_norm"] = observed["fused_norm"]
+    return {
+        "model": cand.get("model"),
+        "runtime_version": cand.get("version"),
+        "hardware": said("hardware", "label.hardware") or "unstated",
+        "parallelism": {"tp": said("tp")},
+        "backend": {"attention": said("attention", "attention_backend"), "allreduce": said("allreduce")},
+        "fusion": fusion,
+        "dtypes": {"activation": said("dtype"), "kv_cache": said("kv_cache_dtype"),
+                   "rmsnorm_weight": said("rmsnorm_weight_dtype", "rmsnorm_weight")},
+        "result": {"deterministic_probe": _probe(canary), "json_probe": _probe(json_checks),
+                   "tool_probe": _probe(tool_checks)},
+        "verdict": summary.get("verdict"),
+        "declared": declared,
+        "observed": observed,
+    }
