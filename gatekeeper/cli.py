@@ -12,6 +12,7 @@ only when invoked or listed, so importing this module imports neither torch nor 
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -428,6 +429,30 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
              + (f"; {missed} missed their expectation" if missed else ""))
     sys.exit(exit_code(outcomes))
 
+
+@main.group()
+def report() -> None:
+    """Report tools."""
+
+
+@report.command("merge")
+@click.argument("dirs", nargs=-1, required=True)
+@click.option("--out", "out_path", default="merged", show_default=True, help="Directory the merged report goes to.")
+def report_merge(dirs: tuple[str, ...], out_path: str) -> None:
+    """Merge a matrix's cell runs (run directories with cell.json, or trees of them, e.g. CI
+    artifacts) into one report: cells × gates, the failing path localised, seed 002 §7 records,
+    merged.json, summary.md, junit.xml (one suite per cell), merged.html. Exit code: the merged
+    verdict's (0 PROMOTE, 1 ROLLBACK, 2 HOLD)."""
+    from gatekeeper.matrix.merge import EXIT, merge
+
+    verdict, out = merge([Path(d) for d in dirs], Path(out_path))
+    data = json.loads((out / "merged.json").read_text())
+    for cell in data["cells"]:
+        expected = "" if cell["expected"] is None else f"  expected {cell['expected']}{' ✓' if cell['met'] else ' ✗'}"
+        click.echo(f"  {cell['verdict']:<8} {cell['cell']}{expected}")
+    click.echo(f"localisation: {data['localisation']}")
+    click.echo(f"verdict: {verdict} (exit {EXIT[verdict]}); report: {out}/ (merged.html, merged.json, summary.md, junit.xml)")
+    sys.exit(EXIT[verdict])
 
 def _argv_of(ctx: click.Context, skip: set[str]) -> list[str]:
     """The options a command was given, as command-line arguments again (to pass them on)."""

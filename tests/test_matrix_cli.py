@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gatekeeper import exit_codes
@@ -169,6 +170,13 @@ def test_matrix_run_runs_cells_as_separate_processes_and_keeps_finished_ones(tmp
                                                                          ["tp=2", "PROMOTE", "PROMOTE", "yes", "kept"]]
     assert "matrix two: 2 cells (2 kept, 0 run)" in again.stderr
 
+    merged = gk("report", "merge", str(out), "--out", str(tmp_path / "merged"))  # the two processes' runs, as one report
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    data = json.loads((tmp_path / "merged" / "merged.json").read_text())
+    assert data["verdict"] == "PROMOTE" and [c["cell"] for c in data["cells"]] == ["tp=1", "tp=2"]
+    assert all(c["met"] for c in data["cells"]) and data["localisation"] == "no cell failed"
+    assert "localisation: no cell failed" in merged.stdout and (tmp_path / "merged" / "junit.xml").is_file()
+
     # Other options, or an edited matrix file, are another run: nothing would be kept.
     m = load_matrix(matrix)
     sha = json.loads((dirs[0] / "cell.json").read_text())["options_sha256"]
@@ -177,6 +185,20 @@ def test_matrix_run_runs_cells_as_separate_processes_and_keeps_finished_ones(tmp
     matrix.write_text(textwrap.dedent(TWO) + "# edited\n")
     edited = load_matrix(matrix)
     assert kept_run(out / "two" / "tp=1", edited, edited.cells[0], sha) is None
+
+
+@pytest.mark.slow  # ~2.5 min: 16 cells on the smoke policy's startup and golden gates
+def test_the_fused_norm_fault_fails_exactly_its_cells_and_the_merge_localises_it(tmp_path):
+    out = tmp_path / "out"
+    swept = gk("matrix", "run", BUNDLED, "--candidate-fault", "fused-norm-dtype", "--policy", "gates/smoke.yaml",
+               "--gates", "startup,golden", "--out", str(out), timeout=1800)
+    assert swept.returncode == 0, swept.stdout + swept.stderr  # every cell met its expectation
+    merged = gk("report", "merge", str(out), "--out", str(tmp_path / "merged"))
+    data = json.loads((tmp_path / "merged" / "merged.json").read_text())
+    failed = sorted(c["cell"] for c in data["cells"] if c["verdict"] == "ROLLBACK")
+    assert failed == ["dtype=bfloat16,tp=2,fused_norm=on,prefix_caching=off", FAULTED], failed
+    assert merged.returncode == 1 and data["localisation"].startswith("fails when dtype=bfloat16 and tp>1 and fused_norm=on")
+    assert "tp=1 passes" in data["localisation"] and "fused_norm=off passes" in data["localisation"]
 
 
 def _outcome(verdict: str | None, expected: str | None, code: int | None = None) -> CellOutcome:
