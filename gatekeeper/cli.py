@@ -193,6 +193,10 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, **flags) -> None:
         _fail(plan.redactor().text(f"run failed: {type(e).__name__}: {e}"), exit_codes.HOLD,
               "no verdict: the run could not finish")
     progress.summary(result, plan.out_dir / plan.run_id)
+    if cell_run is not None:
+        from gatekeeper.matrix.record import write_record
+
+        write_record(plan.out_dir / plan.run_id)  # seed 002 §7's record of the path this cell ran
     if as_json:
         from gatekeeper.report.summary_json import SummaryJsonRenderer
 

@@ -13,7 +13,15 @@ the golden and long-context checks of those families.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
+
+import yaml
+
+from gatekeeper.report.atomic import write_atomic
+
+RECORD_FILE = "path-record.yaml"
 
 _JSON = ("json", "json_enforced")
 _TOOLS = ("tool_call", "tool_enforced")
@@ -63,3 +71,14 @@ def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]
         "declared": declared,
         "observed": observed,
     }
+
+
+def write_record(run_dir: Path) -> Path | None:
+    """Write `path-record.yaml` into a cell's run directory from its summary.json and cell.json
+    (None when the run left no summary)."""
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        cell = json.loads((run_dir / "cell.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return write_atomic(run_dir / RECORD_FILE, yaml.safe_dump(path_record(summary, cell), sort_keys=False, allow_unicode=True))
