@@ -175,6 +175,7 @@ def test_eos_ignored_fails_the_eos_cases(gk_tiny):
     assert "regression, the reference passes finish_reason" in checks["golden.canary-ok"].reason
 
 
+@pytest.mark.slow  # ~21 s; test_run_gk_tiny::test_default_run_promotes runs the clean golden gate
 def test_clean_candidate_adds_no_regression(gk_tiny):
     core = load_golden_set(ROOT / "golden_sets" / "core.yaml")
     with running_server(gk_tiny, "--profile", "reference") as ref, running_server(gk_tiny, "--profile", "optimized") as cand:
@@ -192,6 +193,7 @@ def test_clean_candidate_adds_no_regression(gk_tiny):
             assert "the reference fails it too" in check.reason, check.reason
 
 
+@pytest.mark.slow  # ~15 s; test_stream_variant_catches_tool_parser_partial and selftest --quick cover it
 def test_tool_parser_partial_fails_the_core_stream_case(gk_tiny):
     core = load_golden_set(ROOT / "golden_sets" / "core.yaml")
     tools = GoldenSet(core.name, core.version, core.path, tuple(c for c in core.cases if c.family == "tool_call"))

@@ -33,6 +33,7 @@ def test_default_run_promotes(tmp_path):
     assert all(row["status"] != "FAIL" for row in table.values())
 
 
+@pytest.mark.slow  # ~35 s; selftest --quick runs the same whole-run catch, test_golden_gate the gate's
 def test_eos_ignored_rolls_back_at_golden(tmp_path):
     """The startup canary may already catch it (gk-tiny goes on with 'OKthatOK' past an ignored
     EOS), which would skip the later gates: run without gate 1 to see golden catch it too."""
@@ -44,6 +45,7 @@ def test_eos_ignored_rolls_back_at_golden(tmp_path):
     assert not any(cid.startswith("numerics.") for cid in failing), failing
 
 
+@pytest.mark.slow  # ~18 s; selftest --quick runs the same whole-run catch
 def test_tool_parser_partial_rolls_back_at_the_streaming_tool_case(tmp_path):
     out = gk_run(tmp_path, "--candidate-fault", "tool-parser-partial", *GATES_1_3)
     assert out.code == 1
@@ -77,6 +79,7 @@ def test_the_smoke_subset_passes_on_the_shipped_model(tmp_path):
     assert out.summary["verdict"] == "PROMOTE" and not not_passing, not_passing
 
 
+@pytest.mark.slow  # ~11 s; the full selftest covers it
 def test_late_decode_corrupt_rolls_back_at_golden_while_short_cases_pass(tmp_path):
     """A bug only long outputs show: gk-tiny fails every count case on both targets (it runs past
     the end), so only comparing those both-fail answers with the reference's catches it."""

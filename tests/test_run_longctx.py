@@ -76,6 +76,7 @@ def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
     assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
 
 
+@pytest.mark.slow  # ~60 s; the engine-level catch is test_engine_faults::test_kv_stale_reuse_corrupts_only_with_prefix_caching
 def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse")
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
@@ -152,6 +153,7 @@ def test_nan_residue_rolls_back_a_whole_run(tmp_path, gk_tiny):
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"  # an earlier gate may stop the run first
 
 
+@pytest.mark.slow  # ~55 s; the engine-level catch is in test_engine_faults, gate 5's in test_shadow_gate::test_garbage_fires_its_own_rule
 def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
     own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
     nan = own.check("longctx.nan_inf")

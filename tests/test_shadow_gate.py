@@ -16,6 +16,7 @@ from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
+TRAFFIC = Path(__file__).resolve().parents[1] / "golden_sets" / "traffic" / "sample.jsonl"
 
 
 def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: str | None = None,
@@ -48,6 +49,7 @@ def candidate():
         yield server
 
 
+@pytest.mark.slow  # ~12 s; the default run's gate 5 is the clean replay
 def test_a_clean_candidate_promotes_with_every_pair_judged(tmp_path, reference, candidate):
     out = gk_run(tmp_path, "--reference", reference.url, "--candidate", candidate.url, "--gates", "startup,shadow",
                  "--policy", _policy(tmp_path))
@@ -88,9 +90,18 @@ def test_a_fault_that_hits_one_tenant_is_localised_to_its_slice(tmp_path, refere
 
 def test_garbage_fires_its_own_rule(tmp_path, reference):
     """NaN residue garbles answers (and fails some requests); replayed to the end of the budget,
-    its degeneration rule fires as well as the disagreement rule that would have stopped first."""
+    its degeneration rule fires as well as the disagreement rule that would have stopped first.
+    Free-text traffic only: a request with a response_format or tools is grammar-constrained now,
+    and the grammar turns NaN garbage into well-formed (wrong) answers, which the disagreement
+    rules judge, not the garbage rule."""
+    free = tmp_path / "free.jsonl"
+    free.write_text("".join(line + "\n" for line in TRAFFIC.read_text().splitlines()
+                            if line.strip() and not any(k in json.loads(line).get("request", {})
+                                                        for k in ("response_format", "tools"))))
+    policy = _policy(tmp_path, budget=96, stop_early=False)
+    Path(policy).write_text(Path(policy).read_text().replace("  shadow:\n", f"  shadow:\n    traffic: {free}\n", 1))
     out = gk_run(tmp_path, "--reference", reference.url, "--candidate-fault", "nan-residue", "--gates", "startup,shadow",
-                 "--policy", _policy(tmp_path, budget=48, stop_early=False))
+                 "--policy", policy)
     assert _rules(out)["garbage_rate_up"] == "FAIL", out.check("shadow.rule.garbage_rate_up")
 
 

@@ -33,7 +33,7 @@ TIME = {"type": "function", "function": {"name": "get_time", "description": "Get
                                              "required": ["zone"]}}}
 CITY = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
         "required": ["city", "days"]}
-PROPERTY_RUNS = settings(max_examples=15, deadline=None, database=None, derandomize=True,
+PROPERTY_RUNS = settings(max_examples=10, deadline=None, database=None, derandomize=True,
                          suppress_health_check=list(HealthCheck))
 
 
@@ -211,6 +211,7 @@ def test_misaligned_masks_leave_a_single_request_alone() -> None:
         jsonschema.validate(json.loads(out.text), CITY)
 
 
+@pytest.mark.slow  # the engine-level and golden-gate tests cover the fault
 def test_misaligned_masks_through_the_server_under_concurrency() -> None:
     """Constrained answers go wrong only when free requests share their batches."""
     async def run(url: str, concurrent: bool) -> list[str]:
