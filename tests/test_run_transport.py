@@ -158,14 +158,18 @@ def test_a_both_fail_case_the_candidate_answers_differently_fails(tmp_path, upst
 def test_a_candidate_that_does_not_repeat_itself_is_reported(tmp_path, upstream, tiny_model_dir):
     """The reference repeats every answer; a candidate whose answers change between two asks
     gets golden.candidate_repeat WARN naming the cases (advisory: a finding, not a verdict)."""
-    seen = [0]
+    seen: dict[str, int] = {}
 
     def flip(path: str, body: dict) -> dict:
-        seen[0] += 1
+        """Every second time an answer is given, it comes out changed (keyed by the answer, so
+        whatever the order concurrent requests arrive in, a case asked twice differs)."""
         for choice in body.get("choices") or []:
             message = choice.get("message") or {}
-            if seen[0] > 1 and seen[0] % 2 and isinstance(message.get("content"), str):
-                message["content"] += " (this time)"
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                seen[content] = seen.get(content, 0) + 1
+                if seen[content] % 2 == 0:
+                    message["content"] += " (this time)"
         return body
 
     args = ("--model", str(tiny_model_dir), "--policy", _golden_policy(tmp_path), "--gates", "startup,golden")

@@ -89,8 +89,16 @@ class PerformanceGate(Gate):
         ctx.progress(f"performance: baseline is {choice.why}")
         base_ep = baseline_endpoint(choice, ctx.reference, ctx.launch)
         base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
+        cand_ep = ctx.candidate
+        if choice.kind == "launch" and ctx.launch is not None:
+            # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
+            # the used one's full prefix cache evicts on every allocation (a clean candidate measured
+            # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
+            cand_ep = ctx.launch("candidate-for-performance", ctx.specs["candidate"])
+            ctx.notes.append("performance: both sides are fresh launches (the candidate that served the correctness "
+                             "gates carries their cache state, which a fresh baseline does not)")
         targets = {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
-                   "candidate": LoadTarget(ctx.candidate.base_url, ctx.candidate.model, ctx.specs["candidate"].api_key(),
+                   "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.specs["candidate"].api_key(),
                                            ctx.candidate.timeout_s)}
         workload = _controlled(_workload(s, base_ep), targets, ctx)
         warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
