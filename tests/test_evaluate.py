@@ -10,8 +10,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from gatekeeper import tasks
-from gatekeeper.training import evaluate
+from gatekeeper import tasks  # noqa: E402
+from gatekeeper.training import evaluate  # noqa: E402
+
+pytestmark = pytest.mark.slow  # ~25 s in all (a module fixture evaluates the trained model); suite time
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
 

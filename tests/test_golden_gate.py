@@ -108,6 +108,7 @@ def gk_tiny(tmp_path_factory) -> Path:
     pytest.skip("needs the trained model gatekeeper/models/gk-tiny (or the trainer's checkpoint in runs/gk-tiny)")
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); selftest --quick catches tool-parser-partial at golden
 def test_stream_variant_catches_tool_parser_partial(scripted_model):
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     with running_server(scripted_model, "--profile", "reference") as ref, \

@@ -120,6 +120,7 @@ def test_a_bf16_declared_url_candidate_is_judged_with_bf16_tolerances(tmp_path, 
     assert tol["dtype"] == "bfloat16", tol
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); the bundled default run is test_default_run_promotes
 def test_the_readme_url_example_promotes_two_healthy_identical_servers(tmp_path):
     """`gatekeeper run --reference http://… --candidate http://… --model my-model`, verbatim, with
     two bundled servers started as a user would start theirs: PROMOTE under the default policy."""

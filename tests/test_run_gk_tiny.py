@@ -53,6 +53,7 @@ def test_tool_parser_partial_rolls_back_at_the_streaming_tool_case(tmp_path):
     assert failing and all(cid.startswith("golden.") and cid.endswith(".stream") for cid in failing), failing
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); matrices/bundled.yaml's tests cover the tp split
 @pytest.mark.parametrize("tp", [4, 1])
 def test_fused_norm_dtype_breaks_outputs_only_above_tp_1(tmp_path, tp):
     """At tp 4 the canary and golden cases break (`!!!!`); at tp 1 the same bf16 fused-norm build

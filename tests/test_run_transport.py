@@ -155,6 +155,7 @@ def test_a_both_fail_case_the_candidate_answers_differently_fails(tmp_path, upst
         assert check["status"] == "FAIL" and "differs from the one the reference gives in every run" in check["reason"], check
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s)
 def test_a_candidate_that_does_not_repeat_itself_is_reported(tmp_path, upstream, tiny_model_dir):
     """The reference repeats every answer; a candidate whose answers change between two asks
     gets golden.candidate_repeat WARN naming the cases (advisory: a finding, not a verdict)."""
@@ -231,6 +232,7 @@ def test_a_rate_limited_candidate_is_retried_and_judged(tmp_path, tiny_model_dir
         {c["id"]: c["status"] for g in plain.summary["gates"] for c in g["checks"]}
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); the retried case stays
 def test_a_candidate_rate_limited_forever_is_an_error_and_hold(tmp_path, tiny_model_dir, upstream):
     with fault_proxy(upstream.url, "rate_limit") as url:
         out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--timeout", "4", *GATES)

@@ -76,6 +76,7 @@ def test_a_fault_only_production_load_shows_is_caught_by_the_sequential_test(tmp
     assert stage["status"] == "FAIL" and stage["metrics"]["stopped_early"], stage["metrics"]["requests"]
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); benchmarks/shadow_canary.py measures it over 20 seeds
 def test_a_fault_that_hits_one_tenant_is_localised_to_its_slice(tmp_path, reference):
     stages = ("      - {name: low-risk-tenant, tenants: [internal], budget: 24}\n"
               "      - {name: wide, share: 1.0, budget: 200}\n")
@@ -117,6 +118,7 @@ def _break_json(path: str, body: dict) -> dict:
     return body
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s)
 def test_structured_output_that_stops_parsing_fires_its_own_rule(tmp_path, reference, candidate):
     with fault_proxy(candidate.url, "pass", rewrite=_break_json) as url:
         out = gk_run(tmp_path, "--reference", reference.url, "--candidate", url, "--gates", "startup,shadow",
@@ -126,6 +128,7 @@ def test_structured_output_that_stops_parsing_fires_its_own_rule(tmp_path, refer
     assert rule["status"] == "FAIL" and ("json_parse" in rule["reason"] or "tool_parse" in rule["reason"]), rule
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s)
 def test_a_candidate_that_starts_failing_requests_fires_errors_up(tmp_path, reference, candidate):
     with fault_proxy(candidate.url, "http500", after=40) as url:  # the probe and canary pass; the replay fails
         out = gk_run(tmp_path, "--reference", reference.url, "--candidate", url, "--gates", "startup,shadow",
@@ -134,6 +137,7 @@ def test_a_candidate_that_starts_failing_requests_fires_errors_up(tmp_path, refe
     assert out.summary["verdict"] == "ROLLBACK"
 
 
+@pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s)
 def test_the_earlier_gates_findings_are_rules_too(tmp_path, reference):
     """A bf16 server gated as a URL candidate with its log but nothing declared (so judged as
     float32), gate 2 advisory so the run reaches gate 5: the stated path disagrees
