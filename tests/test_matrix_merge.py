@@ -61,6 +61,12 @@ def test_the_worst_cell_decides_and_the_failing_path_is_localised(tmp_path: Path
     assert "Localisation" in (out / "merged.html").read_text()
 
 
+def test_a_probe_whose_checks_all_skipped_is_not_a_pass():
+    from gatekeeper.matrix.record import path_record
+    summary = {"gates": [{"id": "golden", "checks": [{"id": "golden.json-1", "status": "SKIP", "family": "json"}]}]}
+    assert path_record(summary, {"axes": {}})["result"]["json_probe"] == "not judged"
+
+
 def test_a_matrix_that_behaves_as_expected_promotes_and_one_that_does_not_holds(tmp_path: Path) -> None:
     _grid(tmp_path / "a", expect=True)
     assert merge([tmp_path / "a"], tmp_path / "ma")[0] == "ROLLBACK"  # expected, but a ROLLBACK is still a ROLLBACK

@@ -7,8 +7,8 @@
 
 plus what the path was declared as and what the target's own log and /metrics showed
 (`targets/observed.py`), so a record says both what was asked for and what ran. A probe is
-`pass`, `fail` or `not run`: deterministic is gate 1's canary on the candidate; json and tool are
-the golden and long-context checks of those families.
+`pass`, `fail`, `not judged` (only skipped checks) or `not run`: deterministic is gate 1's
+canary on the candidate; json and tool are the golden and long-context checks of those families.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ _LONGCTX_TOOLS = ("longctx.tool_calls", "longctx.tool_stream", "longctx.tool_res
 def _probe(checks: list[dict[str, Any]]) -> str:
     if not checks:
         return "not run"
-    return "fail" if any(c["status"] in ("FAIL", "ERROR") for c in checks) else "pass"
+    if any(c["status"] in ("FAIL", "ERROR") for c in checks):
+        return "fail"
+    return "not judged" if all(c["status"] == "SKIP" for c in checks) else "pass"  # skips alone are no pass
 
 
 def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
