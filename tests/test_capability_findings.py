@@ -114,7 +114,7 @@ def test_the_observed_path_is_read_from_the_log_and_metrics_and_a_wrong_declarat
     assert check["status"] == "PASS", check
     cand = next(t for t in plain.summary["targets"] if t["role"] == "candidate")
     assert cand["observed"] == {"dtype": "float32", "kv_cache_dtype": "float32", "tp": "1", "block_size": "16",
-                                "prefix_caching": "true"}, cand["observed"]
+                                "prefix_caching": "true", "fused_norm": "false", "attention_backend": "sdpa"}, cand["observed"]
     wrong = gk_run(tmp_path / "wrong", "-c", config("dtype: bf16"), "--gates", "startup")
     check = wrong.check("startup.execution_path")
     assert check["status"] == "FAIL" and not check["blocking"], check

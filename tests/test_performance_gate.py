@@ -135,7 +135,8 @@ def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
     """silent-fallback under a policy whose fallback rule is an advisory FAIL: gate 1 holds the
     run without stopping it; the performance gate measures nothing and says why."""
     policy = tmp_path / "p.yaml"
-    policy.write_text(SMALL.replace("gates:\n", "checks:\n  - {match: startup.log_rules, blocking: false}\ngates:\n"
+    policy.write_text(SMALL.replace("gates:\n", "checks:\n  - {match: startup.log_rules, blocking: false}\n"
+                                    "  - {match: startup.path_change, blocking: false}\ngates:\n"
                                     "  startup:\n    log_rules:\n      - {pattern: \"(?i)fall(ing)? ?back\", severity: FAIL}\n"))
     out = gk_run(tmp_path / "runs", "--gates", "startup,performance", "--policy", str(policy),
                  "--candidate-fault", "silent-fallback")

@@ -59,11 +59,15 @@ def test_rope_drift_fails_the_logprob_deltas_without_nan(tmp_path, tiny_model_di
 
 
 def test_silent_fallback_warning_is_reported_at_startup(tmp_path, tiny_model_dir):
+    """The default policy: the new warning and the log rule are advisory; the kernel fallback
+    the reference does not take is an unexplained path change, which rolls back (seed 002 §8)."""
     out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "silent-fallback", "--gates", "startup")
     new = out.check("startup.new_warnings")
     assert new["status"] == "WARN" and not new["blocking"]
     assert out.check("startup.log_rules")["status"] == "WARN"
-    assert out.summary["verdict"] == "PROMOTE"  # the default policy makes the warning advisory
+    change = out.check("startup.path_change")
+    assert change["status"] == "FAIL" and change["blocking"] and "fallback" in change["reason"], change
+    assert out.summary["verdict"] == "ROLLBACK"
 
 
 def test_a_candidate_that_lost_logprobs_rolls_back_on_one_finding_and_skips_numerics(tmp_path, tiny_model_dir):

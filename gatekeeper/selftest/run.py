@@ -24,6 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from gatekeeper.config.run_config import find_file
 from gatekeeper.report.atomic import write_atomic
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
 
@@ -81,6 +84,20 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
                        _outcome(cell, verdict, caught_at), round(seconds, 1), str(run_dir or ""), kept)
 
 
+def _policy(cell: SelftestCell, quick: bool, cell_dir: Path) -> str | None:
+    """For a cell with explained path changes, a copy of its shipped policy that lists them
+    (written into the cell's directory); None: the shipped policy as it is."""
+    if not cell.explained:
+        return None
+    data = yaml.safe_load(find_file(cell.base_policy(quick)).read_text())
+    startup = data.setdefault("gates", {}).setdefault("startup", {})
+    startup["explained_path_changes"] = [{"line": regex, "reason": "selftest: explained, so the later gates judge it"}
+                                         for regex in cell.explained]
+    path = cell_dir / "policy.yaml"
+    write_atomic(path, yaml.safe_dump(data, sort_keys=False))
+    return str(path)
+
+
 def _kept(cell_dir: Path, args: list[str]) -> Path | None:
     for run_dir in sorted((p for p in cell_dir.glob("*") if p.is_dir()), reverse=True):
         try:
@@ -100,7 +117,7 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
     for i, cell in enumerate(chosen, 1):
         cell_dir = out / cell.id
         cell_dir.mkdir(parents=True, exist_ok=True)
-        args = [*cell.args(quick), *extra]
+        args = [*cell.args(quick, _policy(cell, quick, cell_dir)), *extra]
         kept = _kept(cell_dir, args)
         if kept is not None:
             results.append(_judge(cell, kept, 0.0, True))

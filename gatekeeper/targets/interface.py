@@ -86,8 +86,8 @@ class TargetSpec:
 
     def assumed_path(self) -> dict[str, str]:
         """The execution path gatekeeper judges this target by: a bundled target's engine
-        options (dtype, kv_cache_dtype, tp), then what was declared, and the dtype always."""
-        engine = {k: v for k, v in self.engine_options if k in ("dtype", "kv_cache_dtype", "tp")}
+        options (dtype, kv_cache_dtype, tp, fused_norm), then what was declared, and the dtype always."""
+        engine = {k: v for k, v in self.engine_options if k in ("dtype", "kv_cache_dtype", "tp", "fused_norm")}
         return {**engine, **{k: v for k, v in self.declared if k in DECLARABLE}, "dtype": self.dtype}
 
     def api_key(self) -> str | None:

@@ -6,8 +6,11 @@ with tolerances that do not fit — so gate 1 reads both and compares them.
 
 Sources, first match wins per key:
 - log lines with `key=value` pairs: vLLM's engine config line (`dtype=torch.bfloat16,
-  tensor_parallel_size=4, quantization=fp8, kv_cache_dtype=auto`), the bundled engine's
-  `execution path:` / `paged KV cache:` / `scheduler:` lines (`dtype=`, `kv_cache_dtype=`, `tp=`);
+  tensor_parallel_size=4, quantization=fp8, kv_cache_dtype=auto, enforce_eager=False`), the
+  bundled engine's `execution path:` / `paged KV cache:` / `scheduler:` lines (`dtype=`,
+  `kv_cache_dtype=`, `tp=`, `fused_norm=`);
+- the attention backend: vLLM's `Using FlashAttention backend` (any `Using <name> backend`
+  line) and the bundled engine's `attention: sdpa`;
 - `/metrics`: vLLM's `vllm:cache_config_info` gauge, whose labels carry `cache_dtype`,
   `block_size` and `enable_prefix_caching`.
 """
@@ -21,19 +24,25 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gatekeeper.targets.interface import normalise_dtype
 
-_PAIR = re.compile(r"\b(kv_cache_dtype|cache_dtype|dtype|quantization|tensor_parallel_size|tp|block_size)"
-                   r"=['\"]?([\w.\-]+)")
+_PAIR = re.compile(r"\b(kv_cache_dtype|cache_dtype|dtype|quantization|tensor_parallel_size|tp|block_size|fused_norm"
+                   r"|enforce_eager)=['\"]?([\w.\-]+)")
+_BACKEND = re.compile(r"\bUsing ([\w\- ]{2,40}?) backend\b|\battention: ([\w\- ]+?)\s*$", re.I)
 _ALIASES = {"cache_dtype": "kv_cache_dtype", "tensor_parallel_size": "tp"}
 _CACHE_INFO = ("vllm:cache_config_info",)
 _CACHE_LABELS = {"cache_dtype": "kv_cache_dtype", "block_size": "block_size", "enable_prefix_caching": "prefix_caching"}
 COMPARED = ("dtype", "kv_cache_dtype", "quantization", "tp")  # what a declaration can be checked against
+PATH_KEYS = (*COMPARED, "attention_backend", "fused_norm", "enforce_eager")  # what a path change is judged on
 
 
-def _value(key: str, raw: str) -> str:
+def canonical(key: str, raw: str) -> str:
     """One spelling per value: dtypes by their long names, `torch.` dropped, None → none."""
     raw = raw.strip().removeprefix("torch.")
     if key in ("dtype", "kv_cache_dtype"):
         return normalise_dtype(raw) or raw.lower()
+    if key == "attention_backend":
+        return re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")
+    if key in ("fused_norm", "enforce_eager") and raw.lower() in ("on", "true", "off", "false"):
+        return "true" if raw.lower() in ("on", "true") else "false"
     return raw.lower() if raw.lower() in ("none", "true", "false", "auto") else raw
 
 
@@ -43,7 +52,10 @@ def from_log(lines: Iterable[str]) -> dict[str, str]:
     for line in lines:
         for key, raw in _PAIR.findall(line):
             key = _ALIASES.get(key, key)
-            found.setdefault(key, _value(key, raw))
+            found.setdefault(key, canonical(key, raw))
+        backend = _BACKEND.search(line)
+        if backend:
+            found.setdefault("attention_backend", canonical("attention_backend", backend.group(1) or backend.group(2)))
     return found
 
 
@@ -58,7 +70,7 @@ def from_metrics(text: str) -> dict[str, str]:
             for sample in family.samples:
                 for label, key in _CACHE_LABELS.items():
                     if label in sample.labels:
-                        found.setdefault(key, _value(key, sample.labels[label]))
+                        found.setdefault(key, canonical(key, sample.labels[label]))
     except (ValueError, TypeError, IndexError):
         return {}
     return found
@@ -77,7 +89,7 @@ def disagreements(assumed: dict[str, str], observed: dict[str, str]) -> list[tup
     out = []
     for key in COMPARED:
         if key in assumed and key in observed:
-            a = _value(key, assumed[key])
+            a = canonical(key, assumed[key])
             if a != observed[key] and not (key == "kv_cache_dtype" and "auto" in (a, observed[key])):
                 out.append((key, a, observed[key]))
     return out

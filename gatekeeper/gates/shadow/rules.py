@@ -131,7 +131,7 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         return RuleOutcome(name, Status.SKIP, "not judged: gate 1 (startup) did not run in this run")
     rows = []
     for c in checks:
-        if c.id == "startup.execution_path" and c.status is Status.FAIL:
+        if c.id in ("startup.execution_path", "startup.path_change") and c.status is Status.FAIL:
             rows.append((c.id, c.reason[:160]))
         if c.id in ("startup.log_rules", "startup.new_warnings") and c.status in (Status.WARN, Status.FAIL):
             for ev in c.evidence:
@@ -139,7 +139,8 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
                 rows += [(c.id, line[:160]) for line in lines if _FALLBACK.search(line)]
     if rows:
         return RuleOutcome(name, Status.FAIL, f"{rows[0][0]}: {rows[0][1]}", tuple(rows[:20]))
-    judged = [c for c in checks if c.id in ("startup.log_rules", "startup.execution_path") and c.status is not Status.SKIP]
+    judged = [c for c in checks if c.id in ("startup.log_rules", "startup.execution_path", "startup.path_change")
+              and c.status is not Status.SKIP]
     if not judged:
         return RuleOutcome(name, Status.SKIP, "not judged: no candidate log and no stated execution path to read")
     return RuleOutcome(name, Status.PASS, "no fallback the reference does not print; the execution path is as judged")

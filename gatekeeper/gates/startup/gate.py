@@ -15,6 +15,7 @@ from gatekeeper.evidence import Log, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.startup.logs import check_logs
 from gatekeeper.gates.startup.path import check_path
+from gatekeeper.gates.startup.path_change import check_path_change
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
 
@@ -39,7 +40,10 @@ class StartupGate(Gate):
     `startup.capabilities` is one finding for every feature the reference has and the candidate
     lost (tool-call parsing, logprobs, streaming finish reasons, /tokenize...); the later checks
     that need it point to it. `startup.execution_path` sets the path each target is judged by
-    (declared dtype, tp...) beside what its log and /metrics state.
+    (declared dtype, tp...) beside what its log and /metrics state. `startup.path_change` (seed
+    002 §8) fails on an execution path the candidate takes and the reference does not — another
+    attention backend, dtype path or fusion switch than it declares, or a kernel-fallback line —
+    unless the policy lists the change as explained; the later gates still run.
     """
 
     id = "startup"
@@ -48,7 +52,7 @@ class StartupGate(Gate):
     Settings = StartupSettings
     stops_run_on = frozenset({Status.FAIL, Status.ERROR})  # a candidate that cannot start or answer stops the run
     # A lost feature or a mis-declared path is a finding, but the later gates still judge what the candidate does.
-    never_stops_run = frozenset({"startup.capabilities", "startup.execution_path"})
+    never_stops_run = frozenset({"startup.capabilities", "startup.execution_path", "startup.path_change"})
     needs_ready_targets = False  # it is the gate that reports a target that did not start
     min_judged_share = 0.8  # a URL candidate has no startup log: its two log checks are not judged
 
@@ -75,6 +79,7 @@ class StartupGate(Gate):
         if all(rt.ready for rt in ctx.runtimes.values()):
             self._compare(ctx)
             check_path(ctx)
+            check_path_change(ctx, ctx.settings)
         check_logs(ctx, ctx.settings)
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
