@@ -494,5 +494,15 @@ def _argv_of(ctx: click.Context, skip: set[str]) -> list[str]:
     return argv
 
 
+def _live_commands() -> None:
+    from gatekeeper.live.commands import pairs, record, shadow
+
+    traffic.add_command(record)
+    main.add_command(shadow)
+    main.add_command(pairs)
+
+
+_live_commands()
+
 if __name__ == "__main__":
     main()

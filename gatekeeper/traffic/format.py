@@ -24,7 +24,7 @@ from gatekeeper.errors import ConfigError
 
 FORMAT_VERSION = 1
 ENDPOINTS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-_KEYS = ("endpoint", "request", "id", "tenant", "model_alias", "timestamp", "tags", "response", "format")
+_KEYS = ("endpoint", "request", "id", "tenant", "model_alias", "timestamp", "tags", "response", "pair", "format")
 _ROLES = ("system", "user", "assistant", "tool", "developer", "function")
 
 
@@ -47,6 +47,7 @@ class TrafficRecord:
     timestamp: float | None = None
     tags: tuple[str, ...] = ()
     response: dict[str, Any] | None = field(default=None, hash=False)
+    pair: dict[str, Any] | None = field(default=None, hash=False)  # a pair store's answers (export/import)
 
     @property
     def kind(self) -> str:
@@ -79,6 +80,8 @@ class TrafficRecord:
             out["tags"] = list(self.tags)
         if self.response is not None:
             out["response"] = self.response
+        if self.pair is not None:
+            out["pair"] = self.pair
         return out
 
 
@@ -155,9 +158,13 @@ def parse_record(obj: Any, line: int) -> TrafficRecord:
     response = obj.get("response")
     if response is not None and not isinstance(response, dict):
         raise TrafficLineError("response must be an object (the recorded OpenAI response) or absent")
+    pair = obj.get("pair")
+    if pair is not None and not (isinstance(pair, dict) and isinstance(pair.get("reference"), dict)
+                                 and isinstance(pair.get("candidate"), dict)):
+        raise TrafficLineError("pair must be an object with `reference` and `candidate` answers (a pair store's export)")
     return TrafficRecord(line, obj.get("id") or f"line-{line}", endpoint, req, obj.get("tenant") or "default",
                          obj.get("model_alias", ""), _timestamp(obj["timestamp"]) if "timestamp" in obj else None,
-                         tuple(tags), response)
+                         tuple(tags), response, pair)
 
 
 def iter_records(path: str | Path, skip_bad: bool = False, skipped: list[str] | None = None) -> Iterator[TrafficRecord]:

@@ -1,0 +1,119 @@
+"""`/verdict` and `/metrics`: what a progressive-delivery controller reads from `gatekeeper shadow`.
+
+They are served on their own address (`--admin`), never on the proxied one, so the primary's
+own `/metrics` and every other path reach clients untouched.
+
+- `GET /verdict`: always 200, the verdict JSON (`verdict.py`) with the mirror's counters; for
+  Argo Rollouts' `web` provider (`successCondition: result.verdict == "PROMOTE"`,
+  `failureCondition: result.verdict == "ROLLBACK"`; anything else is inconclusive).
+- `GET /verdict/promote`: 200 only on PROMOTE (409 ROLLBACK, 425 HOLD): a gate that opens when
+  the evidence is complete (Flagger `confirm-promotion` webhook).
+- `GET /verdict/healthy`: 200 unless ROLLBACK (409): a check that fails only on a regression
+  (Flagger `rollout` webhook, whose failures count towards the canary's threshold).
+- `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
+
+from gatekeeper.config.policy import load_policy
+from gatekeeper.config.run_config import find_file
+from gatekeeper.gates.registry import settings_types
+from gatekeeper.live.verdict import judge_store
+
+if TYPE_CHECKING:
+    from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig
+
+STATUS = {"promote": {"PROMOTE": 200, "HOLD": 425, "ROLLBACK": 409}, "healthy": {"PROMOTE": 200, "HOLD": 200, "ROLLBACK": 409}}
+
+
+class Judge:
+    """The verdict over the store, recomputed when pairs arrived and `interval` has passed."""
+
+    def __init__(self, cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> None:
+        self.settings = load_policy(find_file(cfg.policy), settings_types()).settings("shadow")
+        self.cfg, self.mirror, self.counters = cfg, mirror, counters
+        self._lock = threading.Lock()
+        self._at, self._size, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
+
+    def current(self) -> dict[str, Any]:
+        """The verdict JSON, with the mirror's counters."""
+        with self._lock:
+            size = len(self.mirror.store)
+            if size != self._size and time.monotonic() - self._at >= self.cfg.judge_interval_s:
+                self._data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs)
+                self._at, self._size = time.monotonic(), size
+            data = dict(self._data)
+        data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,
+                          "dropped": self.counters.dropped.value, "forwarded": self.counters.forwarded.value}
+        return data
+
+    def metrics(self) -> bytes:
+        """The figures in Prometheus text."""
+        data = self.current()
+        reg = CollectorRegistry()
+        g = lambda name, doc, labels=(): Gauge(f"gatekeeper_shadow_{name}", doc, labels, registry=reg)  # noqa: E731
+        m = data["mirror"]
+        for name, doc in (("forwarded", "client requests forwarded to the primary"),
+                          ("sampled", "requests sampled for mirroring"), ("dropped", "mirror copies dropped (queue full)"),
+                          ("stored", "pairs committed to the store"), ("mirror_errors", "mirrored requests that failed")):
+            g(f"{name}_total", doc).set(m.get(name, 0))
+        g("pairs_judged", "pairs that could be compared").set(data.get("judged", 0))
+        g("score", "Kayenta-style score of all traffic (0-100)").set(data.get("score", 0) or 0)
+        verdict = g("verdict", "1 for the current verdict", ("verdict",))
+        for v in ("PROMOTE", "HOLD", "ROLLBACK"):
+            verdict.labels(v).set(1.0 if data.get("verdict") == v else 0.0)
+        rate = g("rate", "share of eligible pairs where the measure is bad, candidate vs twin", ("measure", "target"))
+        success = g("parse_success_ratio", "JSON / tool-call parse-and-validate success", ("kind", "target"))
+        for measure, r in (data.get("rates") or {}).items():
+            for target in ("candidate", "twin"):
+                if r.get(target) is not None:
+                    rate.labels(measure, target).set(r[target])
+                    if measure in ("json_parse", "tool_parse"):
+                        success.labels(measure.split("_")[0], target).set(1.0 - r[target])
+        return generate_latest(reg)
+
+
+def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> ThreadingHTTPServer:
+    """Start the admin server in a thread; returns it (its port is `server_address[1]`)."""
+    judge = Judge(cfg, mirror, counters)
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — quiet
+            return
+
+        def _send(self, status: int, body: bytes, ctype: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 — http.server's name
+            path = self.path.split("?")[0].rstrip("/")
+            try:
+                if path == "/metrics":
+                    self._send(200, judge.metrics(), "text/plain; version=0.0.4")
+                elif path in ("/verdict", "/verdict/promote", "/verdict/healthy"):
+                    data = judge.current()
+                    status = STATUS[path.rsplit("/", 1)[1]][data.get("verdict", "HOLD")] if path != "/verdict" else 200
+                    self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
+                elif path == "/healthz":
+                    self._send(200, b"ok\n", "text/plain")
+                else:
+                    self._send(404, b'{"error": "not found: /verdict, /verdict/promote, /verdict/healthy, /metrics"}\n',
+                               "application/json")
+            except Exception as e:  # noqa: BLE001 — a judging failure is an answer, not a dead server
+                self._send(500, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode(), "application/json")
+
+    server = ThreadingHTTPServer((cfg.admin_host, cfg.admin_port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server

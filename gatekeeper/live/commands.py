@@ -1,0 +1,204 @@
+"""The live commands: `gatekeeper traffic record`, `gatekeeper shadow` and `gatekeeper pairs
+export|import` (registered on the main CLI in `cli.py`; imported only when used)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import sys
+import time
+from typing import Any
+
+import click
+
+from gatekeeper.errors import ConfigError
+
+
+def _addr(value: str, what: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise click.BadParameter(f"{what} must be HOST:PORT (got {value!r})")
+    return host, int(port)
+
+
+def _url(value: str, what: str) -> str:
+    if not value.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{what} must be an http(s) URL (got {value!r})")
+    return value.rstrip("/")
+
+
+def _key(env: str | None) -> str | None:
+    if env is None:
+        return None
+    if env not in os.environ:
+        raise ConfigError(f"the environment variable {env} (the API key) is not set")
+    return os.environ[env]
+
+
+def _patterns(redact: tuple[str, ...], no_default: bool) -> tuple[str, ...]:
+    import re
+
+    from gatekeeper.live.redaction import PII_DEFAULTS
+
+    for p in redact:
+        try:
+            re.compile(p)
+        except re.error as e:
+            raise click.BadParameter(f"--redact {p!r} is not a regular expression ({e})") from None
+    return (() if no_default else PII_DEFAULTS) + redact
+
+
+_REDACT = [click.option("--tenant-header", default=None, metavar="NAME", help="Request header naming the tenant."),
+           click.option("--redact", multiple=True, metavar="REGEX",
+                        help="Also replace matches of REGEX (PII) with <redacted> (repeatable)."),
+           click.option("--no-default-pii", is_flag=True, help="Do not apply the built-in email and phone-number rules.")]
+
+
+def _with(options: list[Any], f: Any) -> Any:
+    for o in reversed(options):
+        f = o(f)
+    return f
+
+
+@click.command("record")
+@click.option("--upstream", required=True, help="The OpenAI-compatible server to pass traffic to.")
+@click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT to accept clients on (port 0: any).")
+@click.option("--out", "out_path", required=True, help="Traffic file (JSONL) to append records to.")
+@click.option("--rotate-mb", type=click.FloatRange(min=0), default=0, show_default=True,
+              help="Start a new segment when the file reaches this size (0: never).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True, help="Upstream request timeout (s).")
+def record(upstream: str, listen: str, out_path: str, rotate_mb: float, timeout: float, tenant_header: str | None,
+           redact: tuple[str, ...], no_default_pii: bool) -> None:
+    """A pass-through proxy that records chat/completions traffic in the traffic format
+    (docs/traffic-format.md). Authorization and other headers are never written; secret-named
+    JSON keys and secret-shaped text are masked; emails, phone numbers and --redact patterns
+    become <redacted>. Streaming passes through chunk by chunk."""
+    from gatekeeper.live.proxy import record_app, serve
+    from gatekeeper.live.recorder import TrafficWriter
+    from gatekeeper.live.redaction import BodyRedactor
+
+    up = _url(upstream, "--upstream")
+    host, port = _addr(listen, "--listen")
+    writer = TrafficWriter(out_path, int(rotate_mb * 2**20))
+    app = record_app(up, writer, tenant_header, BodyRedactor(_patterns(redact, no_default_pii)), timeout)
+    try:
+        serve(app, host, port, lambda url: click.echo(f"recording: listening on {url} → {up}; writing {out_path}", err=True))
+    finally:
+        writer.close()
+        click.echo(f"recorded {writer.written} request(s) to {out_path}", err=True)
+
+
+record = _with(_REDACT, record)
+
+
+@click.command("shadow")
+@click.option("--primary", default=None, help="The production server clients are answered by (proxy mode).")
+@click.option("--shadow", "shadow_url", required=True, help="The candidate that mirrored requests go to.")
+@click.option("--reference-replica", "replicas", multiple=True,
+              help="A replica of the reference for the noise floor (twin); in --sink mode, the reference itself "
+                   "(once: it answers twice; twice: one answer each).")
+@click.option("--sink", is_flag=True, help="Mirror-sink mode: accept requests a gateway mirrors (no primary).")
+@click.option("--sample", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="Share of requests mirrored.")
+@click.option("--store", "store_path", required=True, help="The pair store (SQLite) to commit pairs to.")
+@click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT clients (or the gateway) send to.")
+@click.option("--admin", default="127.0.0.1:8101", show_default=True, help="HOST:PORT for /verdict and /metrics.")
+@click.option("--queue", "queue_size", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Mirror copies waiting at most; beyond, copies are dropped (counted).")
+@click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True, help="Concurrent mirrored requests.")
+@click.option("--policy", default="gates/default.yaml", show_default=True, help="Policy whose gate-5 settings judge the pairs.")
+@click.option("--min-pairs", type=click.IntRange(min=1), default=None, help="Judged pairs before PROMOTE. [the stage budgets]")
+@click.option("--shadow-model", default="", help="Model id for the shadow's requests. [the request's own]")
+@click.option("--shadow-api-key-env", default=None, metavar="NAME", help="Environment variable with the shadow's API key.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Per mirrored request (s).")
+def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink: bool, sample: float, store_path: str,
+           listen: str, admin: str, queue_size: int, workers: int, policy: str, min_pairs: int | None,
+           shadow_model: str, shadow_api_key_env: str | None, timeout: float, tenant_header: str | None,
+           redact: tuple[str, ...], no_default_pii: bool) -> None:
+    """Answer clients from the primary exactly as if the proxy were not there, mirror a sampled
+    share to the shadow (and to a reference replica, the noise floor) through a bounded queue,
+    commit each pair to the store, and serve /verdict and /metrics (docs/shadow-live.md)."""
+    from gatekeeper.config.policy import load_policy
+    from gatekeeper.config.run_config import find_file
+    from gatekeeper.gates.registry import settings_types
+    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream, mirror_main
+    from gatekeeper.live.proxy import serve, shadow_app, sink_app
+    from gatekeeper.live.store import PairStore
+
+    if sink == bool(primary):
+        raise click.UsageError("give --primary (proxy mode) or --sink (mirror-sink mode), not both or neither")
+    if sink and not replicas:
+        raise click.UsageError("--sink needs --reference-replica: the reference's answers come from it")
+    load_policy(find_file(policy), settings_types())  # a bad policy fails here, before anything listens
+    PairStore(store_path).close()  # and a file that is not a store
+    host, port = _addr(listen, "--listen")
+    admin_host, admin_port = _addr(admin, "--admin")
+    cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
+                       tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
+                       _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue(maxsize=queue_size)
+    counters = Counters()
+    child = ctx.Process(target=mirror_main, args=(cfg, q, counters, os.getpid()), name="gatekeeper-mirror", daemon=True)
+    child.start()
+    deadline = time.monotonic() + 30
+    while counters.admin_port.value == 0 and child.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if counters.admin_port.value == 0:
+        raise ConfigError(f"the mirror process did not start (admin address {admin}: is it in use?)")
+    admin_url = f"http://{admin_host}:{counters.admin_port.value}"
+    app = sink_app(sample, q, counters) if sink else shadow_app(_url(primary or "", "--primary"), sample, q, counters)
+
+    def ready(url: str) -> None:
+        what = "mirror sink" if sink else f"shadow proxy → {primary}"
+        click.echo(f"{what}: listening on {url}; mirroring {sample:.0%} to {shadow_url}; store {store_path}; "
+                   f"admin {admin_url} (/verdict, /metrics)", err=True)
+
+    try:
+        serve(app, host, port, ready)
+    finally:
+        q.put(None)
+        child.join(timeout=10)
+        if child.is_alive():
+            child.terminate()
+        click.echo(f"shadow: {counters.forwarded.value} forwarded, {counters.sampled.value} sampled, "
+                   f"{counters.dropped.value} dropped", err=True)
+
+
+shadow = _with(_REDACT, shadow)
+
+
+@click.group("pairs")
+def pairs() -> None:
+    """Pair-store tools: export a store as a traffic file, import such files into one store."""
+
+
+@pairs.command("export")
+@click.argument("store_path")
+@click.option("--out", "out_path", required=True, help="The traffic file to write (atomically), with `pair` keys.")
+def pairs_export(store_path: str, out_path: str) -> None:
+    """Write every pair of a store to a traffic file."""
+    from gatekeeper.live.store import PairStore
+
+    store = PairStore(store_path, create=False)
+    n = store.export(out_path)
+    store.close()
+    click.echo(f"exported {n} pair(s) to {out_path}")
+
+
+@pairs.command("import")
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--store", "store_path", required=True, help="The store to add the pairs to (created if absent).")
+def pairs_import(paths: tuple[str, ...], store_path: str) -> None:
+    """Merge exported pair files (from several proxy hosts) into one store; ids already held are skipped."""
+    from gatekeeper.live.store import PairStore
+
+    store = PairStore(store_path)
+    try:
+        for path in paths:
+            added, held = store.import_file(path)
+            click.echo(f"{path}: {added} pair(s) added, {held} already held")
+    finally:
+        store.close()
+    click.echo(f"{store_path}: {len(PairStore(store_path))} pair(s)")
+    sys.exit(0)
+

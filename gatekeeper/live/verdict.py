@@ -1,0 +1,81 @@
+"""The live verdict: gate 5's analysis and pair rules over the pairs a store holds, as the
+`/verdict` JSON and the `/metrics` figures a progressive-delivery controller reads.
+
+- ROLLBACK: a pair rule fired (a critical measure's sequential test, beyond the twin's noise
+  floor and Diffy's margins), or the score fell below `score_marginal`;
+- PROMOTE: at least `min_pairs` pairs were judged (the policy's stage budgets summed, unless
+  given) and nothing fired;
+- HOLD: still collecting (fewer judged pairs), or nothing could be judged. A pair whose
+  reference or twin failed says nothing about the candidate and is not counted as judged.
+
+`stage` names the policy's canary stage the judged count has reached (stages fill in order,
+by their budgets); the stages' tenant and kind filters are applied by `gatekeeper run --gates
+shadow --shadow-store`, which judges a store as a replay judges its traffic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gatekeeper.gates.shadow.judge import judge_pairs
+from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
+from gatekeeper.gates.shadow.settings import ShadowSettings
+from gatekeeper.live.store import PairStore, pairs
+from gatekeeper.results import Status
+
+RATES = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+
+
+def default_min_pairs(s: ShadowSettings) -> int:
+    """The pairs judged before a PROMOTE: every stage's budget."""
+    return sum(stage.budget for stage in s.stage_plan())
+
+
+def _stage(s: ShadowSettings, judged: int) -> str:
+    total = 0
+    for stage in s.stage_plan():
+        total += stage.budget
+        if judged < total:
+            return stage.name
+    return "complete"
+
+
+def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None) -> dict[str, Any]:
+    """The verdict JSON for the pairs stored so far."""
+    need = default_min_pairs(s) if min_pairs is None else min_pairs
+    if len(store) == 0:
+        return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
+                "pairs": 0, "judged": 0, "min_pairs": need, "unjudged": {}, "score": None, "rules": {}, "rates": {},
+                "fired": [], "slices": []}
+    analysis = judge_pairs(lambda: pairs(store), s.thresholds(), s.min_slice_requests)
+    slices = analysis.results()
+    overall = next(sl for sl in slices if sl.key == "all")
+    rules = {name: pair_rule(name, slices) for name in PAIR_RULES}
+    fired = [f"{name}: {r.reason}" for name, r in rules.items() if r.status is Status.FAIL]
+    if fired:
+        verdict, why = "ROLLBACK", fired[0]
+    elif overall.judged and overall.score < s.score_marginal:
+        verdict, why = "ROLLBACK", f"score {overall.score:g} below score_marginal {s.score_marginal:g}"
+    elif overall.judged < need:
+        verdict, why = "HOLD", f"collecting: {overall.judged} of {need} pairs judged" + (
+            f" ({', '.join(f'{n} {k}' for k, n in overall.unjudged.items())} not judged)" if overall.unjudged else "")
+    else:
+        verdict, why = "PROMOTE", f"{overall.judged} pairs judged: no measure beyond the noise floor; score {overall.score:g}"
+    by = {m.name: m for m in overall.metrics}
+    rates = {name: {"candidate": by[name].candidate_rate, "twin": by[name].twin_rate, "eligible": by[name].eligible}
+             for name in RATES if name in by}
+    return {
+        "verdict": verdict,
+        "reason": why,
+        "stage": _stage(s, overall.judged),
+        "pairs": analysis.pairs,
+        "judged": overall.judged,
+        "min_pairs": need,
+        "unjudged": dict(overall.unjudged),
+        "score": overall.score,
+        "rules": {name: {"status": r.status.value, "reason": r.reason} for name, r in rules.items()},
+        "rates": rates,
+        "fired": [{"slice": sl.key, "measure": m.name, "candidate": m.candidate_rate, "twin": m.twin_rate,
+                   "after_pairs": m.fired_at} for sl in slices for m in sl.fired],
+        "slices": [{"slice": sl.key, "pairs": sl.pairs, "judged": sl.judged, "score": sl.score} for sl in slices],
+    }
