@@ -122,6 +122,8 @@ _RUN_OPTIONS = [
                             "(repeatable; never on PROMOTE or HOLD).")),
     click.option("--seed", default=None, help=_env("seed", "Seed. [0]")),
     click.option("--timeout", default=None, help=_env("timeout", "Each request's overall deadline in seconds. [120]")),
+    click.option("--shadow-store", default=None, help=_env("shadow_store", "Judge gate 5 on a `gatekeeper shadow` pair "
+                 "store instead of replaying traffic.")),
 ]
 
 

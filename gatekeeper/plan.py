@@ -62,6 +62,8 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
         if spec.kind == "bundled" and (spec.engine_options or spec.faults):
             _check_engine(role, spec)
     policy = load_policy(find_file(values["policy"]), settings_types())
+    if values.get("shadow_store"):
+        policy = policy.with_setting("shadow", "store", str(find_file(values["shadow_store"])))
     selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
     golden_paths = tuple(str(find_file(p)) for p in values["golden"])
     golden = load_golden(list(golden_paths)) if any(g.uses_golden_sets for g in selected) else ()

@@ -51,6 +51,12 @@ class Policy:
         """(file, line) of a gate's setting, for a ConfigError raised after loading."""
         return self.path, self.lines.get((gate_id, key))
 
+    def with_setting(self, gate_id: str, key: str, value: Any) -> Policy:
+        """The policy with one gate setting replaced (a run option that overrides the policy)."""
+        from dataclasses import replace as _replace
+
+        return _replace(self, gates={**self.gates, gate_id: _replace(self.gates[gate_id], **{key: value})})
+
     def is_blocking(self, check_id: str) -> bool:
         """First matching rule wins; checks no rule names are blocking (fail closed)."""
         for rule in self.rules:

@@ -91,6 +91,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("on_rollback", [], parse_hooks, "commands to run or webhook URLs to POST when the verdict is ROLLBACK"),
     Option("matrix", None, str, "an execution-path matrix file (matrices/*.yaml): run one of its cells, named by `cell`"),
     Option("cell", None, str, "the id of the matrix cell to run (`gatekeeper matrix plan` lists them)"),
+    Option("shadow_store", None, str, "judge gate 5 on the pairs a `gatekeeper shadow` store holds instead of "
+           "replaying traffic (sets the policy's gates.shadow.store)"),
 )
 # GATEKEEPER_* variables that are not run options (the test suite's own switches).
 OTHER_VARIABLES = {"GATEKEEPER_UPDATE_GOLD", "GATEKEEPER_TEST_GK_TINY", "GATEKEEPER_CHROMIUM", "GATEKEEPER_SCREENSHOTS"}

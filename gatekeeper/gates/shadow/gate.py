@@ -13,7 +13,7 @@ import math
 import statistics
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.client import Endpoint
@@ -21,6 +21,7 @@ from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
+from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
 from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
@@ -73,6 +74,9 @@ class ShadowGate(Gate):
     def validate(cls, settings: ShadowSettings, plan: RunPlan) -> None:
         """At plan time: the traffic file loads (bad lines abort here, with file:line) and
         every stage selects at least one request."""
+        if settings.store:
+            _stored(settings)  # the store opens and holds pairs; its stages may match none (a SKIP, not an error)
+            return
         traffic = _load(settings)
         done: set[str] = set()
         for stage in settings.stage_plan():
@@ -85,7 +89,8 @@ class ShadowGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Replay stage by stage, judge as the pairs arrive, then the rules."""
         s: ShadowSettings = ctx.settings
-        traffic = _load(s)
+        stored = _stored(s) if s.store else None
+        traffic = stored[0] if stored else _load(s)
         kinds = Counter(r.kind for r in traffic.records)
         ctx.check("traffic", Status.WARN if traffic.skipped else Status.PASS,
                   f"{len(traffic.records)} requests from {traffic.path} ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})"
@@ -102,7 +107,7 @@ class ShadowGate(Gate):
             done.update(r.id for r in selections[-1])
         analysis = Analysis(slice_plan((_facts(r) for sel in selections for r in sel), s.min_slice_requests),
                             s.thresholds())
-        replica = _replica(ctx, s)
+        source = _from_store(stored[1]) if stored else _replayed(ctx, s, _replica(ctx, s))
         worst: list[tuple[float, int, Pair, Measures]] = []
         failed: Stage | None = None
         for stage, chosen in zip(stages, selections):
@@ -110,7 +115,10 @@ class ShadowGate(Gate):
                 ctx.skip(f"stage.{stage.name}", f"not run: stage {failed.name!r} failed, so the canary does not widen",
                          advisory=True)
                 continue
-            if self._stage(ctx, s, stage, chosen, analysis, worst, replica):
+            if not chosen and stored:
+                ctx.skip(f"stage.{stage.name}", f"no stored pair matches this stage ({stage.describe()})", advisory=True)
+                continue
+            if self._stage(ctx, s, stage, chosen, analysis, worst, source):
                 failed = stage
         slices = analysis.results()
         stopped = analysis.pairs < sum(len(sel) for sel in selections)
@@ -123,11 +131,12 @@ class ShadowGate(Gate):
         ctx.judged(overall.judged)
         for why, n in overall.unjudged.items():
             ctx.not_judged(why, n)
-        ctx.notes.append(f"shadow: {analysis.pairs} requests replayed; the sequential test "
+        ctx.notes.append(f"shadow: {analysis.pairs} {'stored pairs judged' if stored else 'requests replayed'}; "
+                         "the sequential test "
                          + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
 
     def _stage(self, ctx: GateContext, s: ShadowSettings, stage: Stage, chosen: Sequence[TrafficRecord],
-               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]], replica: Endpoint | None) -> bool:
+               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]], source: AnswerSource) -> bool:
         """Replay one stage in chunks until its budget or a firing; record its check. True when it failed."""
         t0 = time.perf_counter()
         start_pairs = analysis.pairs
@@ -140,16 +149,7 @@ class ShadowGate(Gate):
         ctx.progress(f"shadow: stage {stage.name}: {len(chosen)} requests")
         for at in range(0, len(chosen), s.chunk):
             chunk = list(chosen[at:at + s.chunk])
-            offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
-            # The candidate and the reference are separate servers: their first passes go at once
-            # (the same arrivals to both); the twin goes at the same time to a replica of the
-            # reference, else after them to the reference itself.
-            with ThreadPoolExecutor(max_workers=3) as pool:
-                cand_f = pool.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
-                ref_f = pool.submit(send_all, ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
-                twin_f = pool.submit(send_all, replica, chunk[::-1], noise_conc, s.max_tokens_cap) if replica else None
-                cand, ref = cand_f.result(), ref_f.result()
-                twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
+            cand, ref, twin = source(chunk, conc, noise_conc)
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for r, c, a, b in zip(chunk, cand, ref, twin):
@@ -205,6 +205,49 @@ class ShadowGate(Gate):
             if outcome.evidence_rows else []
         ctx.check(f"rule.{outcome.name}", outcome.status, outcome.reason, {"rule": outcome.name}, evidence,
                   advisory=outcome.status is Status.SKIP)
+
+
+AnswerSource = Callable[[list[TrafficRecord], int, int], tuple[list[Answer], list[Answer], list[Answer | None]]]
+"""(candidate, reference, twin) answers for a chunk of requests at (concurrency, noise-floor concurrency)."""
+
+
+def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> AnswerSource:
+    """Answers by replaying: the candidate and the reference are separate servers, so their first
+    passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
+    the reference, else after them to the reference itself."""
+    def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> tuple[list[Answer], list[Answer], list[Answer | None]]:
+        offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            cand_f = pool.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
+            ref_f = pool.submit(send_all, ctx.reference, chunk, conc, s.max_tokens_cap, offsets)
+            twin_f = pool.submit(send_all, replica, chunk[::-1], noise_conc, s.max_tokens_cap) if replica else None
+            cand, ref = cand_f.result(), ref_f.result()
+            twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
+        return cand, ref, list(twin)
+    return answers
+
+
+def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> AnswerSource:
+    """Answers a pair store holds (reference, candidate, twin by request id)."""
+    def get(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> tuple[list[Answer], list[Answer], list[Answer | None]]:
+        rows = [answers[r.id] for r in chunk]
+        return [c for _, c, _ in rows], [a for a, _, _ in rows], [t for _, _, t in rows]
+    return get
+
+
+def _stored(s: ShadowSettings) -> tuple[TrafficFile, dict[str, tuple[Answer, Answer, Answer | None]]]:
+    """A pair store's requests (as a traffic file, in stored order) and answers."""
+    from gatekeeper.live.store import PairStore
+
+    store = PairStore(find_file(s.store), create=False)
+    try:
+        rows = list(store.rows())
+    finally:
+        store.close()
+    if not rows:
+        raise ConfigError(f"pair store {s.store} holds no pair yet", key="gates.shadow.store")
+    records = tuple(r for r, *_ in rows)
+    return TrafficFile(s.store, records), {r.id: (ref, cand, twin) for r, ref, cand, twin in rows}
 
 
 def _replica(ctx: GateContext, s: ShadowSettings) -> Endpoint | None:

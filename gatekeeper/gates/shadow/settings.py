@@ -65,6 +65,10 @@ def parse_stage(raw: Any, i: int) -> Stage:
 class ShadowSettings:
     """How gate 5 replays recorded traffic and judges it.
 
+    - `store` (""): a pair store `gatekeeper shadow` filled (or `gatekeeper pairs import`
+      merged); when set, the stages draw from its pairs in the order they were stored and judge
+      the answers it holds instead of replaying `traffic` (`--shadow-store` sets it). A stage
+      no stored pair matches is an advisory SKIP;
     - `traffic` (the shipped sample): the traffic file (docs/traffic-format.md), relative to the
       working directory or the package's shipped files;
     - `bad_lines` ("abort"): what a bad line does — abort the run at plan time (exit 3, naming
@@ -96,6 +100,7 @@ class ShadowSettings:
     """
 
     traffic: str = "golden_sets/traffic/sample.jsonl"
+    store: str = ""
     bad_lines: str = "abort"
     concurrency: int = 8
     noise_floor_concurrency: int = 8
