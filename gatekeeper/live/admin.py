@@ -10,6 +10,8 @@ own `/metrics` and every other path reach clients untouched.
   the evidence is complete (Flagger `confirm-promotion` webhook).
 - `GET /verdict/healthy`: 200 unless ROLLBACK (409): a check that fails only on a regression
   (Flagger `rollout` webhook, whose failures count towards the canary's threshold).
+- `GET /verdict/rollback`: 200 only on ROLLBACK (412 otherwise): Flagger's `rollback` webhook,
+  which rolls back on a 2xx.
 - `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`).
 """
 
@@ -31,7 +33,8 @@ from gatekeeper.live.verdict import judge_store
 if TYPE_CHECKING:
     from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig
 
-STATUS = {"promote": {"PROMOTE": 200, "HOLD": 425, "ROLLBACK": 409}, "healthy": {"PROMOTE": 200, "HOLD": 200, "ROLLBACK": 409}}
+STATUS = {"promote": {"PROMOTE": 200, "HOLD": 425, "ROLLBACK": 409}, "healthy": {"PROMOTE": 200, "HOLD": 200, "ROLLBACK": 409},
+          "rollback": {"PROMOTE": 412, "HOLD": 412, "ROLLBACK": 200}}
 
 
 class Judge:
@@ -101,14 +104,14 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
             try:
                 if path == "/metrics":
                     self._send(200, judge.metrics(), "text/plain; version=0.0.4")
-                elif path in ("/verdict", "/verdict/promote", "/verdict/healthy"):
+                elif path in ("/verdict", "/verdict/promote", "/verdict/healthy", "/verdict/rollback"):
                     data = judge.current()
                     status = STATUS[path.rsplit("/", 1)[1]][data.get("verdict", "HOLD")] if path != "/verdict" else 200
                     self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
                 elif path == "/healthz":
                     self._send(200, b"ok\n", "text/plain")
                 else:
-                    self._send(404, b'{"error": "not found: /verdict, /verdict/promote, /verdict/healthy, /metrics"}\n',
+                    self._send(404, b'{"error": "not found: /verdict[/promote|/healthy|/rollback], /metrics, /healthz"}\n',
                                "application/json")
             except Exception as e:  # noqa: BLE001 — a judging failure is an answer, not a dead server
                 self._send(500, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode(), "application/json")
