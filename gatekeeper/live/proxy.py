@@ -106,6 +106,12 @@ async def _serve(app: web.Application, host: str, port: int, ready: Callable[[st
 def serve(app: web.Application, host: str, port: int, ready: Callable[[str], None]) -> None:
     """Serve `app` until SIGINT/SIGTERM; `ready` gets the bound base URL (port 0: a free one)."""
     try:
-        asyncio.run(_serve(app, host, port, ready))
+        import uvloop  # the proxy's event loop: libuv's is several times cheaper per forwarded chunk
+
+        run: Callable[[Any], None] = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    try:
+        run(_serve(app, host, port, ready))
     except (KeyboardInterrupt, asyncio.CancelledError, web.GracefulExit):
         pass
