@@ -81,6 +81,13 @@ class Judge:
                     rate.labels(measure, target).set(r[target])
                     if measure in ("json_parse", "tool_parse"):
                         success.labels(measure.split("_")[0], target).set(1.0 - r[target])
+        sessions = data.get("sessions")
+        if sessions:
+            g("sessions", "sessions seen (requests carrying the session header)").set(sessions["sessions"])
+            decay = g("sqdr", "seed 000's session quality decay rate per round, candidate vs twin", ("target",))
+            for target, value in sessions["sqdr"].items():
+                if value is not None:
+                    decay.labels(target).set(value)
         return generate_latest(reg)
 
 

@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatekeeper.errors import EndpointError
@@ -138,14 +138,14 @@ def answer_of_exchange(ex: Exchange) -> Answer:
 
 def _timed(a: Answer, ex: Exchange) -> Answer:
     """The answer with the proxy's own timings (what the client saw)."""
-    from dataclasses import replace
-
     return replace(a, e2e_s=ex.e2e_s, ttft_s=ex.ttft_s if ex.ttft_s is not None else a.ttft_s)
 
 
-def to_record(ex: Exchange, tenant_header: str | None, redact: Any = None, with_response: bool = True) -> TrafficRecord | None:
-    """The exchange as a traffic record (its request redacted by `redact.value` when given), or
-    None when it is not a recordable request or its body is not a valid one."""
+def to_record(ex: Exchange, tenant_header: str | None, redact: Any = None, with_response: bool = True,
+              session_header: str | None = None) -> TrafficRecord | None:
+    """The exchange as a traffic record (its request redacted by `redact.value` when given; the
+    session header's value as the tag `session:<id>`), or None when it is not a recordable
+    request or its body is not a valid one."""
     endpoint = ex.endpoint
     req = ex.request_json() if endpoint else None
     if endpoint is None or req is None:
@@ -161,6 +161,9 @@ def to_record(ex: Exchange, tenant_header: str | None, redact: Any = None, with_
         obj["model_alias"] = req["model"]
     if response is not None:
         obj["response"] = response
+    session = ex.headers.get(session_header.lower()) if session_header else None
+    if session:
+        obj["tags"] = [f"session:{redact.text(session) if redact is not None else session}"]
     try:
         return parse_record(obj, 0)
     except TrafficLineError:

@@ -110,9 +110,12 @@ record = _with(_REDACT, record)
 @click.option("--shadow-model", default="", help="Model id for the shadow's requests. [the request's own]")
 @click.option("--shadow-api-key-env", default=None, metavar="NAME", help="Environment variable with the shadow's API key.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Per mirrored request (s).")
+@click.option("--session-header", default=None, metavar="NAME",
+              help="Request header naming the client's session (long-session SQDR in /verdict and /metrics).")
 def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink: bool, sample: float, store_path: str,
            listen: str, admin: str, queue_size: int, workers: int, policy: str, min_pairs: int | None,
-           shadow_model: str, shadow_api_key_env: str | None, timeout: float, tenant_header: str | None,
+           shadow_model: str, shadow_api_key_env: str | None, timeout: float, session_header: str | None,
+           tenant_header: str | None,
            redact: tuple[str, ...], no_default_pii: bool) -> None:
     """Answer clients from the primary exactly as if the proxy were not there, mirror a sampled
     share to the shadow (and to a reference replica, the noise floor) through a bounded queue,
@@ -134,7 +137,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     admin_host, admin_port = _addr(admin, "--admin")
     cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
-                       _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
+                       session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=queue_size)
     counters = Counters()

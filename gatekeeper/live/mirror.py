@@ -56,6 +56,7 @@ class MirrorConfig:
     replicas: tuple[Upstream, ...] = ()
     sink: bool = False
     tenant_header: str | None = None
+    session_header: str | None = None
     pii: tuple[str, ...] = PII_DEFAULTS
     workers: int = 4
     timeout_s: float = 120.0
@@ -139,7 +140,8 @@ class Mirror:
 
     def handle(self, ex: Exchange) -> None:
         """One exchange: send it, pair the answers, store the pair."""
-        record = to_record(ex, self.cfg.tenant_header, self.redact, with_response=False)
+        record = to_record(ex, self.cfg.tenant_header, self.redact, with_response=False,
+                           session_header=self.cfg.session_header)
         if record is None:
             self._count("not_recordable")
             return

@@ -20,7 +20,8 @@ from typing import Any
 from gatekeeper.gates.shadow.judge import judge_pairs
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.live.store import PairStore, pairs
+from gatekeeper.live.sessions import session_decay
+from gatekeeper.live.store import PairStore, pair_of, pairs
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
@@ -46,7 +47,7 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
     if len(store) == 0:
         return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
                 "pairs": 0, "judged": 0, "min_pairs": need, "unjudged": {}, "score": None, "rules": {}, "rates": {},
-                "fired": [], "slices": []}
+                "fired": [], "slices": [], "sessions": None}
     analysis = judge_pairs(lambda: pairs(store), s.thresholds(), s.min_slice_requests)
     slices = analysis.results()
     overall = next(sl for sl in slices if sl.key == "all")
@@ -78,4 +79,5 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
         "fired": [{"slice": sl.key, "measure": m.name, "candidate": m.candidate_rate, "twin": m.twin_rate,
                    "after_pairs": m.fired_at} for sl in slices for m in sl.fired],
         "slices": [{"slice": sl.key, "pairs": sl.pairs, "judged": sl.judged, "score": sl.score} for sl in slices],
+        "sessions": session_decay((row[0], pair_of(*row)) for row in store.rows()),
     }

@@ -1,0 +1,69 @@
+"""The pair store on disk: pairs round-trip, an export re-imports into another store without
+duplicates, a line without a pair is a file:line error; long-session SQDR from session tags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gatekeeper.errors import ConfigError
+from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.gates.shadow.settings import ShadowSettings
+from gatekeeper.live.store import PairStore
+from gatekeeper.live.verdict import judge_store
+from gatekeeper.traffic.format import parse_record
+
+
+def _record(i: int, rounds: int = 1, session: str | None = None):
+    msgs = []
+    for r in range(rounds):
+        msgs += [{"role": "user", "content": f"q{r}"}, {"role": "assistant", "content": f"a{r}"}]
+    obj = {"endpoint": "chat", "id": f"r{i}", "tenant": "acme", "request": {"messages": msgs[:-1], "temperature": 0}}
+    if session:
+        obj["tags"] = [f"session:{session}"]
+    return parse_record(obj, i)
+
+
+def test_pairs_round_trip_and_merge_without_duplicates(tmp_path: Path):
+    a = PairStore(tmp_path / "a.db")
+    for i in range(5):
+        assert a.add(_record(i), Answer(f"ref {i}"), Answer(f"cand {i}", tokens=3), Answer(f"ref {i}"))
+    assert not a.add(_record(0), Answer("x"), Answer("y"), None)  # an id already held
+    rows = list(a.rows())
+    assert [r.id for r, *_ in rows] == [f"r{i}" for i in range(5)] and rows[2][2] == Answer("cand 2", tokens=3)
+    assert a.export(tmp_path / "a.jsonl") == 5
+    merged = PairStore(tmp_path / "m.db")
+    assert merged.import_file(tmp_path / "a.jsonl") == (5, 0)
+    assert merged.import_file(tmp_path / "a.jsonl") == (0, 5)
+    assert list(merged.rows()) == rows
+
+
+def test_an_import_line_without_a_pair_names_file_and_line(tmp_path: Path):
+    f = tmp_path / "plain.jsonl"
+    f.write_text(json.dumps({"endpoint": "chat", "request": {"messages": [{"role": "user", "content": "hi"}]}}) + "\n")
+    with pytest.raises(ConfigError) as e:
+        PairStore(tmp_path / "s.db").import_file(f)
+    assert "plain.jsonl:1" in str(e.value) and "pair" in str(e.value)
+    with pytest.raises(ConfigError, match="not found"):
+        PairStore(tmp_path / "absent.db", create=False)
+
+
+def test_sqdr_is_reported_where_sessions_are_visible(tmp_path: Path):
+    store = PairStore(tmp_path / "s.db")
+    n = 0
+    for s in range(8):  # eight sessions of four rounds; the candidate drifts from round 3 on
+        for rnd in range(1, 5):
+            ref = Answer(f"answer {s}-{rnd}")
+            cand = ref if rnd < 3 or s % 2 else Answer(f"something else {s}-{rnd}")
+            store.add(_record(n, rnd, f"sess{s}"), ref, cand, ref)
+            n += 1
+    data = judge_store(store, ShadowSettings(), min_pairs=10)
+    sessions = data["sessions"]
+    assert sessions["sessions"] == 8 and sessions["rounds"] == [1, 2, 3, 4]
+    assert sessions["pass_rate"]["candidate"] == [1.0, 1.0, 0.5, 0.5] and sessions["pass_rate"]["twin"] == [1.0] * 4
+    assert sessions["sqdr"] == {"candidate": 0.125, "twin": 0.0}
+    plain = PairStore(tmp_path / "plain.db")
+    plain.add(_record(0), Answer("a"), Answer("a"), Answer("a"))
+    assert judge_store(plain, ShadowSettings(), min_pairs=1)["sessions"] is None  # no session header: not reported
