@@ -8,7 +8,6 @@ import threading
 from pathlib import Path
 
 import httpx
-import pytest
 
 from live_util import live
 from scripted_server import Reply, Request, chat_body, scripted_server

@@ -88,3 +88,26 @@ def test_a_malformed_explanation_is_a_config_error_with_its_line(tmp_path, tiny_
     assert out.code != 0 and out.run_dir is None
     assert "bad.yaml:4" in out.stderr and "key must be one of" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_gate_5s_kernel_rule_honours_the_explanations_gate_1_applied():
+    """The rule reads gate 1's path-change judgement, so an explained fallback does not roll the
+    run back at gate 5 (its log lines are read only when gate 1 did not judge path changes)."""
+    from report_runs import _check, _gate
+
+    from gatekeeper.evidence import Table
+    from gatekeeper.gates.shadow.rules import earlier_rule
+    from gatekeeper.results import Status
+
+    line = Table("matched log lines", ["rule", "severity", "line"],
+                 [["(?i)fall(ing)? ?back", "WARN", "WARNING: falling back to a slower attention path"]])
+    logs = _check("startup", "log_rules", Status.WARN, "1 line matched", evidence=[line])
+
+    def rule(*checks):
+        return earlier_rule("kernel_or_dtype_change", [_gate("startup", 1, "Startup", list(checks))])
+
+    explained = _check("startup", "path_change", Status.PASS, "1 execution-path change(s), each explained by the policy")
+    assert rule(logs, explained).status is Status.PASS
+    unexplained = _check("startup", "path_change", Status.FAIL, "unexplained execution-path change: fallback")
+    assert rule(logs, unexplained).status is Status.FAIL
+    assert rule(logs).status is Status.FAIL  # a run without the path-change check: the raw lines count

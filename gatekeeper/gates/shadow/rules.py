@@ -7,8 +7,9 @@ Four are judged on the replayed pairs (the slices' critical measures, `analysis.
 logprobs), `errors_up` (requests the reference answers and the candidate fails). Three read what
 the earlier gates of this run found: `deterministic_probe` (the `Reply with exactly: OK` canary
 of gates 1 and 3), `logit_drift` (gate 2's checks beyond their approved tolerances),
-`kernel_or_dtype_change` (gate 1: a fallback in the candidate's log the reference does not print,
-or an execution path other than the one declared).
+`kernel_or_dtype_change` (gate 1: an unexplained execution-path change, `startup.path_change` — a
+fallback line the reference does not print, another backend or switch — or an execution path other
+than the one declared).
 
 A rule whose evidence does not exist in this run (no JSON or tool requests were replayed; gate 2
 did not run) is a SKIP saying so, never a PASS.
@@ -130,9 +131,14 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
     if checks is None:
         return RuleOutcome(name, Status.SKIP, "not judged: gate 1 (startup) did not run in this run")
     rows = []
+    # startup.path_change judges fallback lines with the policy's explanations; the raw log lines
+    # are read only for a run whose gate 1 did not judge path changes.
+    judged_changes = any(c.id == "startup.path_change" and c.status is not Status.SKIP for c in checks)
     for c in checks:
         if c.id in ("startup.execution_path", "startup.path_change") and c.status is Status.FAIL:
             rows.append((c.id, c.reason[:160]))
+        if judged_changes:
+            continue
         if c.id in ("startup.log_rules", "startup.new_warnings") and c.status in (Status.WARN, Status.FAIL):
             for ev in c.evidence:
                 lines = [str(r[-1]) for r in getattr(ev, "rows", ())] + [str(x) for x in getattr(ev, "lines", ())]
