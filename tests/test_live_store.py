@@ -67,3 +67,19 @@ def test_sqdr_is_reported_where_sessions_are_visible(tmp_path: Path):
     plain = PairStore(tmp_path / "plain.db")
     plain.add(_record(0), Answer("a"), Answer("a"), Answer("a"))
     assert judge_store(plain, ShadowSettings(), min_pairs=1)["sessions"] is None  # no session header: not reported
+
+
+def test_the_recorders_file_rotates_by_size_into_numbered_segments(tmp_path: Path):
+    from gatekeeper.live.recorder import TrafficWriter
+    from gatekeeper.traffic.format import load_traffic
+
+    out = tmp_path / "t.jsonl"
+    writer = TrafficWriter(out, rotate_bytes=600)
+    for i in range(12):
+        writer.write(_record(i, rounds=2))
+    writer.close()
+    segments = sorted(tmp_path.glob("t.*.jsonl"), key=lambda p: int(p.name.split(".")[1]))
+    assert [p.name for p in segments][:2] == ["t.1.jsonl", "t.2.jsonl"]
+    ids = [r.id for p in [*segments, out] if p.exists() and p.stat().st_size for r in load_traffic(p).records]
+    assert ids == [f"r{i}" for i in range(12)]  # every record once, in order, each segment a valid traffic file
+    assert all(p.stat().st_size >= 600 for p in segments)
