@@ -11,7 +11,7 @@ import pytest
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.live.store import PairStore
+from gatekeeper.gates.shadow.store import PairStore
 from gatekeeper.live.verdict import judge_store
 from gatekeeper.traffic.format import parse_record
 

@@ -123,9 +123,10 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     from gatekeeper.config.policy import load_policy
     from gatekeeper.config.run_config import find_file
     from gatekeeper.gates.registry import settings_types
-    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream, mirror_main
+    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
+    from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app
-    from gatekeeper.live.store import PairStore
+    from gatekeeper.gates.shadow.store import PairStore
 
     if sink == bool(primary):
         raise click.UsageError("give --primary (proxy mode) or --sink (mirror-sink mode), not both or neither")
@@ -180,7 +181,7 @@ def pairs() -> None:
 @click.option("--out", "out_path", required=True, help="The traffic file to write (atomically), with `pair` keys.")
 def pairs_export(store_path: str, out_path: str) -> None:
     """Write every pair of a store to a traffic file."""
-    from gatekeeper.live.store import PairStore
+    from gatekeeper.gates.shadow.store import PairStore
 
     store = PairStore(store_path, create=False)
     n = store.export(out_path)
@@ -193,7 +194,7 @@ def pairs_export(store_path: str, out_path: str) -> None:
 @click.option("--store", "store_path", required=True, help="The store to add the pairs to (created if absent).")
 def pairs_import(paths: tuple[str, ...], store_path: str) -> None:
     """Merge exported pair files (from several proxy hosts) into one store; ids already held are skipped."""
-    from gatekeeper.live.store import PairStore
+    from gatekeeper.gates.shadow.store import PairStore
 
     store = PairStore(store_path)
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import os
 import queue as queue_mod
 import threading
 import time
@@ -29,7 +28,7 @@ import httpx
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.live.capture import Exchange, answer_of_exchange, to_record
 from gatekeeper.live.redaction import PII_DEFAULTS, BodyRedactor
-from gatekeeper.live.store import PairStore
+from gatekeeper.gates.shadow.store import PairStore
 
 STOP = None  # the queue's sentinel
 
@@ -174,27 +173,3 @@ class Mirror:
             except Exception:  # noqa: BLE001 — one bad exchange must not stop the mirror
                 self._count("mirror_errors")
 
-
-def _watch_parent(parent: int) -> None:
-    """Exit when the proxy process is gone (killed with SIGKILL, it cannot tell us)."""
-    while True:
-        if os.getppid() != parent:
-            os._exit(0)
-        time.sleep(0.5)
-
-
-def mirror_main(cfg: MirrorConfig, q: Any, counters: Counters, parent: int) -> None:
-    """The mirror process's entry point."""
-    from gatekeeper.live.admin import serve_admin
-
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
-    mirror = Mirror(cfg)
-    server = serve_admin(cfg, mirror, counters)
-    counters.admin_port.value = server.server_address[1]
-    workers = [threading.Thread(target=mirror.work, args=(q,), daemon=True) for _ in range(cfg.workers)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    server.shutdown()
-    mirror.store.close()

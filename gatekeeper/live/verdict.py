@@ -21,7 +21,7 @@ from gatekeeper.gates.shadow.judge import judge_pairs
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings
 from gatekeeper.live.sessions import session_decay
-from gatekeeper.live.store import PairStore, pair_of, pairs
+from gatekeeper.gates.shadow.store import PairStore, pair_of, pairs
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")

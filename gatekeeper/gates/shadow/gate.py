@@ -27,6 +27,7 @@ from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
+from gatekeeper.gates.shadow.store import PairStore
 from gatekeeper.results import Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
@@ -237,7 +238,6 @@ def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> Ans
 
 def _stored(s: ShadowSettings) -> tuple[TrafficFile, dict[str, tuple[Answer, Answer, Answer | None]]]:
     """A pair store's requests (as a traffic file, in stored order) and answers."""
-    from gatekeeper.live.store import PairStore
 
     store = PairStore(find_file(s.store), create=False)
     try:
