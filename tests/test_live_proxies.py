@@ -132,11 +132,15 @@ def test_bad_options_are_one_line_errors(tmp_path: Path):
     import subprocess
     import sys
 
-    for args, says in ((["shadow", "--shadow", "http://x", "--store", str(tmp_path / "s.db")], "--primary"),
+    for args, says in ((["shadow", "--shadow", "http://x", "--store", "s.db"], "--primary"),
                        (["shadow", "--primary", "localhost:1", "--shadow", "http://x", "--store", "s.db"], "http(s) URL"),
+                       (["shadow", "--primary", "http://x", "--shadow", "http://y", "--store", "s.db", "--policy", "nope.yaml"],
+                        "nope.yaml"),
                        (["traffic", "record", "--upstream", "http://x", "--out", "t", "--redact", "("], "regular expression")):
-        p = subprocess.run([sys.executable, "-m", "gatekeeper.cli", *args], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([sys.executable, "-m", "gatekeeper.cli", *args], capture_output=True, text=True, timeout=60,
+                           cwd=tmp_path)
         assert p.returncode == 3 and says in p.stderr and "Traceback" not in p.stderr, (args, p.stderr)
+        assert sorted(x.name for x in tmp_path.iterdir()) == [], args  # nothing written for a refused command
     (tmp_path / "not.db").write_text("hello, not sqlite\n" * 100)
     p = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "pairs", "export", str(tmp_path / "not.db"), "--out",
                         str(tmp_path / "x.jsonl")], capture_output=True, text=True, timeout=60)

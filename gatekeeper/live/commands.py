@@ -79,8 +79,9 @@ def record(upstream: str, listen: str, out_path: str, rotate_mb: float, timeout:
 
     up = _url(upstream, "--upstream")
     host, port = _addr(listen, "--listen")
+    redactor = BodyRedactor(_patterns(redact, no_default_pii))  # every option checked before a file is opened
     writer = TrafficWriter(out_path, int(rotate_mb * 2**20))
-    app = record_app(up, writer, tenant_header, BodyRedactor(_patterns(redact, no_default_pii)), timeout)
+    app = record_app(up, writer, tenant_header, redactor, timeout)
     try:
         serve(app, host, port, lambda url: click.echo(f"recording: listening on {url} → {up}; writing {out_path}", err=True))
     finally:
@@ -132,13 +133,14 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
         raise click.UsageError("give --primary (proxy mode) or --sink (mirror-sink mode), not both or neither")
     if sink and not replicas:
         raise click.UsageError("--sink needs --reference-replica: the reference's answers come from it")
-    load_policy(find_file(policy), settings_types())  # a bad policy fails here, before anything listens
-    PairStore(store_path).close()  # and a file that is not a store
     host, port = _addr(listen, "--listen")
     admin_host, admin_port = _addr(admin, "--admin")
+    primary_url = None if sink else _url(primary or "", "--primary")
     cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
                        session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
+    load_policy(find_file(policy), settings_types())  # a bad policy fails here, before anything listens
+    PairStore(store_path).close()  # and a file that is not a store (the last check: it creates the store)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=queue_size)
     counters = Counters()
@@ -150,7 +152,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     if counters.admin_port.value == 0:
         raise ConfigError(f"the mirror process did not start (admin address {admin}: is it in use?)")
     admin_url = f"http://{admin_host}:{counters.admin_port.value}"
-    app = sink_app(sample, q, counters) if sink else shadow_app(_url(primary or "", "--primary"), sample, q, counters)
+    app = sink_app(sample, q, counters) if sink else shadow_app(primary_url or "", sample, q, counters)
 
     def ready(url: str) -> None:
         what = "mirror sink" if sink else f"shadow proxy → {primary}"

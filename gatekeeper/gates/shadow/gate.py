@@ -238,7 +238,6 @@ def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> Ans
 
 def _stored(s: ShadowSettings) -> tuple[TrafficFile, dict[str, tuple[Answer, Answer, Answer | None]]]:
     """A pair store's requests (as a traffic file, in stored order) and answers."""
-
     store = PairStore(find_file(s.store), create=False)
     try:
         rows = list(store.rows())
