@@ -162,7 +162,7 @@ class Runner:
             coverage = None
             if stopped_by is not None:
                 ctx.check("not_run", Status.SKIP, f"not run: gate {stopped_by.stage} ({stopped_by.id}) failed")
-            elif gate.needs_ready_targets and not all(rt.ready for rt in runtimes.values()):
+            elif gate.needs_targets(ctx.settings) and not all(rt.ready for rt in runtimes.values()):
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
                 self._run_one(gate, ctx, endpoints)

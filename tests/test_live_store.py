@@ -83,3 +83,31 @@ def test_the_recorders_file_rotates_by_size_into_numbered_segments(tmp_path: Pat
     ids = [r.id for p in [*segments, out] if p.exists() and p.stat().st_size for r in load_traffic(p).records]
     assert ids == [f"r{i}" for i in range(12)]  # every record once, in order, each segment a valid traffic file
     assert all(p.stat().st_size >= 600 for p in segments)
+
+
+@pytest.mark.parametrize("garbled", [False, True])
+def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path, garbled: bool):
+    """`gatekeeper run --gates shadow --shadow-store`: gate 5 sends nothing, so unreachable URL
+    targets do not stop it; 40 stored pairs, the candidate agreeing or garbling every other one."""
+    from run_util import gk_run
+    from server_util import free_port
+
+    store = PairStore(tmp_path / "s.db")
+    for i in range(40):
+        ref = Answer(f"The answer to question {i} is {i * 7}.", finish_reason="stop", tokens=9)
+        cand = Answer("!!!!!!!!!!!!!!!!", finish_reason="length", tokens=16) if garbled and i % 2 else ref
+        store.add(_record(i), ref, cand, ref)
+    store.close()
+    policy = tmp_path / "p.yaml"
+    policy.write_text("version: 1\ngates:\n  shadow:\n    min_slice_requests: 8\n"
+                      "    stages:\n      - {name: all, share: 1.0, budget: 40}\n")
+    dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
+    out = gk_run(tmp_path / "runs", "--gates", "shadow", "--shadow-store", str(tmp_path / "s.db"), "--policy", str(policy),
+                 "--reference", dead[0], "--candidate", dead[1], "--served-model", "m")
+    assert out.summary is not None, out.stderr
+    assert out.summary["verdict"] == ("ROLLBACK" if garbled else "PROMOTE"), out.summary["reasons"]
+    judged = out.gate("shadow")["coverage"]["judged"]
+    assert judged < 40 if garbled else judged == 40  # a fired measure stops the stage early (stop_early)
+    if garbled:
+        assert out.check("shadow.rule.task_success_down")["status"] == "FAIL"
+        assert out.check("shadow.rule.garbage_rate_up")["status"] == "FAIL"

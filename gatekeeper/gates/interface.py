@@ -255,6 +255,12 @@ class Gate(ABC):
         default accepts everything the settings dataclass accepted."""
         return None
 
+    @classmethod
+    def needs_targets(cls, settings: Any) -> bool:
+        """Whether, with these settings, the gate needs both targets up (`needs_ready_targets`
+        unless a gate judges stored evidence: gate 5 on a pair store)."""
+        return cls.needs_ready_targets
+
     @abstractmethod
     def run(self, ctx: GateContext) -> None:
         """Run the checks, reporting each through `ctx.check` / `ctx.skip` / `ctx.error_check`."""

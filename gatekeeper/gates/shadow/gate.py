@@ -72,6 +72,11 @@ class ShadowGate(Gate):
     min_judged_share = 0.8
 
     @classmethod
+    def needs_targets(cls, settings: ShadowSettings) -> bool:
+        """Judging a pair store sends nothing: the targets need not be up."""
+        return not settings.store
+
+    @classmethod
     def validate(cls, settings: ShadowSettings, plan: RunPlan) -> None:
         """At plan time: the traffic file loads (bad lines abort here, with file:line) and
         every stage selects at least one request."""
