@@ -45,14 +45,19 @@ class Judge:
         self.cfg, self.mirror, self.counters = cfg, mirror, counters
         self._lock = threading.Lock()
         self._at, self._size, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
+        self._took = 0.0  # how long the last judgement took
 
     def current(self) -> dict[str, Any]:
-        """The verdict JSON, with the mirror's counters."""
+        """The verdict JSON, with the mirror's counters. A judgement reads the whole store, so
+        it is redone at most every `judge_interval_s`, or five times its own duration (a large
+        store is not judged back to back), and only when pairs arrived."""
         with self._lock:
             size = len(self.mirror.store)
-            if size != self._size and time.monotonic() - self._at >= self.cfg.judge_interval_s:
+            wait = max(self.cfg.judge_interval_s, 5 * self._took)
+            if size != self._size and time.monotonic() - self._at >= wait:
+                t0 = time.monotonic()
                 self._data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs)
-                self._at, self._size = time.monotonic(), size
+                self._at, self._size, self._took = time.monotonic(), size, time.monotonic() - t0
             data = dict(self._data)
         data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,
                           "dropped": self.counters.dropped.value, "forwarded": self.counters.forwarded.value}
