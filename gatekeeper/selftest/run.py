@@ -80,8 +80,20 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
         if fails and caught_at is None:
             caught_at = gate["id"]
         failing += fails
+    if kept and summary:  # a kept cell's time is its own run's, not this invocation's
+        seconds = _run_seconds(summary)
     return CellOutcome(cell.id, list(cell.faults), list(cell.catch_at), verdict, caught_at, failing[:8],
                        _outcome(cell, verdict, caught_at), round(seconds, 1), str(run_dir or ""), kept)
+
+
+def _run_seconds(summary: dict[str, Any]) -> float:
+    """A run's wall time from its summary's start and finish stamps (0 when they are missing)."""
+    import datetime as dt
+
+    try:
+        return (dt.datetime.fromisoformat(summary["finished_at"]) - dt.datetime.fromisoformat(summary["started_at"])).total_seconds()
+    except (KeyError, TypeError, ValueError):
+        return 0.0
 
 
 def _policy(cell: SelftestCell, quick: bool, cell_dir: Path) -> str | None:
@@ -147,6 +159,7 @@ def _result(results: list[CellOutcome], quick: bool, seconds: float) -> dict[str
     clean = [r for r in results if not r.faults]
     caught = [r for r in faulty if r.outcome.startswith("caught")]
     return {"format": "gatekeeper.selftest/1", "quick": quick, "wall_s": round(seconds, 1),
+            "cells_s": round(sum(r.seconds for r in results), 1),  # every cell's own run, kept ones included
             "faults": len(faulty), "caught": len(caught),
             "caught_at_intended_gate": sum(1 for r in faulty if r.outcome == "caught at an intended gate"),
             "missed": [r.cell for r in faulty if r.outcome == "missed"],
@@ -180,7 +193,7 @@ def _html(data: dict[str, Any]) -> str:
 <style>body{{font:14px system-ui,sans-serif;margin:2rem;color:#24292f}}table{{border-collapse:collapse}}
 td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left}}th{{background:#f6f8fa}}</style></head><body>
 <h1>gatekeeper selftest{' (quick)' if data['quick'] else ''}: {'OK' if data['ok'] else 'NOT OK'}</h1>
-<p>{e(summary)}. Wall time {data['wall_s']:.0f} s.</p>
+<p>{e(summary)}. Wall time {data['wall_s']:.0f} s (the cells' own runs, kept ones too: {data.get('cells_s', data['wall_s']):.0f} s).</p>
 <p>● the gate that caught the fault (the first blocking FAIL); ○ an intended gate that did not get to or did not catch it.</p>
 <table><tr><th>cell</th><th>faults</th>{head}<th>verdict</th><th>outcome</th><th>time</th></tr>{''.join(rows)}</table>
 <p>Faults no cell covers: {e(', '.join(data['not_covered']) or 'none')}.</p></body></html>
