@@ -4,6 +4,7 @@ export|import` (registered on the main CLI in `cli.py`; imported only when used)
 from __future__ import annotations
 
 import multiprocessing as mp
+import queue
 import os
 import sys
 import time
@@ -162,10 +163,14 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     try:
         serve(app, host, port, ready)
     finally:
-        q.put(None)
+        try:
+            q.put_nowait(None)  # the mirror's sentinel; a full queue (a hung shadow) is not waited for
+        except queue.Full:
+            pass
         child.join(timeout=10)
         if child.is_alive():
             child.terminate()
+        q.cancel_join_thread()  # copies still buffered for a mirror that is gone are dropped, not waited for
         click.echo(f"shadow: {counters.forwarded.value} forwarded, {counters.sampled.value} sampled, "
                    f"{counters.dropped.value} dropped", err=True)
 

@@ -166,7 +166,10 @@ class Mirror:
         while True:
             ex = q.get()
             if ex is STOP:
-                q.put(STOP)  # for the next worker
+                try:
+                    q.put_nowait(STOP)  # for the next worker
+                except queue_mod.Full:
+                    pass
                 return
             try:
                 self.handle(ex)
