@@ -21,7 +21,12 @@ def _watch_parent(parent: int) -> None:
 
 
 def mirror_main(cfg: MirrorConfig, q: Any, counters: Counters, parent: int) -> None:
-    """The mirror process's entry point."""
+    """The mirror process's entry point. It runs at a lower CPU priority than the proxy: on a
+    busy host, mirroring is what waits, never the clients."""
+    try:
+        os.nice(10)
+    except OSError:
+        pass
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     mirror = Mirror(cfg)
     server = serve_admin(cfg, mirror, counters)
