@@ -64,6 +64,7 @@ def test_a_clean_candidate_promotes_with_every_pair_judged(tmp_path, reference, 
     assert "all" in slices and any(s.startswith("tenant=") for s in slices)
 
 
+@pytest.mark.slow  # suite time; test_live_shadow.py catches it live and from a store, the selftest by replay
 def test_a_fault_only_production_load_shows_is_caught_by_the_sequential_test(tmp_path, reference):
     """sporadic-corruption hits requests only in decode batches of six or more (gate 5 replays at
     concurrency 8); at 30% it fires long before the budget."""
@@ -89,6 +90,7 @@ def test_a_fault_that_hits_one_tenant_is_localised_to_its_slice(tmp_path, refere
     assert out.summary["verdict"] == "ROLLBACK"
 
 
+@pytest.mark.slow  # suite time; tests/test_live_store.py fires garbage_rate_up on stored pairs through the same rule
 def test_garbage_fires_its_own_rule(tmp_path, reference):
     """NaN residue garbles answers (and fails some requests); replayed to the end of the budget,
     its degeneration rule fires as well as the disagreement rule that would have stopped first.
@@ -158,6 +160,7 @@ def test_the_earlier_gates_findings_are_rules_too(tmp_path, reference):
     assert rule["status"] == "FAIL" and "fall" in rule["reason"].lower(), rule
 
 
+@pytest.mark.slow  # suite time; the canary itself is tested at gate 1, the earlier-gate rules' reading by test_path_change
 def test_the_deterministic_probe_rule_reads_the_canary(tmp_path, reference):
     advisory = "  - {match: \"startup.canary.*\", blocking: false}\n"
     out = gk_run(tmp_path, "--reference", reference.url, "--candidate-fault", "eos-ignored", "--gates", "startup,shadow",

@@ -255,6 +255,7 @@ def _golden_run(tmp_path: Path, concurrency: int):
                   "--gates", "startup,golden", "--policy", str(policy))
 
 
+@pytest.mark.slow  # suite time; the selftest's grammar-mask-misalign cell runs it; engine- and server-level tests stay
 def test_the_golden_gate_rolls_back_misaligned_masks_under_concurrency_only(tmp_path: Path) -> None:
     batched = _golden_run(tmp_path, 4)
     assert batched.summary["verdict"] == "ROLLBACK", batched.stderr
