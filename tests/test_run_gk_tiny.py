@@ -20,6 +20,7 @@ def _failing(out) -> list[str]:
     return [c["id"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"]]
 
 
+@pytest.mark.slow  # suite time (140 s; the clean-clone suite took 16 min 57 s): the selftest's ten clean cells are this run
 def test_default_run_promotes(tmp_path):
     out = gk_run(tmp_path)
     assert out.code == 0 and out.summary["verdict"] == "PROMOTE", (out.summary or {}).get("reasons", out.stderr)

@@ -219,6 +219,7 @@ def test_a_stream_quirk_both_targets_share_is_a_protocol_warn_and_one_the_candid
     assert shared.summary["verdict"] != "ROLLBACK" and added.summary["verdict"] == "ROLLBACK"
 
 
+@pytest.mark.slow  # suite time; tests/test_client_robustness.py retries 429s against a real scripted server
 def test_a_rate_limited_candidate_is_retried_and_judged(tmp_path, tiny_model_dir, upstream):
     """Every request's first attempt is answered 429 with Retry-After: the client waits and
     retries, and the gates judge the answers as if nothing happened."""
