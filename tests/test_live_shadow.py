@@ -32,10 +32,11 @@ SAMPLE = Path(__file__).resolve().parents[1] / "golden_sets" / "traffic" / "samp
 @pytest.fixture(scope="module")
 def servers():
     """The primary (production), a replica of it (the noise floor) and a shadow that garbles
-    a third of the answers it decodes in batches of six or more."""
+    half the answers it decodes in batches of six or more (how many are in such batches depends on
+    timing: the mirror's eight workers make them likely, not certain)."""
     with running_server(GK_TINY, "--profile", "optimized") as primary, \
             running_server(GK_TINY, "--profile", "optimized") as replica, \
-            running_server(GK_TINY, "--profile", "optimized", "--fault", "sporadic-corruption=0.3") as bad:
+            running_server(GK_TINY, "--profile", "optimized", "--fault", "sporadic-corruption=0.5") as bad:
         yield primary, replica, bad
 
 
@@ -77,7 +78,7 @@ def _wait_stored(sh, n: int, deadline_s: float = 240) -> dict:
 def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_enough(tmp_path, servers):
     primary, replica, bad = servers
     store = tmp_path / "shadow.db"
-    requests = _requests(160)
+    requests = _requests(320)
     with live("shadow", "--primary", primary.url, "--shadow", bad.url, "--reference-replica", replica.url,
               "--sample", "1", "--store", str(store), "--workers", "8", "--tenant-header", "X-Tenant",
               "--policy", _policy(tmp_path), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0") as sh:
