@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import httpx
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, shaped
+from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, shaped, sse_events
 from gatekeeper.responses import ChatResponse, CompletionResponse
 from gatekeeper.results import RequestTiming
 
@@ -180,22 +180,7 @@ class Endpoint:
     def _stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any] | str]:
         """Yield decoded SSE events; yields the string "[DONE]" for the terminator."""
         for _, chunks in self._exchange("POST", path, body):
-            for line in _lines(chunks):
-                if not line.startswith("data:"):
-                    continue  # blank lines, comments (keep-alives), event:/id: fields
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    yield "[DONE]"
-                    return
-                try:
-                    event = json.loads(payload)
-                except ValueError:
-                    raise EndpointError("malformed", self._url(path), f"SSE event is not JSON: {payload[:120]!r}") from None
-                if not isinstance(event, dict):
-                    raise EndpointError("malformed", self._url(path), f"SSE event is not a JSON object: {payload[:120]!r}")
-                if "error" in event and "choices" not in event:
-                    raise EndpointError("http", self._url(path), f"error event in stream: {str(event['error'])[:300]}")
-                yield event
+            yield from sse_events(_lines(chunks), self._url(path))
 
     def _record(self, e2e: float, ttft: float | None, tokens: int | None) -> None:
         with self._lock:

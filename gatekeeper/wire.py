@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from gatekeeper.errors import EndpointError
 from gatekeeper.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
@@ -107,6 +107,28 @@ def parse_chat(url: str, data: dict[str, Any], e2e: float) -> ChatResponse:
         protocol_warnings=tuple(warnings),
         raw=data,
     )
+
+
+def sse_events(lines: Iterable[str], url: str) -> Iterator[dict[str, Any] | str]:
+    """The decoded `data:` events of an SSE stream's lines; the string "[DONE]" for the
+    terminator (and nothing after it). A payload that is not a JSON object is `malformed`; an
+    error object in place of a chunk is an `http` error."""
+    for line in lines:
+        if not line.startswith("data:"):
+            continue  # blank lines, comments (keep-alives), event:/id: fields
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            yield "[DONE]"
+            return
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            raise EndpointError("malformed", url, f"SSE event is not JSON: {payload[:120]!r}") from None
+        if not isinstance(event, dict):
+            raise EndpointError("malformed", url, f"SSE event is not a JSON object: {payload[:120]!r}")
+        if "error" in event and "choices" not in event:
+            raise EndpointError("http", url, f"error event in stream: {str(event['error'])[:300]}")
+        yield event
 
 
 def assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: float) -> ChatResponse:

@@ -19,7 +19,7 @@ from typing import Any
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.shadow.answers import Answer, answer_of
 from gatekeeper.traffic.format import ENDPOINTS, TrafficLineError, TrafficRecord, parse_record
-from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion
+from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, sse_events
 
 PATHS = {path: name for name, path in ENDPOINTS.items()}
 
@@ -55,27 +55,14 @@ class Exchange:
         return obj if isinstance(obj, dict) else None
 
 
-def _events(data: bytes) -> Iterator[dict[str, Any] | str]:
-    """The SSE `data:` events of a captured stream (JSON objects, or "[DONE]")."""
-    for raw in data.split(b"\n"):
-        line = raw.rstrip(b"\r").decode("utf-8", "replace")
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            yield "[DONE]"
-            return
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            yield obj
+def _events(data: bytes, url: str) -> Iterator[dict[str, Any] | str]:
+    """The SSE events of a captured stream (`wire.sse_events`: a malformed event is an EndpointError)."""
+    return sse_events((raw.rstrip(b"\r").decode("utf-8", "replace") for raw in data.split(b"\n")), url)
 
 
-def _completion_stream(data: bytes) -> dict[str, Any]:
+def _completion_stream(data: bytes, url: str) -> dict[str, Any]:
     text, finish, usage, model = [], None, None, None
-    for event in _events(data):
+    for event in _events(data, url):
         if not isinstance(event, dict):
             break
         model = model or event.get("model")
@@ -97,10 +84,10 @@ def response_object(ex: Exchange) -> dict[str, Any] | None:
         except ValueError:
             return None
         return obj if isinstance(obj, dict) else None
-    if ex.endpoint == "completions":
-        return _completion_stream(ex.answer)
     try:
-        chat = assemble_chat_stream("stream", _events(ex.answer), time.perf_counter())
+        if ex.endpoint == "completions":
+            return _completion_stream(ex.answer, ex.path)
+        chat = assemble_chat_stream(ex.path, _events(ex.answer, ex.path), time.perf_counter())
     except EndpointError:
         return None
     message: dict[str, Any] = {"role": "assistant", "content": chat.text}
@@ -124,9 +111,9 @@ def answer_of_exchange(ex: Exchange) -> Answer:
     try:
         if "text/event-stream" in ex.content_type:
             if ex.endpoint == "chat":
-                resp: Any = assemble_chat_stream(ex.path, _events(ex.answer), time.perf_counter())
+                resp: Any = assemble_chat_stream(ex.path, _events(ex.answer, ex.path), time.perf_counter())
                 return _timed(answer_of(resp), ex)
-            return _timed(answer_of(parse_completion(ex.path, _completion_stream(ex.answer), ex.e2e_s)), ex)
+            return _timed(answer_of(parse_completion(ex.path, _completion_stream(ex.answer, ex.path), ex.e2e_s)), ex)
         obj = json.loads(ex.answer)
         if not isinstance(obj, dict):
             raise ValueError("not an object")
