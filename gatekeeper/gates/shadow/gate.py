@@ -27,7 +27,7 @@ from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.gates.shadow.store import PairStore, pair_of, wants_json
 from gatekeeper.results import Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
@@ -159,8 +159,7 @@ class ShadowGate(Gate):
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for r, c, a, b in zip(chunk, cand, ref, twin):
-                pair = Pair(r.id, r.tenant, r.kind, r.model_alias, _wants_json(r), tuple(r.request["tools"])
-                            if r.request.get("tools") else None, c, a, b, r.sampled, bool(r.request.get("logprobs")))
+                pair = pair_of(r, a, c, b)
                 measured = measure(pair)
                 analysis.add(pair, measured)
                 _keep_worst(worst, pair, measured)
@@ -283,13 +282,8 @@ def _load(s: ShadowSettings) -> TrafficFile:
     return load_traffic(path, skip_bad=s.bad_lines == "skip")
 
 
-def _wants_json(r: TrafficRecord) -> bool:
-    fmt = r.request.get("response_format")
-    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
-
-
 def _facts(r: TrafficRecord) -> RequestFacts:
-    return RequestFacts(r.tenant, r.kind, r.model_alias, r.sampled, _wants_json(r), bool(r.request.get("tools")),
+    return RequestFacts(r.tenant, r.kind, r.model_alias, r.sampled, wants_json(r), bool(r.request.get("tools")),
                         bool(r.request.get("logprobs")))
 
 

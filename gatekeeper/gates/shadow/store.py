@@ -121,12 +121,16 @@ def _pair_json(ref: Answer, cand: Answer, twin: Answer | None) -> dict[str, Any]
     return {"reference": ref.to_dict(), "candidate": cand.to_dict(), "twin": twin.to_dict() if twin else None}
 
 
+def wants_json(record: TrafficRecord) -> bool:
+    """Whether the request asked for JSON (`response_format` json_object / json_schema)."""
+    fmt = record.request.get("response_format")
+    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
+
+
 def pair_of(record: TrafficRecord, ref: Answer, cand: Answer, twin: Answer | None) -> Pair:
-    """The pair gate 5 measures, from a stored row (the same fields a replay fills in)."""
+    """The pair gate 5 measures for one request and its answers (replayed or stored)."""
     req = record.request
-    fmt = req.get("response_format")
-    wants_json = isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
-    return Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json,
+    return Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json(record),
                 tuple(req["tools"]) if req.get("tools") else None, cand, ref, twin, record.sampled,
                 bool(req.get("logprobs")))
 
