@@ -46,7 +46,7 @@ _FEATURE_WORDS = {
     "prompt_logprobs": ("prompt_logprobs", "logprob"),
     "tokenize": ("tokeniz",),
 }
-_REFUSAL_WORDS = ("not supported", "unsupported", "not implemented", "not available", "unknown", "unrecognized",
+_REFUSAL_WORDS = ("not supported", "requires", "enable", "unsupported", "not implemented", "not available", "unknown", "unrecognized",
                   "not allowed", "extra inputs", "extra fields", "not permitted", "invalid", "must be", "exceed",
                   "maximum", "at most", "less than", "unexpected", "unrecognised", "not recognized",
                   "does not support", "ignored")
@@ -65,24 +65,48 @@ def is_missing_capability(feature: str, e: EndpointError) -> bool:
     return any(w in text for w in _FEATURE_WORDS.get(feature, ())) and any(w in text for w in _REFUSAL_WORDS)
 
 
+# A failure that says the server itself is gone or broken, not that one request was refused:
+# later probes are not sent (a dead server costs one timeout, not one per feature).
+_SERVER_DOWN_KINDS = ("connect", "timeout")
+
+
+def _server_down(e: EndpointError) -> bool:
+    return e.kind in _SERVER_DOWN_KINDS or (e.kind == "http" and e.status is not None and e.status >= 500)
+
+
+def _note(name: str, e: EndpointError) -> str:
+    """What a refused probe request means, in words: vLLM's 400 for `tool_choice="auto"` without a
+    parser is "tool calling not enabled on this server", not an unknown error."""
+    text = e.detail.lower()
+    if name == "tools" and ("enable-auto-tool-choice" in text or "tool-call-parser" in text or "tool_call_parser" in text):
+        return ("tool calling is not enabled on this server (vLLM: start it with --enable-auto-tool-choice "
+                f"--tool-call-parser NAME); the server said: {e.detail}")[:300]
+    return f"{e.kind}: {e.detail}"[:200]
+
+
 def probe(ep: Endpoint) -> Capabilities:
-    """Probe one endpoint: one small request per feature; an endpoint that is already failing
-    is not asked again (a dead server costs one timeout, not one per feature)."""
+    """Probe one endpoint: one small request per feature. A request the server refuses (a 4xx for
+    that feature) hides no other feature: the next probes are still sent. Only a server that is
+    unreachable, timing out or answering 5xx is not asked again (a dead server costs one timeout,
+    not one per feature)."""
     on: dict[str, bool] = {}
     notes: dict[str, str] = {}
     errors: dict[str, str] = {}
     warnings: list[str] = []
+    down: list[str] = []
 
     def attempt(name: str, fn: Callable[[], Any]) -> Any:
-        if errors:
-            notes[name] = "not probed: an earlier probe request failed"
+        if down:
+            notes[name] = f"not probed: the server stopped answering at the {down[0]} probe"
             return None
         try:
             return fn()
         except EndpointError as e:
-            notes[name] = f"{e.kind}: {e.detail}"[:200]
+            notes[name] = _note(name, e)
             if not is_missing_capability(name, e):
                 errors[name] = str(e)[:300]
+            if _server_down(e):
+                down.append(name)
             return None
 
     chat = attempt("chat", lambda: ep.chat(PROBE_MESSAGES, max_tokens=4))

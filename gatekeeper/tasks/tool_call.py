@@ -212,3 +212,25 @@ def score(sample: Sample, output_text: str) -> bool:
     if got is None or len(got) != len(want):
         return False
     return all(json.dumps(g, sort_keys=True) == json.dumps(w, sort_keys=True) for g, w in zip(got, want))
+
+
+def openai_messages(messages: tuple[dict[str, Any], ...] | list[dict[str, Any]], id_prefix: str) -> list[dict[str, Any]]:
+    """A task's messages as the OpenAI API takes them: tool-call arguments as JSON strings, each
+    assistant call with an `id` (the schema requires one; vLLM answers 400 without it) and each
+    tool message with the `tool_call_id` of the call it answers."""
+    out: list[dict[str, Any]] = []
+    call_id = None
+    for m in messages:
+        m = dict(m)
+        if m.get("tool_calls"):
+            calls = []
+            for k, c in enumerate(m["tool_calls"]):
+                call_id = c.get("id") or f"call_{id_prefix}_{k}"
+                fn = dict(c["function"])
+                fn["arguments"] = fn["arguments"] if isinstance(fn["arguments"], str) else json.dumps(fn["arguments"])
+                calls.append({"id": call_id, "type": "function", "function": fn})
+            m["tool_calls"] = calls
+        elif m.get("role") == "tool" and call_id is not None and "tool_call_id" not in m:
+            m["tool_call_id"] = call_id
+        out.append(m)
+    return out

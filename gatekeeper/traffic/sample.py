@@ -14,7 +14,6 @@ Five tenants with different mixes, arriving as a Poisson process (2 requests/s):
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from typing import Any
 
@@ -45,27 +44,6 @@ def _wide_menu(rng: random.Random, tools: tuple[dict[str, Any], ...] | None) -> 
     return menu
 
 
-def _openai_messages(messages: tuple[dict[str, Any], ...], i: int) -> list[dict[str, Any]]:
-    """The task's messages as the OpenAI API takes them: tool-call arguments as JSON strings,
-    each call with an id the tool message answers."""
-    out: list[dict[str, Any]] = []
-    call_id = None
-    for m in messages:
-        m = dict(m)
-        if m.get("tool_calls"):
-            calls = []
-            for k, c in enumerate(m["tool_calls"]):
-                call_id = f"call_{i}_{k}"
-                fn = dict(c["function"])
-                fn["arguments"] = fn["arguments"] if isinstance(fn["arguments"], str) else json.dumps(fn["arguments"])
-                calls.append({"id": call_id, "type": "function", "function": fn})
-            m["tool_calls"] = calls
-        elif m.get("role") == "tool" and call_id is not None:
-            m["tool_call_id"] = call_id
-        out.append(m)
-    return out
-
-
 def _tenant(u: float) -> tuple[str, tuple[str, ...]]:
     """The tenant a uniform draw `u` falls on, by the tenants' shares."""
     for name, share, families in TENANTS:
@@ -80,7 +58,7 @@ def record(rng: random.Random, i: int, t: float) -> TrafficRecord:
     tenant, families = _tenant(rng.random())
     family = rng.choice(families)
     sample = tasks.generate(family, rng)
-    request: dict[str, Any] = {"messages": _openai_messages(sample.messages, i), "max_tokens": MAX_TOKENS.get(family, 48),
+    request: dict[str, Any] = {"messages": tool_call.openai_messages(sample.messages, str(i)), "max_tokens": MAX_TOKENS.get(family, 48),
                                "temperature": 0.0}
     if tenant == "agents":
         request["tools"] = _wide_menu(rng, sample.tools)

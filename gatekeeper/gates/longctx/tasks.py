@@ -81,11 +81,7 @@ def tool_sample(rng: random.Random, num_calls: int, with_result: bool) -> tuple[
     {"name", "arguments"} calls, or the final answer text when a tool result is fed back."""
     s = tool_call.generate(rng, num_calls=num_calls, with_result=with_result)
     expected = s.answer if with_result else list(s.meta["calls"])
-    messages = [dict(m) for m in s.messages]
-    for m in messages:  # the OpenAI API carries arguments as a JSON string
-        if m.get("tool_calls"):
-            m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
-                               for c in m["tool_calls"]]
+    messages = tool_call.openai_messages(s.messages, f"{num_calls}_{int(with_result)}")
     return messages, [dict(t) for t in s.tools or ()], expected
 
 

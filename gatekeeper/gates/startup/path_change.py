@@ -30,7 +30,7 @@ from gatekeeper.targets.observed import PATH_KEYS, canonical, resolve
 def _key_changes(ctx: GateContext) -> tuple[list[tuple[str, str, str]], int]:
     """(key, reference value, candidate value) for each path key both state differently and the
     candidate's declaration does not name; and how many keys both state."""
-    ref, cand = ctx.observed.get("reference") or {}, ctx.observed.get("candidate") or {}
+    ref, cand = (_auto_resolved(ctx, role) for role in ("reference", "candidate"))
     said = ctx.runtimes["candidate"].assumed
     # kv_cache_dtype left at auto follows the declared dtype (the engines' rule)
     assumed = resolve({k: canonical(k, v) for k, v in {"kv_cache_dtype": "auto", **said}.items()})
@@ -40,6 +40,22 @@ def _key_changes(ctx: GateContext) -> tuple[list[tuple[str, str, str]], int]:
         if ref[key] != cand[key] and assumed.get(key) != cand[key]:
             changes.append((key, ref[key], cand[key]))
     return changes, len(both)
+
+
+def _auto_resolved(ctx: GateContext, role: str) -> dict[str, str]:
+    """A target's stated path with `kv_cache_dtype=auto` read as the model dtype it runs: the
+    dtype its log states, else the one it is judged by (a URL target has no log; vLLM's
+    `/metrics` states `cache_dtype="auto"` only). An `auto` whose dtype is unknown is dropped:
+    equal values in two spellings are not a change, and an unknown one is not judged."""
+    observed = dict(ctx.observed.get(role) or {})
+    if observed.get("kv_cache_dtype") == "auto":
+        assumed = ctx.runtimes[role].assumed.get("dtype")
+        dtype = observed.get("dtype") or (canonical("dtype", str(assumed)) if assumed else None)
+        if dtype:
+            observed["kv_cache_dtype"] = dtype
+        else:
+            del observed["kv_cache_dtype"]
+    return observed
 
 
 def _fallback_lines(ctx: GateContext, patterns: list[str]) -> list[str]:
