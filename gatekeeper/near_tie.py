@@ -64,6 +64,14 @@ def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: 
     return None
 
 
+def same_tokens(reference: ChatResponse, candidate: ChatResponse) -> bool:
+    """Whether two answers carry logprobs for the same generated tokens, one for one: the same
+    generation, however each server rendered it (a tool-call parser that keeps a malformed call
+    as text or extracts part of it, special tokens shown or skipped)."""
+    ref, cand = reference.logprobs or (), candidate.logprobs or ()
+    return bool(ref) and len(ref) == len(cand) and all(r.token == c.token for r, c in zip(ref, cand))
+
+
 def _gap(chosen: TokenLogprob, other: str) -> float | None:
     """How much more likely the chosen token was than `other` at this position (None when
     `other` is not in the position's top-k or a logprob is missing)."""

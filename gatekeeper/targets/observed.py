@@ -9,6 +9,8 @@ Sources, first match wins per key:
   tensor_parallel_size=4, quantization=fp8, kv_cache_dtype=auto, enforce_eager=False`), the
   bundled engine's `execution path:` / `paged KV cache:` / `scheduler:` lines (`dtype=`,
   `kv_cache_dtype=`, `tp=`, `fused_norm=`);
+- vLLM's engine version (`Initializing a V1 LLM engine (v0.32.0)`), prefix caching and chunked
+  prefill (`enable_prefix_caching=True, enable_chunked_prefill=True`): shown, not judged;
 - the attention backend: vLLM's `Using FlashAttention backend` (any `Using <name> backend`
   line) and the bundled engine's `attention: sdpa`;
 - `/metrics`: vLLM's `vllm:cache_config_info` gauge, whose labels carry `cache_dtype`,
@@ -25,9 +27,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from gatekeeper.targets.interface import normalise_dtype
 
 _PAIR = re.compile(r"\b(kv_cache_dtype|cache_dtype|dtype|quantization|tensor_parallel_size|tp|block_size|fused_norm"
-                   r"|enforce_eager)=['\"]?([\w.\-]+)")
+                   r"|enforce_eager|enable_prefix_caching|enable_chunked_prefill)=['\"]?([\w.\-]+)")
+_ENGINE_VERSION = re.compile(r"Initializing a V\d LLM engine \(v([\w.+\-]+)\)")
 _BACKEND = re.compile(r"\bUsing ([\w\- ]{2,40}?) backend\b|\battention: ([\w\- ]+?)\s*$", re.I)
-_ALIASES = {"cache_dtype": "kv_cache_dtype", "tensor_parallel_size": "tp"}
+_ALIASES = {"cache_dtype": "kv_cache_dtype", "tensor_parallel_size": "tp", "enable_prefix_caching": "prefix_caching",
+            "enable_chunked_prefill": "chunked_prefill"}
 _CACHE_INFO = ("vllm:cache_config_info",)
 _CACHE_LABELS = {"cache_dtype": "kv_cache_dtype", "block_size": "block_size", "enable_prefix_caching": "prefix_caching"}
 COMPARED = ("dtype", "kv_cache_dtype", "quantization", "tp")  # what a declaration can be checked against
@@ -41,7 +45,7 @@ def canonical(key: str, raw: str) -> str:
         return normalise_dtype(raw) or raw.lower()
     if key == "attention_backend":
         return re.sub(r"[^a-z0-9]+", "_", raw.lower()).strip("_")
-    if key in ("fused_norm", "enforce_eager") and raw.lower() in ("on", "true", "off", "false"):
+    if key in ("fused_norm", "enforce_eager", "prefix_caching", "chunked_prefill") and raw.lower() in ("on", "true", "off", "false"):
         return "true" if raw.lower() in ("on", "true") else "false"
     return raw.lower() if raw.lower() in ("none", "true", "false", "auto") else raw
 
@@ -53,6 +57,9 @@ def from_log(lines: Iterable[str]) -> dict[str, str]:
         for key, raw in _PAIR.findall(line):
             key = _ALIASES.get(key, key)
             found.setdefault(key, canonical(key, raw))
+        version = _ENGINE_VERSION.search(line)
+        if version:
+            found.setdefault("engine_version", version.group(1))
         backend = _BACKEND.search(line)
         if backend:
             found.setdefault("attention_backend", canonical("attention_backend", backend.group(1) or backend.group(2)))

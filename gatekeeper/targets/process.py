@@ -96,7 +96,9 @@ class ProcessTarget(Target):
         finally:
             ep.close()
         self.stop()
-        return Started(base_url, None, False, error=f"not ready after {self.spec.ready_timeout_s:g} s", log_path=str(self.log_path))
+        tail = "\n".join(self.log_lines()[-15:])
+        return Started(base_url, None, False, error=f"not ready after {self.spec.ready_timeout_s:g} s (ready_timeout_s)"
+                       + (f"; log tail:\n{tail}" if tail else "; it printed nothing"), log_path=str(self.log_path))
 
     def stop(self) -> None:
         """SIGTERM the process group, then SIGKILL if it lingers."""

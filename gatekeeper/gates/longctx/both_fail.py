@@ -19,6 +19,7 @@ class Outcome(str, Enum):
 
     SAME = "both fail identically"
     NEAR_TIE = "both fail, differ at a near tie"
+    SAME_TOKENS = "both fail with the same tokens, rendered differently"
     DIFFERS = "differs from the reference's repeatable answer"
     UNSTABLE = "reference unstable"
     UNMEASURED = "no noise floor"

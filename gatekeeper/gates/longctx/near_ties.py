@@ -34,25 +34,35 @@ def unreviewable(ctx: GateContext, s: LongContextSettings) -> str | None:
     return None
 
 
-def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
-              extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
-    """Per item: the near-tie divergence found when both targets answer it again with logprobs,
-    or None (a confident divergence, no divergence at all, no logprobs, or a failed request).
-    `extra` holds each item's further request fields (tools, tool_choice)."""
+def reask(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
+          extra: list[dict[str, Any]] | None = None) -> list[tuple[ChatResponse, ChatResponse] | None]:
+    """Per item: both targets' answers asked again, greedy, with top-k logprobs (None where the
+    review cannot run, the item is past `near_tie_max_reviews`, or a request failed)."""
     caps = ctx.capabilities
     if not items or unreviewable(ctx, s) is not None:
         return [None] * len(items)
     picked = list(zip(items, extra or [{}] * len(items)))[: s.near_tie_max_reviews]
     k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
-    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
 
     def again(ep: Endpoint) -> list[ChatResponse | EndpointError]:
         return fan_out(lambda item: ep.chat(item[0], max_tokens=max_tokens, temperature=0.0, logprobs=True, top_logprobs=k,
                                             **item[1]), picked, s.concurrency)
 
     refs, cands = again(ctx.reference), again(ctx.candidate)
-    out: list[Divergence | None] = []
-    for ref, cand in zip(refs, cands):
-        d = first_divergence(ref, cand, gap) if isinstance(ref, ChatResponse) and isinstance(cand, ChatResponse) else None
-        out.append(d if d is not None and d.tie else None)
+    out: list[tuple[ChatResponse, ChatResponse] | None] = [
+        (ref, cand) if isinstance(ref, ChatResponse) and isinstance(cand, ChatResponse) else None
+        for ref, cand in zip(refs, cands)]
     return out + [None] * (len(items) - len(picked))
+
+
+def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
+              extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
+    """Per item: the near-tie divergence found when both targets answer it again with logprobs,
+    or None (a confident divergence, no divergence at all, no logprobs, or a failed request).
+    `extra` holds each item's further request fields (tools, tool_choice)."""
+    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+    out: list[Divergence | None] = []
+    for pair in reask(ctx, s, items, max_tokens, extra):
+        d = first_divergence(*pair, gap) if pair is not None else None
+        out.append(d if d is not None and d.tie else None)
+    return out

@@ -16,6 +16,10 @@ from gatekeeper.results import Status
 
 _VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
+    (re.compile(r"\b(?:[IWEF]\d{4}|\d\d-\d\d) \d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),  # vLLM's and glog's (torch's C++)
+    (re.compile(r"\S*/(?:site|dist)-packages/"), "<site-packages>/"),  # another venv per release
+    (re.compile(r"(\.py|\.cpp|\.cc|\.h):\d+"), r"\1:<n>"),  # a source line moves between releases
+    (re.compile(r"\b[0-9a-f]{16,}\b"), "<id>"),
     (re.compile(r"\b\d+(?:\.\d+)?\s*(?:ms|s|MiB|GiB|MB|GB)\b"), "<num>"),
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(?:127\.0\.0\.1|localhost):\d+"), "<host>"),
@@ -25,7 +29,8 @@ _WARNING = re.compile(r"\b(WARN(?:ING)?|ERROR|CRITICAL|Traceback)\b")
 
 
 def normalise(line: str) -> str:
-    """A log line without timestamps, ports, addresses and sizes, for comparing two logs."""
+    """A log line without timestamps, ports, addresses, sizes, venv paths, source line numbers and ids, for
+    comparing two logs (two releases of one engine print their routine lines alike)."""
     for pattern, repl in _VOLATILE:
         line = pattern.sub(repl, line)
     return line.strip()

