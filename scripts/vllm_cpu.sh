@@ -22,7 +22,7 @@ set -euo pipefail
 usage="usage: scripts/vllm_cpu.sh VERSION [--model DIR] [--served-model-name NAME] [--no-tool-parser] [--port PORT [ARG...]]"
 version=${1:?$usage}
 shift
-here=$(cd "$(dirname "$0")/.." && pwd)
+here=$(cd -P "$(dirname "$0")/.." && pwd)  # -P: the repository, also through a symlinked scripts/
 model=$here/gatekeeper/models/gk-tiny
 served=gk-tiny
 tools=(--enable-auto-tool-choice --tool-call-parser hermes)

@@ -26,6 +26,7 @@ from gatekeeper.gates.longctx.traffic import Watched
 from gatekeeper.results import Status
 
 _FALLBACK_CONTEXT = 2048
+_FALLBACK_BLOCK = 16
 
 
 class LongContextGate(Gate):
@@ -70,6 +71,9 @@ class LongContextGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """The check families in order; the cache-churning session decay runs last."""
         s: LongContextSettings = ctx.settings
+        block, block_from = _block_size(ctx, s.block_size)
+        s = replace(s, block_size=block)
+        ctx.notes.append(f"KV block size {block} tokens ({block_from})")
         counter = TokenCounter(_tokenizer(ctx))
         context, where = _context(ctx, s.context_tokens)
         max_prompt = context - s.answer_tokens - 4
@@ -94,6 +98,17 @@ def _tokenizer(ctx: GateContext):
         if ctx.capabilities[role].tokenize:
             return ctx.endpoints[role]
     return None
+
+
+def _block_size(ctx: GateContext, configured: int) -> tuple[int, str]:
+    """The KV block size the prompts are placed around: the policy's, else the one the candidate
+    states (vLLM's `cache_config_info` in /metrics, or a `block_size=` log line), else 16."""
+    if configured > 0:
+        return configured, "policy"
+    stated = (ctx.observed.get("candidate") or {}).get("block_size", "")
+    if stated.isdigit() and int(stated) > 0:
+        return int(stated), "stated by the candidate"
+    return _FALLBACK_BLOCK, "assumed: the candidate states none; set gates.longctx.block_size"
 
 
 def _context(ctx: GateContext, configured: int) -> tuple[int, str]:

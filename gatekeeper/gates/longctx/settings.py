@@ -14,7 +14,8 @@ from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 class LongContextSettings:
     """Every family's sizes and limits.
 
-    General: `block_size` (the candidate's KV block size, vLLM's --block-size), `context_tokens`
+    General: `block_size` (the candidate's KV block size, vLLM's --block-size; 0: the one the candidate
+    states in `/metrics` or its log, else 16), `context_tokens`
     (0: the smaller max_model_len the targets report), `answer_tokens`, `concurrency`,
     `noise_floor_concurrency` (the reference's second pass over the grid, sweep and prefix
     prompts; 0 turns it off). Needle grid: `needle_lengths` × `needle_depths`,
@@ -35,7 +36,7 @@ class LongContextSettings:
     logprobs, and a divergence at a near tie is noise, not a disagreement.
     """
 
-    block_size: int = 16
+    block_size: int = 0
     context_tokens: int = 0
     answer_tokens: int = 16
     concurrency: int = 4
@@ -68,7 +69,7 @@ class LongContextSettings:
     near_tie_max_reviews: int = 32
 
     def __post_init__(self) -> None:
-        require(self.block_size > 0, "block_size", "must be at least 1")
+        require(self.block_size >= 0, "block_size", "must be 0 (the candidate's stated block size) or a token count")
         require(self.context_tokens >= 0, "context_tokens", "must be 0 (ask the targets) or a token count")
         require(self.answer_tokens > 0, "answer_tokens", "must be at least 1")
         require(self.concurrency > 0, "concurrency", "must be at least 1")

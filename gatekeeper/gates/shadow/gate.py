@@ -14,6 +14,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.client import Endpoint
@@ -23,8 +24,9 @@ from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
-from gatekeeper.gates.shadow.measures import Measures, Pair, measure, render
+from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
+from gatekeeper.gates.shadow.review import review
 from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
 from gatekeeper.gates.shadow.store import PairStore, pair_of, wants_json
@@ -95,6 +97,7 @@ class ShadowGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Replay stage by stage, judge as the pairs arrive, then the rules."""
         s: ShadowSettings = ctx.settings
+        self.reviewed: Counter[str] = Counter()  # why differing answers were no disagreement, counted
         stored = _stored(s) if s.store else None
         traffic = stored[0] if stored else _load(s)
         kinds = Counter(r.kind for r in traffic.records)
@@ -137,6 +140,9 @@ class ShadowGate(Gate):
         ctx.judged(overall.judged)
         for why, n in overall.unjudged.items():
             ctx.not_judged(why, n)
+        if self.reviewed:
+            ctx.notes.append("shadow: candidate answers that differ from the reference's but are no disagreement (asked "
+                             "again with logprobs): " + ", ".join(f"{n} {why}" for why, n in self.reviewed.most_common()))
         ctx.notes.append(f"shadow: {analysis.pairs} {'stored pairs judged' if stored else 'requests replayed'}; "
                          "the sequential test "
                          + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
@@ -155,11 +161,13 @@ class ShadowGate(Gate):
         ctx.progress(f"shadow: stage {stage.name}: {len(chosen)} requests")
         for at in range(0, len(chosen), s.chunk):
             chunk = list(chosen[at:at + s.chunk])
-            cand, ref, twin = source(chunk, conc, noise_conc)
+            cand, ref, twin, reviewed = source(chunk, conc, noise_conc)
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
-            for r, c, a, b in zip(chunk, cand, ref, twin):
-                pair = pair_of(r, a, c, b)
+            for i, (r, c, a, b) in enumerate(zip(chunk, cand, ref, twin)):
+                pair = replace(pair_of(r, a, c, b), reviewed=reviewed.get(i))
+                if pair.reviewed:
+                    self.reviewed[pair.reviewed] += 1
                 measured = measure(pair)
                 analysis.add(pair, measured)
                 _keep_worst(worst, pair, measured)
@@ -212,15 +220,17 @@ class ShadowGate(Gate):
                   advisory=outcome.status is Status.SKIP)
 
 
-AnswerSource = Callable[[list[TrafficRecord], int, int], tuple[list[Answer], list[Answer], list[Answer | None]]]
-"""(candidate, reference, twin) answers for a chunk of requests at (concurrency, noise-floor concurrency)."""
+Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, str]]
+AnswerSource = Callable[[list[TrafficRecord], int, int], Answers]
+"""(candidate, reference, twin) answers for a chunk of requests at (concurrency, noise-floor concurrency),
+and for the chunk's indices whose differing candidate answer is no disagreement, why (gates/shadow/review.py)."""
 
 
 def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> AnswerSource:
     """Answers by replaying: the candidate and the reference are separate servers, so their first
     passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
     the reference, else after them to the reference itself."""
-    def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> tuple[list[Answer], list[Answer], list[Answer | None]]:
+    def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
         offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
         with ThreadPoolExecutor(max_workers=3) as pool:
             cand_f = pool.submit(send_all, ctx.candidate, chunk, conc, s.max_tokens_cap, offsets)
@@ -228,15 +238,17 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
             twin_f = pool.submit(send_all, replica, chunk[::-1], noise_conc, s.max_tokens_cap) if replica else None
             cand, ref = cand_f.result(), ref_f.result()
             twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
-        return cand, ref, list(twin)
+        differs = [i for i, (r, c, a) in enumerate(zip(chunk, cand, ref))
+                   if not c.failed and not a.failed and disagrees(pair_of(r, a, c, None))]
+        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc)
     return answers
 
 
 def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> AnswerSource:
     """Answers a pair store holds (reference, candidate, twin by request id)."""
-    def get(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> tuple[list[Answer], list[Answer], list[Answer | None]]:
+    def get(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
         rows = [answers[r.id] for r in chunk]
-        return [c for _, c, _ in rows], [a for a, _, _ in rows], [t for _, _, t in rows]
+        return [c for _, c, _ in rows], [a for a, _, _ in rows], [t for _, _, t in rows], {}
     return get
 
 

@@ -42,6 +42,11 @@ from gatekeeper.text import first_divergence
 BINARY = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite", "finish_reason", "refusal")
 """The binary measures, each observed on the candidate and on the twin."""
 
+# Why a candidate answer that differs from the reference's is no disagreement (set by gate 5's
+# token review, gates/shadow/review.py): one generation two servers render differently, or a near tie.
+SAME_TOKENS = "same tokens, rendered differently"
+NEAR_TIE = "differs at a near tie"
+
 _REFUSAL = re.compile("|".join(REFUSAL_MARKERS), re.I)
 
 
@@ -63,6 +68,7 @@ class Pair:
     twin: Answer | None
     sampled: bool = False
     wants_logprobs: bool = False
+    reviewed: str | None = None  # why a candidate answer that differs is no disagreement (gates/shadow/review.py)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (records, the pair store)."""
@@ -70,7 +76,7 @@ class Pair:
                 "wants_json": self.wants_json, "tools": list(self.tools) if self.tools is not None else None,
                 "candidate": self.candidate.to_dict(), "reference": self.reference.to_dict(),
                 "twin": self.twin.to_dict() if self.twin is not None else None, "sampled": self.sampled,
-                "wants_logprobs": self.wants_logprobs}
+                "wants_logprobs": self.wants_logprobs, **({"reviewed": self.reviewed} if self.reviewed else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Pair:
@@ -80,7 +86,7 @@ class Pair:
                    str(d.get("model_alias") or ""), bool(d.get("wants_json")),
                    tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
                    Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None,
-                   bool(d.get("sampled")), bool(d.get("wants_logprobs")))
+                   bool(d.get("sampled")), bool(d.get("wants_logprobs")), d.get("reviewed") or None)
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,12 @@ def _ratio(a: Answer, ref: Answer) -> float | None:
     return a.tokens / ref.tokens
 
 
+def disagrees(p: Pair) -> bool:
+    """Whether the candidate's answer differs from the reference's as `disagreement` compares them."""
+    as_json = p.wants_json or _answered_json(p.reference)
+    return _key(p.candidate, as_json) != _key(p.reference, as_json)
+
+
 def measure(p: Pair) -> Measures:
     """The measures of one pair."""
     ref, cand = p.reference, p.candidate
@@ -192,20 +204,22 @@ def measure(p: Pair) -> Measures:
     want = _key(ref, as_json)
     bad: dict[str, tuple[bool, bool]] = {}
 
-    def both(name: str, test: Any) -> None:
-        bad[name] = (bool(test(cand)), bool(test(twin)))
+    rendered_alike = p.reviewed == SAME_TOKENS  # the same generation: parser and finish-reason differences are rendering
+
+    def both(name: str, test: Any, reviewed: bool = False) -> None:
+        bad[name] = (bool(test(cand)) and not reviewed, bool(test(twin)))
 
     both("error", lambda a: a.failed)
-    both("disagreement", lambda a: a.failed or _key(a, as_json) != want)
+    both("disagreement", lambda a: a.failed or _key(a, as_json) != want, p.reviewed is not None)
     both("degeneration", lambda a: not a.failed and find_degeneration(render(a)) is not None)
     if as_json:
         both("json_parse", lambda a: a.failed or _json(a.text) is _BAD)
     if p.tools and ref.calls:
         tools = p.tools
-        both("tool_parse", lambda a: a.failed or _tool_bad(a, tools))
+        both("tool_parse", lambda a: a.failed or _tool_bad(a, tools), rendered_alike)
     if cand.nonfinite or twin.nonfinite or ref.nonfinite:
         both("nonfinite", lambda a: a.nonfinite)
-    both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason)
+    both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason, rendered_alike)
     if not _REFUSAL.search(ref.text):
         both("refusal", lambda a: not a.failed and not a.calls and _REFUSAL.search(a.text) is not None)
     r_ref = render(ref)

@@ -59,14 +59,24 @@ def request_seed(record: TrafficRecord) -> int:
     return int(_unit(f"seed:{record.id}") * 2**31)
 
 
+def capped_max_tokens(req: dict[str, Any], cap: int) -> int:
+    """The recorded `max_tokens` (or `max_completion_tokens`), at most `cap`."""
+    asked = req.get("max_tokens", req.get("max_completion_tokens"))
+    return min(asked, cap) if isinstance(asked, int) and asked > 0 else cap
+
+
+def request_extra(req: dict[str, Any]) -> dict[str, Any]:
+    """The recorded request's fields the client does not set itself (response_format, stop, ...)."""
+    return {k: v for k, v in req.items() if k not in _DROPPED}
+
+
 def send(ep: Endpoint, record: TrafficRecord, max_tokens_cap: int) -> Answer:
     """One recorded request to one target (a failure is an Answer with `error`)."""
     req: dict[str, Any] = record.request
-    asked = req.get("max_tokens", req.get("max_completion_tokens"))
-    max_tokens = min(asked, max_tokens_cap) if isinstance(asked, int) and asked > 0 else max_tokens_cap
+    max_tokens = capped_max_tokens(req, max_tokens_cap)
     temperature = req.get("temperature", 1.0)
     seed = req.get("seed", request_seed(record) if record.sampled else None)
-    extra = {k: v for k, v in req.items() if k not in _DROPPED}
+    extra = request_extra(req)
     try:
         if record.endpoint == "chat":
             resp: Any = ep.chat(req["messages"], max_tokens=max_tokens, temperature=temperature,
