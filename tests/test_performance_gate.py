@@ -99,7 +99,10 @@ def test_baseline_choice():
     ref = TargetSpec("bundled", profile="reference")
     auto = choose("auto", bundled, ref)
     assert auto.kind == "launch" and auto.spec is not None and auto.spec.faults == ()
-    assert choose("auto", url, ref).kind == "reference"
+    none = choose("auto", url, ref)
+    assert none.kind == "none" and "not a build of the candidate's engine" in none.why
+    assert choose("reference", url, ref).kind == "reference"
+    assert choose("auto", url, TargetSpec("url", url="http://127.0.0.1:8")).kind == "reference"
     with pytest.raises(ConfigError, match="bundled candidate"):
         choose("candidate-without-faults", url, ref)
 

@@ -104,6 +104,7 @@ PERF_ONLY = """version: 1
 name: perf-third-party
 gates:
   performance:
+    baseline: reference     # under auto the bundled reference is no performance baseline for another engine
     levels: [2]
     pairs: 4
     sweep: [1, 2]

@@ -14,13 +14,21 @@ class BaselineChoice:
     """What to measure against: the reference, or a launch of `spec` (the candidate's own
     launch without its faults); `why` is the sentence the report shows."""
 
-    kind: str  # "reference" or "launch"
+    kind: str  # "reference", "launch" or "none" (no performance baseline for this pair: not measured)
     why: str
     spec: TargetSpec | None = None
 
 
 def choose(setting: str, candidate: TargetSpec, reference: TargetSpec) -> BaselineChoice:
-    """Resolve `baseline: auto | reference | candidate-without-faults` for this pair."""
+    """Resolve `baseline: auto | reference | candidate-without-faults` for this pair. Under `auto`
+    a real engine judged against the bundled reference has none: that reference is the trusted
+    fp32 correctness path, not a build of the candidate's engine, so its speed says nothing about
+    an upgrade (`baseline: reference` compares with it anyway)."""
+    if setting == "auto" and candidate.kind != "bundled" and reference.kind == "bundled":
+        return BaselineChoice("none", f"no performance baseline: the reference ({reference.describe()}) is the bundled "
+                                      "engine's correctness path, not a build of the candidate's engine, so its speed "
+                                      "says nothing about this candidate's; compare two builds of one engine, or set "
+                                      "gates.performance.baseline: reference to measure against it anyway")
     if setting == "reference" or (setting == "auto" and candidate.kind != "bundled"):
         return BaselineChoice("reference", f"the reference target ({reference.describe()})")
     if candidate.kind != "bundled":
@@ -36,5 +44,6 @@ def baseline_endpoint(choice: BaselineChoice, reference: Endpoint, launch) -> En
     """The endpoint to measure as the baseline (`launch(role, spec)` starts a target)."""
     if choice.kind == "reference":
         return reference
+    assert choice.kind == "launch", choice
     assert choice.spec is not None
     return launch("baseline", choice.spec)

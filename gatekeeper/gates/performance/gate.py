@@ -86,6 +86,9 @@ class PerformanceGate(Gate):
         else:
             ctx.notes.append("performance: no correctness gate ran in this run; the figures assume correct answers")
         choice = choose(s.baseline, ctx.specs["candidate"], ctx.specs["reference"])
+        if choice.kind == "none":
+            ctx.skip("no_baseline", f"not measured: {choice.why}", advisory=True)
+            return
         ctx.progress(f"performance: baseline is {choice.why}")
         base_ep = baseline_endpoint(choice, ctx.reference, ctx.launch)
         base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
