@@ -48,6 +48,9 @@ class ShadowGate(Gate):
     the noise floor; a second launch of the reference where gatekeeper starts it). Per pair:
     exact agreement, similarity and first divergence, degeneration, JSON and tool-call
     parse/schema validity, finish reason, length ratio, refusal, NaN/Inf logprobs, errors, latency.
+    A greedy answer that differs from the reference's is asked of both again with logprobs
+    (`review.py`): the same tokens rendered differently (two tool parsers reading one malformed
+    call), or a divergence at a near tie, is no disagreement.
 
     Per slice (all traffic, each tenant, request kind, model alias, greedy/sampled), the
     candidate's failure rate on each measure is compared with the twin's — the same requests,
