@@ -169,6 +169,7 @@ class Runner:
                 coverage = ctx.coverage(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
                 _coverage_check(ctx, coverage)
             lost = self._liveness(ctx, endpoints, runtimes) if stopped_by is None else False
+            self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
                                for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
@@ -180,8 +181,8 @@ class Runner:
         return results
 
     def _launch(self, role: str, spec: TargetSpec) -> Endpoint:
-        """Start one more target for a gate (the performance baseline); it is stopped with the
-        others. A target that does not come up is an EndpointError (the gate's ERROR)."""
+        """Start one more target for a gate (gate 5's replica, the performance baseline); it is
+        stopped when the gate ends. A target that does not come up is an EndpointError (the gate's ERROR)."""
         self.progress(f"starting {role}: {spec.describe()}")
         target = make_target(role, spec)
         self.targets[role] = target
@@ -193,6 +194,15 @@ class Runner:
                       self.plan.timeout_s, key_source=spec.key_source)
         self._extra.append(ep)
         return ep
+
+    def _stop_extra(self) -> None:
+        """Stop the targets gates started (`_launch`): they must not load the machine, or hold its
+        memory, while later gates measure."""
+        for role in [r for r in self.targets if r not in ROLES]:
+            self.targets.pop(role).stop()
+        for ep in self._extra:
+            ep.close()
+        self._extra.clear()
 
     def _liveness(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> bool:
         """After a gate: is each target still there? A candidate that stopped answering (its

@@ -96,11 +96,11 @@ def test_a_corrupting_proxy_in_front_of_vllm_rolls_back_at_startup(tmp_path, vll
 def test_a_vllm_that_never_becomes_ready_is_a_startup_fail_with_its_log(tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"reference": "bundled:reference",
-                                      "candidate": launch_target(CANDIDATE_VERSION, ready_timeout_s=8)}))
+                                      "candidate": launch_target(CANDIDATE_VERSION, ready_timeout_s=25)}))
     out = gk_run(tmp_path / "out", "-c", str(config), "--policy", "gates/smoke.yaml", "--gates", "startup", timeout=300)
     assert out.summary is not None, out.stderr
     ready = out.check("startup.ready.candidate")
-    assert ready["status"] == "FAIL" and "not ready after 8 s" in ready["reason"] and "log tail" in ready["reason"]
+    assert ready["status"] == "FAIL" and "not ready after 25 s" in ready["reason"] and "log tail" in ready["reason"]
     assert out.summary["verdict"] == "ROLLBACK"
 
 
