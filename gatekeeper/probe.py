@@ -126,7 +126,7 @@ def probe(ep: Endpoint) -> Capabilities:
             warnings += lp.protocol_warnings
         top = attempt("top_logprobs_20", lambda: ep.chat(PROBE_MESSAGES, max_tokens=1, logprobs=True, top_logprobs=20))
         notes.pop("top_logprobs_20", None)
-        top_max = 20 if top is not None and top.logprobs and len(top.logprobs[0].top) >= 20 else (5 if on.get("logprobs") else 0)
+        top_max = 20 if top is not None and _top_count(top) >= 20 else (5 if on.get("logprobs") else 0)
         if attempt("tools", lambda: ep.chat(PROBE_MESSAGES, max_tokens=4, tools=[PROBE_TOOL], tool_choice="auto")) is not None:
             on["tools"] = True
         if on.get("tools"):
@@ -166,6 +166,15 @@ def probe(ep: Endpoint) -> Capabilities:
     caps = Capabilities(top_logprobs_max=top_max, notes=notes, errors=errors, protocol_warnings=tuple(sorted(set(warnings))))
     features: dict[str, Any] = {name: on.get(name, False) for name in FEATURES}
     return replace(caps, **features)
+
+
+def _top_count(resp: ChatResponse) -> int:
+    """How many top logprobs the first token came with, as sent: tokens that decode to the same
+    text (vLLM sends "" for each partial UTF-8 byte) are one key of the parsed table but several here."""
+    try:
+        return len((resp.raw or {})["choices"][0]["logprobs"]["content"][0]["top_logprobs"])
+    except (KeyError, IndexError, TypeError):
+        return len(resp.logprobs[0].top) if resp.logprobs else 0
 
 
 def tool_parsing(resp: ChatResponse) -> tuple[bool, str]:

@@ -185,6 +185,21 @@ def test_the_vllm_example_validates(tmp_path):
     assert m.cells[-1].id.endswith("kv_cache_dtype=fp8")  # the include
 
 
+def test_the_vllm_cpu_matrix_and_its_reference_config_validate():
+    """matrices/vllm-cpu.yaml (run here by scripts/vllm_cpu.sh) and the run config that names its reference."""
+    from gatekeeper.config.run_config import resolve
+
+    m = load_matrix(ROOT / "matrices" / "vllm-cpu.yaml")
+    assert [c.id for c in m.cells] == ["version=0.30.0", "version=0.31.0", "version=0.32.0"]
+    assert all(m.expected(c, []) == "PROMOTE" for c in m.cells)
+    cell = m.cell("version=0.32.0")
+    assert cell.target["kind"] == "launch" and cell.target["command"] == "bash scripts/vllm_cpu.sh 0.32.0 --port {port}"
+    options, _ = resolve(str(ROOT / "matrices" / "vllm-cpu-reference.yaml"), {}, {})
+    reference = parse_target(options["reference"], "reference")
+    assert options["served_model"] == "gk-tiny"
+    assert reference.kind == "launch" and reference.command == "bash scripts/vllm_cpu.sh 0.31.0 --port {port}"
+
+
 def test_an_unknown_cell_names_the_nearest(tmp_path):
     m = load_matrix(write(tmp_path, BASE))
     with pytest.raises(ConfigError) as e:
