@@ -153,6 +153,10 @@ class Runner:
             if gate.id not in plan.policy.enabled:
                 results.append(self._disabled(gate, records))
                 continue
+            why_not = gate.not_applicable(plan.policy.settings(gate.id), plan)
+            if why_not is not None:
+                results.append(self._disabled(gate, records, why_not))
+                continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions, observed=observed, earlier=tuple(results),
@@ -243,10 +247,12 @@ class Runner:
         finally:
             probe.close()
 
-    def _disabled(self, gate: Gate, records: RecordWriter) -> GateResult:
-        """A gate the policy turns off: one advisory SKIP, so the report shows it was not run."""
-        check = CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
-                            f"disabled by policy {self.plan.policy.path} (gates.{gate.id}.enabled: false)")
+    def _disabled(self, gate: Gate, records: RecordWriter, not_applicable: str | None = None) -> GateResult:
+        """A gate the policy turns off, or whose question does not apply to this pair: one
+        advisory SKIP saying which, so the report shows it was not run."""
+        check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}") \
+            if not_applicable else CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
+                                               f"disabled by policy {self.plan.policy.path} (gates.{gate.id}.enabled: false)")
         records.write(check)
         return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,))
 

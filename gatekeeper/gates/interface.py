@@ -256,6 +256,12 @@ class Gate(ABC):
         return None
 
     @classmethod
+    def not_applicable(cls, settings: Any, plan: RunPlan) -> str | None:
+        """Why this gate's question does not apply to this pair of targets (shown as an advisory
+        SKIP, as a gate the policy disables), or None. Default: it applies."""
+        return None
+
+    @classmethod
     def needs_targets(cls, settings: Any) -> bool:
         """Whether, with these settings, the gate needs both targets up (`needs_ready_targets`
         unless a gate judges stored evidence: gate 5 on a pair store)."""

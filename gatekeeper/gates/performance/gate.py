@@ -67,6 +67,12 @@ class PerformanceGate(Gate):
     min_judged_share = 0.5
 
     @classmethod
+    def not_applicable(cls, settings: PerformanceSettings, plan: RunPlan) -> str | None:
+        """No baseline for this pair (a real engine against the bundled reference, `baseline: auto`)."""
+        choice = choose(settings.baseline, plan.candidate, plan.reference)
+        return choice.why if choice.kind == "none" else None
+
+    @classmethod
     def validate(cls, settings: PerformanceSettings, plan: RunPlan) -> None:
         """At plan time: the baseline can be had for this pair, and a traffic source loads."""
         choose(settings.baseline, plan.candidate, plan.reference)
@@ -86,9 +92,7 @@ class PerformanceGate(Gate):
         else:
             ctx.notes.append("performance: no correctness gate ran in this run; the figures assume correct answers")
         choice = choose(s.baseline, ctx.specs["candidate"], ctx.specs["reference"])
-        if choice.kind == "none":
-            ctx.skip("no_baseline", f"not measured: {choice.why}", advisory=True)
-            return
+        assert choice.kind != "none", "not_applicable() keeps this gate from running without a baseline"
         ctx.progress(f"performance: baseline is {choice.why}")
         base_ep = baseline_endpoint(choice, ctx.reference, ctx.launch)
         base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None

@@ -22,7 +22,8 @@ class PerformanceSettings:
       the slow fp32 path, not a performance baseline); "auto": the latter for a bundled
       candidate, the reference for a real engine judged against a real reference, and none for a
       real engine judged against the bundled reference (its correctness path says nothing about
-      another engine's speed: `performance.no_baseline`, an advisory SKIP). The report says which it was.
+      another engine's speed: the gate does not apply, `performance.not_applicable`, an advisory SKIP).
+      The report says which it was.
     - `levels` ([1, 8]): the concurrencies judged, each on its own (a win at high concurrency
       cannot hide a loss at low); `level_requests` (96): requests per side at each level, in
       counterbalanced block pairs of `block_requests` (0: the level, at least 4) requests, so a
