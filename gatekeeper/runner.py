@@ -233,7 +233,8 @@ class Runner:
     @staticmethod
     def _answers(ep: Endpoint, rt: TargetRuntime, errors: bool) -> bool:
         """Whether a target still answers: its process is alive and, after a gate that had
-        errors, it accepts a connection (any HTTP answer to /v1/models will do)."""
+        errors, it accepts a connection and answers (any HTTP answer to /v1/models will do; a
+        connection closed without one, as a proxy in front of a dead server does, is no answer)."""
         if not rt.alive():
             return False
         if not errors:
@@ -243,7 +244,7 @@ class Runner:
             probe.get("/v1/models")
             return True
         except EndpointError as e:
-            return e.kind not in ("connect", "timeout")
+            return e.kind not in ("connect", "timeout", "stream")
         finally:
             probe.close()
 
