@@ -72,6 +72,19 @@ def same_tokens(reference: ChatResponse, candidate: ChatResponse) -> bool:
     return bool(ref) and len(ref) == len(cand) and all(r.token == c.token for r, c in zip(ref, cand))
 
 
+def asked_again(reference: ChatResponse, candidate: ChatResponse, max_gap: float, repeated: bool) -> str | None:
+    """The one rule for two answers that differed, asked again of both with logprobs: "near tie"
+    when they part at a near tie; "same tokens" when they carry the same tokens and each server
+    `repeated` its first answer exactly (one generation, rendered differently); None otherwise
+    (a confident divergence, or an answer that changed when asked again: the difference stands)."""
+    d = first_divergence(reference, candidate, max_gap)
+    if d is not None and d.tie:
+        return "near tie"
+    if d is None and repeated and same_tokens(reference, candidate):
+        return "same tokens"
+    return None
+
+
 def _gap(chosen: TokenLogprob, other: str) -> float | None:
     """How much more likely the chosen token was than `other` at this position (None when
     `other` is not in the position's top-k or a logprob is missing)."""

@@ -32,7 +32,7 @@ from gatekeeper.evidence import Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
 from gatekeeper.gates.longctx.near_ties import reask
-from gatekeeper.near_tie import first_divergence, same_tokens
+from gatekeeper.near_tie import asked_again
 from gatekeeper.noise import ask_twice
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
@@ -287,9 +287,7 @@ def _both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messa
     for i, pair in zip(differ, reask(ctx, s, [items[i][0] for i in differ], max_tokens, extra)):
         if pair is None:
             continue
-        d = first_divergence(*pair, gap)
-        if d is not None and d.tie:
-            out[i] = Outcome.NEAR_TIE
-        elif d is None and same_tokens(*pair) and _key(pair[0]) == _key(ref[i]) and _key(pair[1]) == _key(cand[i]):
-            out[i] = Outcome.SAME_TOKENS  # each server repeats itself; they render one generation differently
+        why = asked_again(*pair, gap, _key(pair[0]) == _key(ref[i]) and _key(pair[1]) == _key(cand[i]))
+        if why is not None:
+            out[i] = Outcome.NEAR_TIE if why == "near tie" else Outcome.SAME_TOKENS
     return out

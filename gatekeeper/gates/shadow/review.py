@@ -30,7 +30,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.shadow.answers import Answer, answer_of
 from gatekeeper.gates.shadow.measures import NEAR_TIE, SAME_TOKENS
 from gatekeeper.gates.shadow.replay import capped_max_tokens, request_extra
-from gatekeeper.near_tie import DEFAULT_GAPS, first_divergence, gap_for, same_tokens
+from gatekeeper.near_tie import DEFAULT_GAPS, asked_again, gap_for
 from gatekeeper.responses import ChatResponse
 from gatekeeper.traffic.format import TrafficRecord
 
@@ -61,11 +61,9 @@ def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[An
     for i, r, c in zip(picked, again(ctx.reference), again(ctx.candidate)):
         if not isinstance(r, ChatResponse) or not isinstance(c, ChatResponse):
             continue
-        d = first_divergence(r, c, gap)
-        if d is not None and d.tie:
-            out[i] = NEAR_TIE
-        elif d is None and same_tokens(r, c) and _same(answer_of(r), ref[i]) and _same(answer_of(c), cand[i]):
-            out[i] = SAME_TOKENS
+        why = asked_again(r, c, gap, _same(answer_of(r), ref[i]) and _same(answer_of(c), cand[i]))
+        if why is not None:
+            out[i] = NEAR_TIE if why == "near tie" else SAME_TOKENS
     return out
 
 
