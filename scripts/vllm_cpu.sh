@@ -58,7 +58,13 @@ if [[ ! -f $venv/.gatekeeper-ready ]]; then
   exec 9>&-
 fi
 
-env_vars=(VLLM_CPU_KVCACHE_SPACE=2 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1)
+# One OpenMP thread per server unless the caller says otherwise. vLLM means to serve with one torch
+# thread here ("Reducing Torch threads from 2 to 1") but its CPU worker skips set_num_threads after
+# thread binding, so each worker keeps one spinning OpenMP thread per core; a gatekeeper run keeps
+# two to four servers up at once on two cores, and then they starve each other: 16 requests (96
+# tokens, 8 at a time) to each of three servers took 9-36 s with the default and 4.2 s with one
+# thread (one server alone: 1.1 s and 0.9 s).
+env_vars=(VLLM_CPU_KVCACHE_SPACE=2 VLLM_CPU_OMP_THREADS_BIND=nobind HF_HUB_OFFLINE=1 "OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}")
 serve=("$venv/bin/python" -m vllm.entrypoints.openai.api_server --model "$model" --served-model-name "$served"
        --dtype float32 --host 127.0.0.1 --max-model-len 2048 "${tools[@]}")
 if [[ -z $port ]]; then
