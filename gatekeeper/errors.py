@@ -51,3 +51,20 @@ class EndpointError(GatekeeperError):
     def __init__(self, kind: str, url: str, message: str, status: int | None = None):
         super().__init__(f"{kind} error at {url}" + (f" (HTTP {status})" if status else "") + f": {message}")
         self.kind, self.url, self.status, self.detail = kind, url, status, message
+
+    @property
+    def refusal(self) -> bool:
+        """Whether the server refused the request as such — a 4xx other than 408/429, or 501 — so
+        the same request gets the same answer again (unlike a timeout, a rate limit or a crash)."""
+        if self.kind not in ("http", "unsupported") or self.status is None:
+            return False
+        return (400 <= self.status < 500 and self.status not in (408, 429)) or self.status == 501
+
+
+def refused_alike(*answers: object) -> EndpointError | None:
+    """The refusal when every one of `answers` is a refusal with one HTTP status (two targets
+    lacking the same request feature), else None."""
+    errors = [a for a in answers if isinstance(a, EndpointError) and a.refusal]
+    if not answers or len(errors) != len(answers) or len({e.status for e in errors}) != 1:
+        return None
+    return errors[0]

@@ -138,6 +138,31 @@ def test_missing_capabilities_skip_with_the_reason(scripted_model):
     assert no_stream["golden.two-calls.stream"].status is Status.SKIP and "lacks streaming" in no_stream["golden.two-calls.stream"].reason
 
 
+def test_a_request_both_targets_refuse_alike_is_not_judged_and_not_an_error(scripted_model):
+    """A 400 for a request both servers reject (here a tool_choice naming a function not in the
+    tools; a parameter neither release serves is the same) is "both fail identically": WARN,
+    counted against coverage, never an ERROR."""
+    refused = TOOL_SET + """\
+  - id: call-a-missing-tool
+    family: tool_call
+    messages: [{role: user, content: "Ping."}]
+    tools: [{type: function, function: {name: ping, parameters: {type: object, properties: {}}}}]
+    tool_choice: {type: function, function: {name: pong}}
+    max_tokens: 8
+    assert:
+      - {type: equals_reference}
+"""
+    golden = [parse_golden_set(refused, "refused.yaml")]
+    with running_server(scripted_model, "--profile", "reference") as ref:
+        checks = run_gate(ref, ref, golden)
+    refused_check = checks["golden.call-a-missing-tool"]
+    assert refused_check.status is Status.WARN and refused_check.metrics["status_code"] == 400
+    assert refused_check.metrics["refused_by_both"] == 1
+    assert "both targets refuse" in refused_check.reason and "pong" in refused_check.reason
+    assert checks["golden.two-calls"].status is Status.PASS
+    assert not [c.id for c in checks.values() if c.status is Status.ERROR]
+
+
 def test_endpoint_failure_is_an_error_check(scripted_model):
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     with running_server(scripted_model, "--profile", "reference") as ref:

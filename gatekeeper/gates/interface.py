@@ -172,6 +172,15 @@ class GateContext:
         """Record a check that could not run because an endpoint failed (status ERROR)."""
         return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family)
 
+    def refused_by_both(self, name: str, refusal: EndpointError, items: int = 1, family: str | None = None) -> CheckResult:
+        """Record a check whose requests both targets refused alike (a request feature neither
+        serves, e.g. a 400 for a parameter): nothing was judged (WARN, counted as "both fail
+        identically" against coverage), and the gate did nothing wrong (not an ERROR)."""
+        self.not_judged("both fail identically", items)
+        return self.check(name, Status.WARN, f"not judged: both targets refuse {'these requests' if items > 1 else 'this request'} "
+                          f"alike (HTTP {refusal.status}: {refusal.detail[:300]})",
+                          {"error_kind": refusal.kind, "status_code": refusal.status, "refused_by_both": items}, family=family)
+
     def skip(self, name: str, reason: str, family: str | None = None, advisory: bool = False) -> CheckResult:
         """Record a check that was not run, with its reason (SKIP)."""
         return self.check(name, Status.SKIP, reason, family=family, advisory=advisory)

@@ -12,7 +12,7 @@ import fnmatch
 import time
 from collections.abc import Sequence
 
-from gatekeeper.errors import ConfigError, EndpointError
+from gatekeeper.errors import ConfigError, EndpointError, refused_alike
 from gatekeeper.evidence import TextPair
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
@@ -141,6 +141,11 @@ class GoldenGate(Gate):
     def _record(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
                 j: Judgement | None, rates: PassRates) -> None:
         """Record one case's check (an ERROR where a side could not answer), its coverage and pass rates."""
+        refusal = refused_alike(cand, *refs)
+        if refusal is not None:  # a request feature neither target serves: not judged, not an ERROR
+            ctx.refused_by_both(name, refusal, family=case.family)
+            rates.add(case.family, None, None, Status.WARN)
+            return
         if isinstance(cand, EndpointError):
             ctx.error_check(name, cand, family=case.family)
             ctx.not_judged("request failed")

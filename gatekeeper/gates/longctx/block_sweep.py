@@ -25,6 +25,7 @@ from gatekeeper.gates.longctx.traffic import (
     Answer,
     chat,
     first_error,
+    refused_by_both,
     side_by_side,
     text,
     unstable,
@@ -49,7 +50,12 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     conc = s.concurrency
     ref, ref2, cand = side_by_side(triple, triples, ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     flat: list[tuple[NeedlePrompt, Answer, Answer]] = [x for t, a, b in zip(triples, ref, cand) for x in zip(t, a, b)]
-    err = first_error([x[1] for x in flat], [x[2] for x in flat], [a for t in ref2 or [] for a in t])
+    ref2_flat = [a for t in ref2 or [] for a in t]
+    refusal = refused_by_both([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
+    if refusal is not None:
+        ctx.refused_by_both("block_boundary", refusal, len(flat))
+        return
+    err = first_error([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
     if err is not None:
         ctx.error_check("block_boundary", err)
         ctx.not_judged("request failed", len(flat))

@@ -27,6 +27,7 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
     chat,
     first_error,
+    refused_by_both,
     side_by_side,
     text,
     unstable,
@@ -48,6 +49,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     conc, limit = s.concurrency, s.answer_tokens
     ref, ref2, cand = side_by_side(lambda ep, p: chat(ep, p.messages, max_tokens=limit), grid,
                                    ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
+    refusal = refused_by_both(ref, cand, ref2 or [])
+    if refusal is not None:
+        ctx.refused_by_both("needle_grid", refusal, len(grid))
+        return
     err = first_error(ref, cand, ref2 or [])  # a failed noise-floor request is an error, not noise
     if err is not None:
         ctx.error_check("needle_grid", err)

@@ -31,6 +31,7 @@ from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
     first_error,
+    refused_by_both,
     side_by_side,
     text,
     unstable,
@@ -55,6 +56,10 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     before = scrape(ctx.candidate)
     warm = chat(ctx.candidate, prompt.messages, max_tokens=limit)
     after = scrape(ctx.candidate)
+    refusal = refused_by_both([ref], [cold], [ref2], [warm])
+    if refusal is not None:
+        ctx.refused_by_both("prefix_cache.cold_warm", refusal)
+        return
     err = first_error([ref, ref2, cold, warm])
     if err is not None:
         ctx.error_check("prefix_cache.cold_warm", err)
@@ -129,6 +134,10 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     limit, conc = s.answer_tokens, s.concurrency
     ref, ref2, cand = side_by_side(lambda ep, it: chat(ep, it[0], max_tokens=limit), items,
                                    ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
+    refusal = refused_by_both(ref, cand, ref2 or [])
+    if refusal is not None:
+        ctx.refused_by_both("prefix_cache.shared_prefix", refusal, len(items))
+        return
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)

@@ -40,7 +40,7 @@ from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.fanout import fan_out, raise_first
-from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, text
+from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, refused_by_both, text
 from gatekeeper.responses import ChatResponse
 from gatekeeper.results import Status
 
@@ -140,6 +140,10 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     ref, ref2 = passes.first, passes.second
     cand: list[Answer] = [p[0] for p in pairs]
     streamed: list[Answer] = [p[1] for p in pairs[:n]]
+    refusal = refused_by_both(ref, cand, streamed, ref2 or [])
+    if refusal is not None:
+        ctx.refused_by_both("tool_calls", refusal, 2 * n + 1)
+        return
     err = first_error(ref, cand, streamed, ref2 or [])
     if err is not None:
         ctx.error_check("tool_calls", err)
@@ -241,6 +245,10 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
                         ctx.reference, ctx.candidate,
                         lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit, **c[2]), cases, s.concurrency))
     ref, ref2 = passes.first, passes.second
+    refusal = refused_by_both(ref, cand, ref2 or [])
+    if refusal is not None:
+        ctx.refused_by_both("json_schema", refusal, len(cases))
+        return
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("json_schema", err)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 
 from gatekeeper.client import Endpoint
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import EndpointError, refused_alike
 from gatekeeper.fanout import fan_out
 from gatekeeper.noise import Passes, ask_twice
 from gatekeeper.responses import ChatResponse
@@ -91,6 +91,15 @@ def missing_logprobs(answer: Answer) -> int:
 def text(answer: Answer) -> str:
     """An answer's text with surrounding whitespace removed ("" for a failed request)."""
     return answer.text.strip() if isinstance(answer, ChatResponse) else ""
+
+
+def refused_by_both(ref: list[Answer], cand: list[Answer], *more: list[Answer]) -> EndpointError | None:
+    """The refusal when both targets refused every request of a check alike (same HTTP 4xx per
+    request, in every pass): a request feature neither serves, not judged but not an ERROR."""
+    if not ref or len(ref) != len(cand):
+        return None
+    rows = [refused_alike(a, b, *(g[i] for g in more if i < len(g))) for i, (a, b) in enumerate(zip(ref, cand))]
+    return rows[0] if all(rows) else None
 
 
 def first_error(*groups: list[Answer]) -> EndpointError | None:
