@@ -6,7 +6,8 @@
 - PROMOTE: at least `min_pairs` pairs were judged (the policy's stage budgets summed, unless
   given) and nothing fired;
 - HOLD: still collecting (fewer judged pairs), or nothing could be judged. A pair whose
-  reference or twin failed says nothing about the candidate and is not counted as judged.
+  reference failed says nothing about the candidate and is not counted as judged; a twin that
+  failed counts as the candidate's failures do (the noise floor of transient errors).
 
 `stage` names the policy's canary stage the judged count has reached (stages fill in order,
 by their budgets); the stages' tenant and kind filters are applied by `gatekeeper run --gates
