@@ -15,7 +15,8 @@ from typing import Any
 class Capabilities:
     """One endpoint's features (True: it works), `top_logprobs_max` (0 when logprobs are off),
     `notes` saying why a feature is off, `errors` for probe requests whose exchange broke, and
-    `protocol_warnings` for tolerated deviations."""
+    `protocol_warnings` for tolerated deviations, `retried` for transient failures (502/503/504)
+    the probe asked again and got past."""
 
     chat: bool = False
     completions: bool = False
@@ -31,6 +32,7 @@ class Capabilities:
     notes: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     protocol_warnings: tuple[str, ...] = ()
+    retried: tuple[str, ...] = ()
 
     @classmethod
     def unavailable(cls, why: str) -> Capabilities:
@@ -53,6 +55,7 @@ class Capabilities:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (summary.json's `targets[].capabilities`)."""
         return {"notes": dict(self.notes), "errors": dict(self.errors), "protocol_warnings": list(self.protocol_warnings),
+                "retried": list(self.retried),
                 **{name: getattr(self, name) for name in FEATURES}, "top_logprobs_max": self.top_logprobs_max}
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from gatekeeper.capabilities import FEATURES, UNDETERMINED, Capabilities
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.retry import with_retries
 from gatekeeper.responses import ChatResponse
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with exactly: OK"}]
@@ -94,13 +95,14 @@ def probe(ep: Endpoint) -> Capabilities:
     errors: dict[str, str] = {}
     warnings: list[str] = []
     down: list[str] = []
+    retried: list[str] = []  # transient failures asked again (gatekeeper/retry.py)
 
     def attempt(name: str, fn: Callable[[], Any]) -> Any:
         if down:
             notes[name] = f"not probed: the server stopped answering at the {down[0]} probe"
             return None
         try:
-            return fn()
+            return with_retries(fn, retried)
         except EndpointError as e:
             notes[name] = _note(name, e)
             if not is_missing_capability(name, e):
@@ -163,7 +165,8 @@ def probe(ep: Endpoint) -> Capabilities:
         if not on.get(name) and name not in notes:
             notes[name] = "not probed: a prerequisite is missing"
     notes = {k: v for k, v in notes.items() if v}
-    caps = Capabilities(top_logprobs_max=top_max, notes=notes, errors=errors, protocol_warnings=tuple(sorted(set(warnings))))
+    caps = Capabilities(top_logprobs_max=top_max, notes=notes, errors=errors, protocol_warnings=tuple(sorted(set(warnings))),
+                        retried=tuple(retried))
     features: dict[str, Any] = {name: on.get(name, False) for name in FEATURES}
     return replace(caps, **features)
 

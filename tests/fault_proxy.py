@@ -5,7 +5,9 @@ GETs (health, models, version) always pass through, so the target looks healthy 
 a broken production server does; POSTs misbehave per `mode` once `after` of them have passed
 ("pass" never misbehaves; "no_stream_finish" passes everything but sends `finish_reason: null` in
 every streamed event, as some real servers do; "rate_limit_first" answers each distinct POST body
-429 with `Retry-After` the first time and passes it on the retry; "rate_limit" answers every POST
+429 with `Retry-After` the first time and passes it on the retry; "unavailable_first" answers each
+distinct POST body 503 without `Retry-After` the first time, as an overloaded proxy does, and
+passes it on after; "rate_limit" answers every POST
 429 with `Retry-After: 1`). With `record`, every request's (method, path, body) is appended to it;
 with `rewrite`, every non-streamed JSON answer is passed through it first.
 """
@@ -72,12 +74,14 @@ class _Handler(BaseHTTPRequestHandler):
             srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
-            if srv.mode == "rate_limit_first":  # a body seen before is the client's retry: let it through
+            if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
                 srv.misbehaving = not repeat
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
             return
-        if srv.mode in ("http500", "fail_repeats"):
+        if srv.mode in ("unavailable_first", "http503"):
+            self._reply(503, b'{"error": {"message": "upstream overloaded", "type": "ServiceUnavailable", "code": 503}}')
+        elif srv.mode in ("http500", "fail_repeats"):
             self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
         elif srv.mode in ("rate_limit", "rate_limit_first"):
             self.send_response(429)
@@ -128,7 +132,7 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
-    rate_limit or no_health (GET /health answers 404, everything else passes);
+    unavailable_first, http503 (every POST), rate_limit or no_health (GET /health answers 404, everything else passes);
     `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

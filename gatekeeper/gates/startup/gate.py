@@ -18,6 +18,7 @@ from gatekeeper.gates.startup.path import check_path
 from gatekeeper.gates.startup.path_change import check_path_change
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
+from gatekeeper.retry import with_retries
 
 
 class StartupGate(Gate):
@@ -123,10 +124,16 @@ class StartupGate(Gate):
         """Report what the capability probe met: broken exchanges are ERROR, tolerated
         protocol deviations WARN, missing features only listed (their checks SKIP later)."""
         caps = ctx.capabilities[role]  # the first read probes: after the canary
-        metrics = {n: getattr(caps, n) for n in FEATURES}
+        metrics: dict[str, Any] = {n: getattr(caps, n) for n in FEATURES}
+        metrics["retried"] = len(caps.retried)
         rows = [[n, _yes(caps, n), caps.note(n)] for n in FEATURES]
         evidence = [Table(f"{role} capabilities", ["capability", "supported", "note"], rows)]
         errors, warnings = caps.errors, caps.protocol_warnings
+        if caps.retried:
+            evidence.append(Table(f"{role}: probe requests retried after a transient failure", ["failure"],
+                                  [[r] for r in caps.retried]))
+            ctx.notes.append(f"startup: {len(caps.retried)} {role} probe request(s) retried after a transient "
+                             f"failure ({caps.retried[0]})")
         if errors:
             ctx.check(f"protocol.{role}", Status.ERROR, "probe requests failed: " + "; ".join(
                 f"{k}: {v}" for k, v in errors.items()), metrics, evidence)
@@ -171,19 +178,23 @@ class StartupGate(Gate):
             if not ctx.runtimes[role].ready:
                 continue
             t0 = time.perf_counter()
+            retried: list[str] = []
             try:
-                resp = ep.chat([{"role": "user", "content": s.canary_prompt}], max_tokens=s.canary_max_tokens)
+                resp = with_retries(lambda ep=ep: ep.chat([{"role": "user", "content": s.canary_prompt}],
+                                                          max_tokens=s.canary_max_tokens), retried)
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
                 ctx.check(f"canary.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
                 continue
+            if retried:
+                ctx.notes.append(f"startup: the {role}'s canary was retried after a transient failure ({retried[0]})")
             answers[role] = got = resp.text.strip()
             ok = got == s.canary_expect
             if role == "reference":
                 ctx.check("canary.reference", Status.PASS if ok else Status.WARN,
                           f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
                                                  "suit this model, so the candidate is judged on agreement only"),
-                          {"first_request_s": time.perf_counter() - t0})
+                          {"first_request_s": time.perf_counter() - t0, "retried": len(retried)})
                 continue
             ref = answers.get("reference")
             ref_ok = ref == s.canary_expect
@@ -200,7 +211,8 @@ class StartupGate(Gate):
                 status, reason = Status.FAIL, f"answered {got!r}, expected {s.canary_expect!r}"
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
-            ctx.check("canary.candidate", status, reason, {"first_request_s": time.perf_counter() - t0}, evidence)
+            ctx.check("canary.candidate", status, reason, {"first_request_s": time.perf_counter() - t0,
+                                                           "retried": len(retried)}, evidence)
 
 
 def _yes(caps: Capabilities, feature: str) -> str:
