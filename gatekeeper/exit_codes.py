@@ -11,7 +11,7 @@ OK = 0
 PROMOTE = 0  # every blocking check passed
 ROLLBACK = 1  # a blocking check failed: a regression against the reference
 STARTUP_FAILURE = 1  # serve / golden record: the engine could not start (no verdict is involved)
-HOLD = 2  # something could not be judged: an ERROR, a blocking SKIP, an advisory FAIL
+HOLD = 2  # something could not be judged: an ERROR, a blocking SKIP or undecided check, an advisory FAIL
 USAGE = 3  # a bad flag or configuration (file, line and key are named)
 INTERRUPTED = 130  # Ctrl-C
 

@@ -59,6 +59,7 @@ class CheckResult:
     family: str | None = None
     duration_s: float = 0.0
     judgement: Judgement = Judgement.EXACT
+    undecided: bool = False  # asked, but the evidence did not answer it: not judged, HOLDs when blocking
 
 
 @dataclass(frozen=True)

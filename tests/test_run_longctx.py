@@ -64,6 +64,35 @@ def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_mod
             "longctx.session_recall", "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
     assert not [c for c in out.gate("longctx")["checks"] if c["status"] == "ERROR"]
     assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
+    # A random checkpoint recalls nothing, so decay cannot be measured: undecided, and the run HOLDs on it.
+    decay = out.check("longctx.session_decay")
+    assert decay["status"] == "WARN" and decay.get("undecided") is True and "recalls enough" in decay["reason"]
+    assert out.summary["verdict"] == "HOLD" and "longctx.session_decay: UNDECIDED" in " ".join(out.summary["reasons"])
+
+
+def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_dir):
+    """A candidate whose chat logprobs come back null in places (NaN written as JSON null): gate 4
+    cannot say there was no NaN — undecided, named in the reasons, never a pass."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from fault_proxy import fault_proxy
+    from server_util import running_server
+
+    def null_some(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            for i, item in enumerate((choice.get("logprobs") or {}).get("content") or []):
+                if i % 5 == 3:
+                    item["logprob"] = None
+        return body
+
+    with running_server(tiny_model_dir, "--profile", "optimized") as upstream:
+        with fault_proxy(upstream.url, "pass", rewrite=null_some) as url:
+            out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--policy", "gates/smoke.yaml",
+                         *LONGCTX)
+    nan = out.check("longctx.nan_inf")
+    assert nan["status"] == "WARN" and nan.get("undecided") is True and nan["metrics"]["missing"] > 0, nan
+    assert out.summary["verdict"] == "HOLD" and "longctx.nan_inf: UNDECIDED" in " ".join(out.summary["reasons"])
 
 
 @pytest.mark.slow  # the default-run test (test_run_gk_tiny.py) already runs gate 4 on the clean candidate

@@ -121,6 +121,24 @@ def test_a_candidate_without_top_logprobs_does_not_pass_numerics(tmp_path, upstr
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
 
 
+def test_null_logprobs_where_the_reference_has_numbers_hold_the_run(tmp_path, upstream, tiny_model_dir):
+    """A server whose JSON encoder writes NaN as null (orjson does): gate 2 cannot say there was no
+    NaN, so numerics.nan_inf is undecided and the run HOLDs, never PROMOTEs on "no NaN/Inf"."""
+    def null_some(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            lp = choice.get("logprobs")
+            if path.endswith("/completions") and isinstance(lp, dict) and isinstance(lp.get("token_logprobs"), list):
+                lp["token_logprobs"] = [None if i % 5 == 3 else v for i, v in enumerate(lp["token_logprobs"])]
+        return body
+
+    with fault_proxy(upstream.url, "pass", rewrite=null_some) as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *GATES)
+    nan = out.check("numerics.nan_inf")
+    assert nan["status"] == "WARN" and nan.get("undecided") is True and nan["metrics"]["missing"] > 0, nan
+    assert out.code == 2 and out.summary["verdict"] == "HOLD"
+    assert any(r.startswith("numerics.nan_inf: UNDECIDED") for r in out.summary["reasons"]), out.summary["reasons"]
+
+
 def _golden_policy(tmp_path):
     policy = tmp_path / "golden.yaml"
     policy.write_text("version: 1\ngates:\n  golden:\n    cases: [canary-ok, echo-words, arith-mul, eos-1]\n"

@@ -147,10 +147,12 @@ class GateContext:
         started: float | None = None,
         judgement: Judgement | None = None,
         advisory: bool = False,
+        undecided: bool = False,
     ) -> CheckResult:
         """Record one check `<gate>.<name>` with the policy's blocking rule applied (`advisory`
         makes it non-blocking whatever the policy says); `judgement` says how it decided (the
-        gate's default when None)."""
+        gate's default when None). `undecided`: the check asked its question and the evidence
+        did not answer it (shown as WARN; not judged; a blocking one HOLDs the run)."""
         check_id = f"{self.gate_id}.{name}"
         result = CheckResult(
             id=check_id,
@@ -163,6 +165,7 @@ class GateContext:
             family=family,
             duration_s=0.0 if started is None else time.perf_counter() - started,
             judgement=judgement or self.judgement,
+            undecided=undecided,
         )
         self.checks.append(result)
         self.record(result)
@@ -225,15 +228,15 @@ class GateContext:
 
     def coverage(self, min_share: float) -> Coverage:
         """What the gate judged: its own counts, or — for a gate that counts nothing itself — one
-        item per check (PASS, WARN and FAIL judged; SKIP and ERROR not)."""
+        item per check (PASS, WARN and FAIL judged; SKIP, ERROR and undecided checks not)."""
         if self.tally.counted:
             return Coverage(self.tally.judged, tuple(sorted(self.tally.unjudged.items())), min_share)
         unjudged: dict[str, int] = {}
         for c in self.checks:
-            if c.status in (Status.SKIP, Status.ERROR):
-                why = "skipped" if c.status is Status.SKIP else "could not run"
+            if c.status in (Status.SKIP, Status.ERROR) or c.undecided:
+                why = "undecided" if c.undecided else "skipped" if c.status is Status.SKIP else "could not run"
                 unjudged[why] = unjudged.get(why, 0) + 1
-        judged = sum(1 for c in self.checks if c.status in (Status.PASS, Status.WARN, Status.FAIL))
+        judged = sum(1 for c in self.checks if c.status in (Status.PASS, Status.WARN, Status.FAIL) and not c.undecided)
         return Coverage(judged, tuple(sorted(unjudged.items())), min_share)
 
 

@@ -61,10 +61,10 @@ def md_code(text: object) -> str:
 
 
 def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:
-    """FAIL and ERROR always; a blocking SKIP only where it can decide the verdict (HOLD)."""
+    """FAIL and ERROR always; a blocking SKIP or undecided check only where it can decide the verdict (HOLD)."""
     if check.status in (Status.FAIL, Status.ERROR):
         return True
-    return check.status == Status.SKIP and check.blocking and verdict == Verdict.HOLD
+    return (check.status == Status.SKIP or check.undecided) and check.blocking and verdict == Verdict.HOLD
 
 
 def _row_status(status: str) -> str:

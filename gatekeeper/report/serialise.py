@@ -34,6 +34,7 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
         "metrics": check.metrics,
         "duration_s": check.duration_s,
         "judgement": check.judgement.value,
+        **({"undecided": True} if check.undecided else {}),
     }
     if standalone:
         d["evidence"] = [evidence_json(e) for e in check.evidence]

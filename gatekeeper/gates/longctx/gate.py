@@ -132,13 +132,19 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
     if not w.logprobs:
         ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
-    missing = (f"; {w.missing} token(s) came with a null logprob (missing: NaN could hide there)" if w.missing else "")
+    # A null logprob is what a NaN becomes in strict JSON: where some came back null and none was
+    # NaN/Inf, the check cannot say there was none (undecided, which holds the run), not a pass.
+    missing = (f"; {w.missing} token(s) came with a null logprob (a NaN serialised as JSON null looks the same)"
+               if w.missing else "")
+    undecided = bool(w.missing) and not w.non_finite
     status = Status.FAIL if w.non_finite else Status.WARN if w.missing else Status.PASS
     ctx.check("nan_inf", status,
-              (f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
-               f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
+              ("undecided: " if undecided else "")
+              + (f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
+                 f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
               + missing,
-              {"non_finite": w.non_finite, "missing": w.missing, "answers_hit": w.answers_hit, "answers": w.answers})
+              {"non_finite": w.non_finite, "missing": w.missing, "answers_hit": w.answers_hit, "answers": w.answers},
+              undecided=undecided)
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:

@@ -144,11 +144,13 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
            f"{_test_text(d, d.p_value, p_holm)}; {d.regressions} (session, round) cells the reference recalls and the "
            f"candidate does not, {d.improvements} the other way; SQDR (seed 000) candidate {d.sqdr_cand:.4f}/round, "
            f"reference {d.sqdr_ref:.4f}")
-    if status is Status.WARN:
-        why += f"; above the limit but within chance at alpha {alpha:g}"
+    undecided = status is Status.WARN
+    if undecided:
+        why = f"undecided: above the limit but within chance at alpha {alpha:g}; " + why
     if weak and status is Status.PASS:
-        status = Status.WARN  # a decay the model cannot show is not a pass: say so, and lean on agreement
-        why = (f"neither target recalls enough to measure decay (the reference recalls {d.ref_rates[0] if d.ref_rates else 0:.0%} "
+        status, undecided = Status.WARN, True  # a decay the model cannot show is not a pass
+        first = d.ref_rates[0] if d.ref_rates else 0
+        why = (f"undecided: neither target recalls enough to measure decay (the reference recalls {first:.0%} "
                f"at round 1, below decay_min_recall {s.decay_min_recall:g}): the sessions are judged by "
                f"longctx.session_agreement; " + why)
     table = Table("per round", ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
@@ -164,7 +166,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
         "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess,
         "regressions": d.regressions, "improvements": d.improvements, "cells": d.cells,
         "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0,
-        judgement=Judgement.STATISTICAL)
+        judgement=Judgement.STATISTICAL, undecided=undecided)
 
 
 def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float) -> None:
@@ -174,12 +176,12 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
            f"recall difference, limit {limit:g}; one cell moves it at most {d.one_cell_recall:.4f}); "
            f"{_test_text(d, d.recall_p_value, p_holm)}")
     if status is Status.WARN:
-        why += f"; above the limit but within chance at alpha {alpha:g}"
+        why = f"undecided: above the limit but within chance at alpha {alpha:g}; " + why
     ctx.check("session_recall", status, why, {
         "recall_drop": d.recall_drop, "limit": limit, "p_value": d.recall_p_value, "p_holm": p_holm, "alpha": alpha,
         "sessions": d.sessions, "one_cell": d.one_cell_recall, "reference_recall": d.ref_recall,
         "candidate_recall": d.cand_recall}, [_curve(d)] if status is not Status.PASS else [],
-        judgement=Judgement.STATISTICAL)
+        judgement=Judgement.STATISTICAL, undecided=status is Status.WARN)
 
 
 def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], forgiven: int) -> None:

@@ -127,9 +127,14 @@ class NumericsGate(Gate):
         table = Table("per prompt (candidate vs reference)", ["prompt", "positions", "ranked", "max |Δ|", "mean |Δ|", "top-1",
                                                               "top-k overlap", "KL", "NLL drift", "NaN/Inf", "missing"], rows)
         bad = sum(c.bad_b for c in cands)
-        ctx.check("nan_inf", Status.FAIL if bad else Status.PASS,
-                  f"{bad} NaN/Inf logprob(s) from the candidate" if bad else "no NaN/Inf", {"nan_inf": bad, "missing": missing},
-                  [table] if bad else [])
+        # A null where the reference has a number is what a NaN becomes in strict JSON (orjson writes
+        # it so): with no NaN/Inf seen, the check cannot say there was none — undecided, which HOLDs.
+        undecided = bool(missing) and not bad
+        ctx.check("nan_inf", Status.FAIL if bad else Status.WARN if undecided else Status.PASS,
+                  f"{bad} NaN/Inf logprob(s) from the candidate" if bad else
+                  (f"undecided: no NaN/Inf, but {missing} position(s) came back null where the reference has a logprob "
+                   "(a NaN serialised as JSON null looks the same)" if undecided else "no NaN/Inf"),
+                  {"nan_inf": bad, "missing": missing}, [table] if bad or undecided else [], undecided=undecided)
 
         def unstable(check: str, key: str, noise_value: float) -> None:
             ctx.skip(check, f"reference unstable: it disagrees with itself on {key} by {noise_value:.4g}, so the limit would be "

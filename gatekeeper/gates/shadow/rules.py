@@ -114,7 +114,11 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         bad = [c for c in found if c.status is Status.FAIL]
         if bad:
             return RuleOutcome(name, Status.FAIL, f"{bad[0].id}: {bad[0].reason}", tuple((c.id, c.status.value) for c in bad))
-        return RuleOutcome(name, Status.PASS, "the deterministic canary passed: " + ", ".join(c.id for c in found))
+        passed = [c for c in found if c.status is Status.PASS]
+        if not passed:  # both sides missed it (WARN) or it could not run (ERROR): nothing was judged
+            return RuleOutcome(name, Status.SKIP, "not judged: no canary passed in this run ("
+                               + ", ".join(f"{c.id} {c.status.value}" for c in found) + ")")
+        return RuleOutcome(name, Status.PASS, "the deterministic canary passed: " + ", ".join(c.id for c in passed))
     if name == "logit_drift":
         checks = _checks(earlier, "numerics")
         if checks is None:
@@ -124,7 +128,8 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         if bad:
             return RuleOutcome(name, Status.FAIL, f"gate 2: {', '.join(c.id for c in bad)} beyond the approved range",
                                tuple((c.id, c.reason[:120]) for c in bad))
-        if not any(c.status is Status.PASS for c in checks):
+        drift = [c for c in checks if c.status is Status.PASS and c.id != "numerics.nan_inf"]
+        if not drift:  # NaN/Inf alone is no drift figure
             return RuleOutcome(name, Status.SKIP, "not judged: gate 2 judged no drift figure")
         return RuleOutcome(name, Status.PASS, "gate 2's drift figures are within their approved tolerances")
     checks = _checks(earlier, "startup")

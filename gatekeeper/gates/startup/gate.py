@@ -5,6 +5,7 @@ The checks, why, and what a failure looks like are `StartupGate`'s docstring (th
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -180,8 +181,8 @@ class StartupGate(Gate):
             t0 = time.perf_counter()
             retried: list[str] = []
             try:
-                resp = with_retries(lambda ep=ep: ep.chat([{"role": "user", "content": s.canary_prompt}],
-                                                          max_tokens=s.canary_max_tokens), retried)
+                resp = with_retries(functools.partial(ep.chat, [{"role": "user", "content": s.canary_prompt}],
+                                                      max_tokens=s.canary_max_tokens), retried)
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
                 ctx.check(f"canary.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
