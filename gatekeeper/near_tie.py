@@ -65,11 +65,28 @@ def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: 
 
 
 def same_tokens(reference: ChatResponse, candidate: ChatResponse) -> bool:
-    """Whether two answers carry logprobs for the same generated tokens, one for one: the same
-    generation, however each server rendered it (a tool-call parser that keeps a malformed call
-    as text or extracts part of it, special tokens shown or skipped)."""
+    """Whether two answers carry logprobs for the same generated tokens, one for one, and each
+    answer's text and tool calls are drawn from those tokens: the same generation, however each
+    server rendered it (a tool-call parser that keeps a malformed call as text or extracts part
+    of it, special tokens shown or skipped). An answer with text its tokens do not contain (a
+    detokenizer or a proxy that changes what was generated) is not a rendering of them."""
     ref, cand = reference.logprobs or (), candidate.logprobs or ()
-    return bool(ref) and len(ref) == len(cand) and all(r.token == c.token for r, c in zip(ref, cand))
+    return (bool(ref) and len(ref) == len(cand) and all(r.token == c.token for r, c in zip(ref, cand))
+            and drawn_from_tokens(reference) and drawn_from_tokens(candidate))
+
+
+def _letters(text: str) -> str:
+    """ASCII letters and digits only: what survives any renderer's whitespace, quoting, JSON
+    escaping and partial-UTF-8 token strings alike."""
+    return "".join(ch for ch in text if ch.isascii() and ch.isalnum())
+
+
+def drawn_from_tokens(answer: ChatResponse) -> bool:
+    """Whether the answer's text, each tool call's name and each call's arguments appear (letters
+    and digits) in the tokens its logprobs say were generated."""
+    generated = _letters("".join(t.token for t in answer.logprobs or ()))
+    pieces = [answer.text, *(c.name for c in answer.tool_calls), *(c.arguments for c in answer.tool_calls)]
+    return all(_letters(piece) in generated for piece in pieces)
 
 
 def asked_again(reference: ChatResponse, candidate: ChatResponse, max_gap: float, repeated: bool) -> str | None:

@@ -36,7 +36,10 @@ def _serve(tmp_path_factory):
     log = tmp_path_factory.mktemp("ts") / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([exe, "serve", "--host", "127.0.0.1", "--port", str(port), str(GK_TINY)], stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                # One torch thread per server, as the bundled engine and scripts/vllm_cpu.sh: two
+                                # servers with one OpenMP thread per core each starve each other on two cores.
+                                env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180  # a liveness bound for the model load, not a timing assertion
     try:

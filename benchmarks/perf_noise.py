@@ -1,0 +1,120 @@
+"""A/A noise of the performance gate's decode measures on this machine: σ (the spread of one
+request pair's log ratio) and τ (how far two launches of one build differ), measured, not assumed.
+
+    python benchmarks/perf_noise.py [--launches 4] [--pairs 96] [--model DIR]
+
+Each launch pair is two fresh `gatekeeper serve` processes of the same build (the optimized path,
+no faults). At concurrency 1 the sides take turns request by request (A B, B A, ...), as the gate
+does; each request streams 32 output tokens with ignore_eos. Per request and per side:
+
+- `tpot`: (end − first token) / (tokens − 1), vLLM's TPOT, the gate's decode figure today;
+- `median_itl`: the median gap between output chunks (robust to a contention spike);
+- `cpu_per_token`: the server process's CPU time (utime + stime, /proc) over the request, per
+  output token — blind to run-queue waiting and steal, and to regressions that wait (sleeps,
+  locks, I/O) rather than compute.
+
+Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
+difference) and the sd of the per-pair log ratios (σ); then over launch pairs, the sd of the
+means, which estimates sqrt(τ²·2 + σ²/n) and so τ. The design these feed is in
+shared/reference/statistics-review.md §2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from server_util import running_server  # noqa: E402
+
+from gatekeeper.perf.workload import Workload  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+GK_TINY = ROOT / "gatekeeper" / "models" / "gk-tiny"
+MEASURES = ("tpot", "median_itl", "cpu_per_token", "e2e")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """A process's CPU time so far (all its threads), from /proc/<pid>/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float]:
+    """One streamed completion, timed chunk by chunk, with the server's CPU time around it."""
+    c0, t0 = cpu_s(pid), time.perf_counter()
+    chunks: list[float] = []
+    with http.stream("POST", url + "/v1/completions", json={**body, "stream": True}) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                event = json.loads(line[6:])
+                if any(c.get("text") for c in event.get("choices") or []):
+                    chunks.append(time.perf_counter())
+    end, c1 = time.perf_counter(), cpu_s(pid)
+    n = body["max_tokens"]
+    gaps = [b - a for a, b in zip(chunks, chunks[1:])]
+    return {"tpot": (end - chunks[0]) / (n - 1), "median_itl": statistics.median(gaps),
+            "cpu_per_token": max(c1 - c0, 1.0 / TICK) / n, "e2e": end - t0}
+
+
+def launch_pair(pairs: int, seed: int, model: Path) -> dict[str, list[float]]:
+    """Two fresh launches of one build; per measure, the per-request-pair log ratios (B over A)."""
+    workload = Workload()
+    requests = workload.requests(pairs, seed)
+    with running_server(model, "--profile", "optimized") as a, running_server(model, "--profile", "optimized") as b, \
+            httpx.Client(timeout=120) as http:
+        sides = {"A": (a.url, a.proc.pid), "B": (b.url, b.proc.pid)}
+        for url, pid in sides.values():  # warm-up, unmeasured
+            for r in workload.requests(4, seed + 1000):
+                one(http, url, pid, {"model": "gk-tiny", **r.body})
+        ratios: dict[str, list[float]] = {m: [] for m in MEASURES}
+        for j, r in enumerate(requests):
+            order = ("A", "B") if j % 2 == 0 else ("B", "A")
+            got = {side: one(http, *sides[side], {"model": "gk-tiny", **r.body}) for side in order}
+            for m in MEASURES:
+                ratios[m].append(math.log(got["B"][m] / got["A"][m]))
+    return ratios
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--launches", type=int, default=4, help="launch pairs (fresh processes each)")
+    ap.add_argument("--pairs", type=int, default=96, help="request pairs per launch pair, at concurrency 1")
+    ap.add_argument("--model", type=Path, default=GK_TINY)
+    args = ap.parse_args()
+    means: dict[str, list[float]] = {m: [] for m in MEASURES}
+    sds: dict[str, list[float]] = {m: [] for m in MEASURES}
+    for k in range(args.launches):
+        t0 = time.perf_counter()
+        ratios = launch_pair(args.pairs, k, args.model)
+        row = []
+        for m in MEASURES:
+            means[m].append(statistics.fmean(ratios[m]))
+            sds[m].append(statistics.stdev(ratios[m]))
+            row.append(f"{m} mean {means[m][-1]:+.4f} sd {sds[m][-1]:.4f}")
+        print(f"launch pair {k + 1}: " + "; ".join(row) + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print()
+    print(f"{'measure':14s} {'σ (median sd per pair)':>24s} {'sd of launch means':>20s} {'τ estimate':>12s}")
+    for m in MEASURES:
+        sigma = statistics.median(sds[m])
+        spread = statistics.stdev(means[m]) if len(means[m]) > 1 else float("nan")
+        # Var(mean of one launch pair) = 2τ² + σ²/n: what is left after the within-launch part is τ.
+        tau2 = (spread ** 2 - sigma ** 2 / args.pairs) / 2 if not math.isnan(spread) else float("nan")
+        tau = math.sqrt(tau2) if tau2 > 0 else 0.0
+        print(f"{m:14s} {sigma:24.4f} {spread:20.4f} {tau:12.4f}")
+
+
+if __name__ == "__main__":
+    main()
