@@ -111,3 +111,29 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
     if garbled:
         assert out.check("shadow.rule.task_success_down")["status"] == "FAIL"
         assert out.check("shadow.rule.garbage_rate_up")["status"] == "FAIL"
+
+
+def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
+    """A ROLLBACK latches in the store; while latched, the live verdict stays ROLLBACK whatever
+    the recomputed one says (new slices re-split alpha, so a recompute alone can forget), and says
+    why; the operator's reset judges afresh."""
+    store = PairStore(tmp_path / "s.db")
+    for i in range(40):  # the candidate answers otherwise in one pair in four
+        ref = Answer(f"answer {i}")
+        store.add(_record(i), ref, ref if i % 4 else Answer(f"garbled {i}"), ref)
+    first = judge_store(store, ShadowSettings(), min_pairs=60, sticky=True)
+    assert first["verdict"] == "ROLLBACK" and first["latched"]["judged"] == 40
+    assert judge_store(store, ShadowSettings(), min_pairs=60)["verdict"] == "ROLLBACK"
+    assert "latched" not in judge_store(store, ShadowSettings(), min_pairs=60)  # only the live proxy latches
+
+    clean = PairStore(tmp_path / "clean.db")  # a store whose pairs show nothing, with a ROLLBACK latched
+    for i in range(80):
+        ref = Answer(f"answer {i}")
+        clean.add(_record(i), ref, ref, ref)
+    assert judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] == "PROMOTE"
+    clean.latch(first)
+    later = judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)
+    assert later["verdict"] == "ROLLBACK" and later["reason"].startswith("latched: rolled back after 40 judged pairs")
+    assert "/verdict/reset" in later["reason"]
+    assert clean.reset_latch() is not None and clean.latched() is None
+    assert judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] == "PROMOTE"

@@ -13,6 +13,8 @@ own `/metrics` and every other path reach clients untouched.
 - `GET /verdict/rollback`: 200 only on ROLLBACK (412 otherwise): Flagger's `rollback` webhook,
   which rolls back on a 2xx.
 - `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`).
+- `POST /verdict/reset`: clears a latched ROLLBACK (a ROLLBACK is sticky: later pairs do not undo
+  it); the operator's decision, after the candidate was rolled back or the cause understood.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Judge:
             wait = max(self.cfg.judge_interval_s, 5 * self._took)
             if size != self._size and time.monotonic() - self._at >= wait:
                 t0 = time.monotonic()
-                self._data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs)
+                self._data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs, sticky=True)
                 self._at, self._size, self._took = time.monotonic(), size, time.monotonic() - t0
             data = dict(self._data)
         data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,
@@ -95,6 +97,14 @@ class Judge:
                     decay.labels(target).set(value)
         return generate_latest(reg)
 
+    def reset(self) -> dict[str, Any] | None:
+        """Clear a latched ROLLBACK and judge afresh at the next read; what was latched."""
+        with self._lock:
+            cleared = self.mirror.store.reset_latch()
+            self._size = -1  # judge again, even without new pairs
+            self._at = 0.0
+        return cleared
+
 
 def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> ThreadingHTTPServer:
     """Start the admin server in a thread; returns it (its port is `server_address[1]`)."""
@@ -127,6 +137,13 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
                                "application/json")
             except Exception as e:  # noqa: BLE001 — a judging failure is an answer, not a dead server
                 self._send(500, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode(), "application/json")
+
+        def do_POST(self) -> None:  # noqa: N802 — http.server's name
+            if self.path.split("?")[0].rstrip("/") != "/verdict/reset":
+                self._send(404, b'{"error": "not found: POST /verdict/reset"}\n', "application/json")
+                return
+            cleared = judge.reset()
+            self._send(200, (json.dumps({"reset": cleared is not None, "was": cleared}) + "\n").encode(), "application/json")
 
     server = ThreadingHTTPServer((cfg.admin_host, cfg.admin_port), Handler)
     server.daemon_threads = True

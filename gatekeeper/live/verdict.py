@@ -5,7 +5,10 @@
   floor and Diffy's margins), or the score fell below `score_marginal`;
 - PROMOTE: at least `min_pairs` pairs were judged (the policy's stage budgets summed, unless
   given) and nothing fired;
-- HOLD: still collecting (fewer judged pairs), or nothing could be judged. A pair whose
+- HOLD: still collecting (fewer judged pairs), or nothing could be judged.
+- a ROLLBACK is sticky in the live proxy: latched in the store, it stays until an operator
+  resets it, whatever later pairs show (the alpha split over slices changes as new slices
+  appear, so a recomputed verdict alone could forget it). A pair whose
   reference failed says nothing about the candidate and is not counted as judged; a twin that
   failed counts as the candidate's failures do (the noise floor of transient errors).
 
@@ -42,8 +45,25 @@ def _stage(s: ShadowSettings, judged: int) -> str:
     return "complete"
 
 
-def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None) -> dict[str, Any]:
-    """The verdict JSON for the pairs stored so far."""
+def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None, sticky: bool = False) -> dict[str, Any]:
+    """The verdict JSON for the pairs stored so far. `sticky` (the live proxy): a ROLLBACK is
+    latched in the store, and later pairs — clean ones from a new tenant, say — do not turn it
+    back into HOLD or PROMOTE until an operator resets it (`POST /verdict/reset`)."""
+    data = _judge(store, s, min_pairs)
+    if not sticky:
+        return data
+    if data["verdict"] == "ROLLBACK":
+        data["latched"] = store.latch(data)
+        return data
+    latched = store.latched()
+    if latched is not None:
+        data.update(verdict="ROLLBACK", latched=latched,
+                    reason=f"latched: rolled back after {latched['judged']} judged pairs ({latched['reason']}); now "
+                           f"{data['reason']}; POST /verdict/reset on the admin address to clear it")
+    return data
+
+
+def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None) -> dict[str, Any]:
     need = default_min_pairs(s) if min_pairs is None else min_pairs
     if len(store) == 0:
         return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),

@@ -78,6 +78,30 @@ class PairStore:
                                    "VALUES (?, ?, ?, ?, ?, ?)", row)
             return cur.rowcount == 1
 
+    def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
+        """Remember the first ROLLBACK (its reason, judged pairs, time) and return what is latched:
+        a live verdict that rolled back stays ROLLBACK until an operator resets it."""
+        entry = json.dumps({"reason": verdict["reason"], "judged": verdict["judged"], "pairs": verdict["pairs"],
+                            "at": time.time()})
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('rollback', ?)", (entry,))
+        found = self.latched()
+        assert found is not None
+        return found
+
+    def latched(self) -> dict[str, Any] | None:
+        """The latched ROLLBACK, or None."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='rollback'").fetchone()
+        return json.loads(row[0]) if row else None
+
+    def reset_latch(self) -> dict[str, Any] | None:
+        """Clear a latched ROLLBACK (an operator's decision); returns what was latched."""
+        found = self.latched()
+        with self._lock:
+            self._db.execute("DELETE FROM meta WHERE key='rollback'")
+        return found
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM pairs").fetchone()[0])
