@@ -137,3 +137,34 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     assert "/verdict/reset" in later["reason"]
     assert clean.reset_latch() is not None and clean.latched() is None
     assert judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] == "PROMOTE"
+
+
+def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
+    """`POST /verdict/reset` on the real admin server clears the latch; `/verdict` says it until then."""
+    from types import SimpleNamespace
+
+    import httpx
+
+    from gatekeeper.live.admin import serve_admin
+    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
+
+    store = PairStore(tmp_path / "s.db")
+    for i in range(80):
+        ref = Answer(f"answer {i}")
+        store.add(_record(i), ref, ref, ref)
+    store.latch({"reason": "task_success_down: disagreement in all", "judged": 40, "pairs": 40})
+    cfg = MirrorConfig(str(tmp_path / "s.db"), Upstream("http://127.0.0.1:9"), min_pairs=60, judge_interval_s=0.0)
+    mirror = SimpleNamespace(store=store, stats={"stored": len(store)})  # the admin server reads only these
+    server = serve_admin(cfg, mirror, Counters())  # type: ignore[arg-type]
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        before = httpx.get(url + "/verdict").json()
+        assert before["verdict"] == "ROLLBACK" and before["reason"].startswith("latched:")
+        assert httpx.get(url + "/verdict/rollback").status_code == 200
+        reset = httpx.post(url + "/verdict/reset")
+        assert reset.status_code == 200 and reset.json()["reset"] is True
+        assert httpx.get(url + "/verdict").json()["verdict"] == "PROMOTE"
+        assert httpx.post(url + "/verdict/reset").json()["reset"] is False
+        assert httpx.post(url + "/elsewhere").status_code == 404
+    finally:
+        server.shutdown()
