@@ -31,6 +31,19 @@ def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     sys.exit(code)
 
 
+def _crashed(e: BaseException) -> NoReturn:
+    """One line for a crash of gatekeeper itself, the traceback in a file, exit INTERNAL_ERROR (a
+    CI step must not read a crash as ROLLBACK, whose code Python's default of 1 would be)."""
+    import tempfile
+    import traceback
+
+    fd, path = tempfile.mkstemp(prefix="gatekeeper-crash-", suffix=".txt")
+    with open(fd, "w", encoding="utf-8") as out:
+        traceback.print_exception(e, file=out)
+    _fail(f"internal error: {type(e).__name__}: {str(e)[:200]}", exit_codes.INTERNAL_ERROR,
+          f"a bug in gatekeeper, not a verdict; the traceback is in {path}")
+
+
 class _Main(click.Group):
     """A click group whose errors are one line with their exit code, and whose engine commands
     load lazily."""
@@ -68,6 +81,8 @@ class _Main(click.Group):
         except click.Abort:
             click.echo("gatekeeper: interrupted", err=True)
             sys.exit(exit_codes.INTERRUPTED)
+        except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code, never ROLLBACK's
+            _crashed(e)
         sys.exit(rv if isinstance(rv, int) else exit_codes.OK)
 
 

@@ -79,6 +79,8 @@ def load_yaml(path: str | Path) -> Any:
         raise ConfigError(problem, str(p), line) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML: {e}", str(p)) from None
+    except RecursionError:
+        raise ConfigError("YAML nested too deeply", str(p)) from None
 
 
 def line_of(obj: Any, key: Any = None) -> int | None:

@@ -93,9 +93,13 @@ def load_golden_set(path: str | Path) -> GoldenSet:
     """Read and validate one golden-set YAML file; ConfigError (file:line: key: ...) if invalid."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read golden set: {e.strerror or e}", str(p)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError("not UTF-8", str(p), data[:e.start].count(b"\n") + 1) from None
     return parse_golden_set(text, str(p))
 
 
@@ -114,6 +118,8 @@ def parse_golden_set(text: str, path: str = "<string>") -> GoldenSet:
         raise ConfigError(f"invalid YAML: {e.problem or e}", path, mark.line + 1 if mark else None) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"invalid YAML: {e}", path) from None
+    except RecursionError:
+        raise ConfigError("YAML nested too deeply", path) from None
     return _Validator(path, _marks(root)).golden_set(data)
 
 

@@ -172,19 +172,24 @@ def iter_records(path: str | Path, skip_bad: bool = False, skipped: list[str] | 
     A bad line raises ConfigError `file:line: problem`, or with `skip_bad` is appended to
     `skipped` and passed over."""
     try:
-        handle = open(path, encoding="utf-8")
+        handle = open(path, "rb")  # decoded line by line: a line that is not UTF-8 is that line's error
     except OSError as e:
         raise ConfigError(f"cannot read traffic file: {e.strerror or e}", str(path)) from None
     with handle:
         for n, raw in enumerate(handle, 1):
-            text = raw.strip()
-            if not text or text.startswith("#"):
-                continue
             try:
+                try:
+                    text = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as e:
+                    raise TrafficLineError(f"not UTF-8 (byte {e.start + 1} of the line)") from None
+                if not text or text.startswith("#"):
+                    continue
                 try:
                     obj = json.loads(text)
                 except ValueError as e:
                     raise TrafficLineError(f"not JSON: {e.args[0].split(':')[0]}") from None
+                except RecursionError:
+                    raise TrafficLineError("JSON nested too deeply") from None
                 yield parse_record(obj, n)
             except TrafficLineError as e:
                 if not skip_bad:
