@@ -21,7 +21,7 @@ from typing import NoReturn
 import click
 
 from gatekeeper import __version__, exit_codes
-from gatekeeper.errors import GatekeeperError
+from gatekeeper.errors import GatekeeperError, Terminated
 
 _ENGINE_COMMANDS = {"serve": "serve", "faults": "list_faults"}  # command -> function in gatekeeper.engine.commands
 
@@ -29,6 +29,19 @@ _ENGINE_COMMANDS = {"serve": "serve", "faults": "list_faults"}  # command -> fun
 def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     click.echo(f"gatekeeper: error: {message}" + (f" ({hint})" if hint else ""), err=True)
     sys.exit(code)
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP raise `Terminated` in the main thread (Python's default would end the
+    process at once, skipping the `finally` that stops the engines a run started). Servers that
+    handle these signals themselves (`serve`, `shadow`) install their own handlers later."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def _crashed(e: BaseException) -> NoReturn:
@@ -65,6 +78,7 @@ class _Main(click.Group):
         return command
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        _stop_on_signals()
         try:
             rv = super().main(args=args, prog_name=prog_name or "gatekeeper", complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -81,6 +95,8 @@ class _Main(click.Group):
         except click.Abort:
             click.echo("gatekeeper: interrupted", err=True)
             sys.exit(exit_codes.INTERRUPTED)
+        except Terminated as e:
+            _fail(str(e), e.exit_code)
         except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code, never ROLLBACK's
             _crashed(e)
         sys.exit(rv if isinstance(rv, int) else exit_codes.OK)

@@ -13,6 +13,21 @@ class GatekeeperError(Exception):
     exit_code: int = exit_codes.HOLD
 
 
+class Terminated(BaseException):
+    """The process was told to stop (SIGTERM from CI cancellation or `timeout`, SIGHUP): raised in
+    the main thread so that every `finally` runs — the engines a run started are stopped — and the
+    command exits 128 + the signal's number, as a shell reports a process a signal ended. A
+    BaseException, like KeyboardInterrupt: no `except Exception` (a gate's crash handler) keeps
+    the run going."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        self.name = signal.Signals(signum).name
+        super().__init__(f"stopped by {self.name}: no verdict; what this command started was stopped")
+        self.exit_code = 128 + signum
+
+
 class ConfigError(GatekeeperError):
     """Bad configuration (YAML, flags, environment): exit code 3. Carries file and line."""
 

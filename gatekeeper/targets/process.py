@@ -68,8 +68,11 @@ class ProcessTarget(Target):
         argv = self._argv(port)
         t0 = time.perf_counter()
         log = open(self.log_path, "wb")
+        # Through the watchdog (gatekeeper/targets/watchdog.py), in a process group of its own: the
+        # engine and what it starts die with this run, even when the run is SIGKILLed.
+        wrapped = [sys.executable, "-m", "gatekeeper.targets.watchdog", str(os.getpid()), "--", *argv]
         try:
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd,
+            self.proc = subprocess.Popen(wrapped, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd,
                                          start_new_session=True)
         except OSError as e:
             log.close()
