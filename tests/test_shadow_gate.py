@@ -180,7 +180,10 @@ def test_a_traffic_file_with_a_bad_line_stops_the_run_before_anything_starts(tmp
 
 
 def test_a_reference_that_fails_the_replay_holds_and_no_stage_reads_as_passed(tmp_path, reference, candidate):
-    with fault_proxy(reference.url, "http500", after=12) as url:  # the reference's probe and canary pass, its replay fails
+    # The reference's canary (1 POST) and probe (10) pass, then every replay request fails. (With
+    # after=12 one replayed request passed; its twin, failing, is now scored as a twin failure, so
+    # that one pair was judged.)
+    with fault_proxy(reference.url, "http500", after=11) as url:
         out = gk_run(tmp_path, "--reference", url, "--candidate", candidate.url, "--gates", "startup,shadow",
                      "--policy", _policy(tmp_path, budget=16))
     stage = out.check("shadow.stage.all")
