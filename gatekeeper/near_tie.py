@@ -81,12 +81,20 @@ def _letters(text: str) -> str:
     return "".join(ch for ch in text if ch.isascii() and ch.isalnum())
 
 
+def _within(piece: str, generated: str) -> bool:
+    """Whether `piece` is a subsequence of `generated`: what is left of the generated text after a
+    renderer cut parts out (a parser that lifts a valid call out of the middle of malformed text,
+    special tokens skipped), in order, and nothing added."""
+    rest = iter(generated)
+    return all(ch in rest for ch in piece)
+
+
 def drawn_from_tokens(answer: ChatResponse) -> bool:
-    """Whether the answer's text, each tool call's name and each call's arguments appear (letters
-    and digits) in the tokens its logprobs say were generated."""
+    """Whether the answer's text, each tool call's name and each call's arguments are drawn
+    (letters and digits, in order) from the tokens its logprobs say were generated."""
     generated = _letters("".join(t.token for t in answer.logprobs or ()))
     pieces = [answer.text, *(c.name for c in answer.tool_calls), *(c.arguments for c in answer.tool_calls)]
-    return all(_letters(piece) in generated for piece in pieces)
+    return all(_within(_letters(piece), generated) for piece in pieces)
 
 
 def asked_again(reference: ChatResponse, candidate: ChatResponse, max_gap: float, repeated: bool) -> str | None:

@@ -21,6 +21,16 @@ def test_a_parser_that_keeps_the_call_as_text_renders_the_same_generation():
     assert same_tokens(parsed, kept) and asked_again(parsed, kept, 1.0, repeated=True) == "same tokens"
 
 
+def test_a_parser_that_lifts_a_call_out_of_the_middle_leaves_text_drawn_from_the_tokens():
+    """vLLM's Hermes parser on two calls, the first malformed: it extracts the second and keeps the
+    rest as text, so the text is the generation with a piece cut out (and special tokens skipped)."""
+    tokens = ['<tool_call>{"name": "a", "arguments": {"x": 1@}}</tool_call>\n', '<tool_call>{"name": "b", "arguments": '
+              '{"y": 2}}</tool_call>\n', "<|im_end|>", '<tool_call>{"name": "c"']
+    answer = ChatResponse('<tool_call>{"name": "a", "arguments": {"x": 1@}}</tool_call>\n<tool_call>{"name": "c"',
+                          (ToolCall("b", '{"y": 2}'),), "stop", logprobs=tuple(TokenLogprob(t, -0.1, {t: -0.1}) for t in tokens))
+    assert drawn_from_tokens(answer)
+
+
 def test_text_or_arguments_the_tokens_do_not_contain_are_not_a_rendering():
     reference = _answer("", (ToolCall("get_weather", '{"city": "Paris"}'),))
     changed_args = _answer("", (ToolCall("get_weather", '{"city": "Paris", "note": "changed"}'),))
