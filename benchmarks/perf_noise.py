@@ -51,8 +51,9 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float]:
-    """One streamed completion, timed chunk by chunk, with the server's CPU time around it."""
+def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float] | None:
+    """One streamed completion, timed chunk by chunk, with the server's CPU time around it (None
+    when the server coalesced the tokens into fewer than three events)."""
     c0, t0 = cpu_s(pid), time.perf_counter()
     chunks: list[float] = []
     with http.stream("POST", url + "/v1/completions", json={**body, "stream": True}) as r:
@@ -60,9 +61,11 @@ def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float]:
         for line in r.iter_lines():
             if line.startswith("data: ") and line != "data: [DONE]":
                 event = json.loads(line[6:])
-                if any(c.get("text") for c in event.get("choices") or []):
+                if event.get("choices"):  # a token's event, even one whose text is empty (a partial UTF-8 byte)
                     chunks.append(time.perf_counter())
     end, c1 = time.perf_counter(), cpu_s(pid)
+    if len(chunks) < 3:  # the server sent the tokens in fewer events (coalesced): no gaps to measure
+        return None
     n = body["max_tokens"]
     gaps = [b - a for a, b in zip(chunks, chunks[1:])]
     return {"tpot": (end - chunks[0]) / (n - 1), "median_itl": statistics.median(gaps),
@@ -83,8 +86,11 @@ def launch_pair(pairs: int, seed: int, model: Path) -> dict[str, list[float]]:
         for j, r in enumerate(requests):
             order = ("A", "B") if j % 2 == 0 else ("B", "A")
             got = {side: one(http, *sides[side], {"model": "gk-tiny", **r.body}) for side in order}
+            a, b = got["A"], got["B"]
+            if a is None or b is None:
+                continue  # counted by what is missing from `pairs`
             for m in MEASURES:
-                ratios[m].append(math.log(got["B"][m] / got["A"][m]))
+                ratios[m].append(math.log(b[m] / a[m]))
     return ratios
 
 
@@ -104,7 +110,8 @@ def main() -> None:
             means[m].append(statistics.fmean(ratios[m]))
             sds[m].append(statistics.stdev(ratios[m]))
             row.append(f"{m} mean {means[m][-1]:+.4f} sd {sds[m][-1]:.4f}")
-        print(f"launch pair {k + 1}: " + "; ".join(row) + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+        print(f"launch pair {k + 1} ({len(ratios['tpot'])} request pairs): " + "; ".join(row)
+              + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     print()
     print(f"{'measure':14s} {'σ (median sd per pair)':>24s} {'sd of launch means':>20s} {'τ estimate':>12s}")
     for m in MEASURES:
