@@ -16,45 +16,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from gatekeeper import __version__, exit_codes
+from gatekeeper.cli_exit import crashed, fail as _fail, stop_on_signals
 from gatekeeper.errors import GatekeeperError, Terminated
 
 _ENGINE_COMMANDS = {"serve": "serve", "faults": "list_faults"}  # command -> function in gatekeeper.engine.commands
-
-
-def _fail(message: str, code: int, hint: str | None = None) -> NoReturn:
-    click.echo(f"gatekeeper: error: {message}" + (f" ({hint})" if hint else ""), err=True)
-    sys.exit(code)
-
-
-def _stop_on_signals() -> None:
-    """SIGTERM and SIGHUP raise `Terminated` in the main thread (Python's default would end the
-    process at once, skipping the `finally` that stops the engines a run started). Servers that
-    handle these signals themselves (`serve`, `shadow`) install their own handlers later."""
-    import signal
-
-    def stop(signum: int, frame: object) -> None:
-        raise Terminated(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
-
-
-def _crashed(e: BaseException) -> NoReturn:
-    """One line for a crash of gatekeeper itself, the traceback in a file, exit INTERNAL_ERROR (a
-    CI step must not read a crash as ROLLBACK, whose code Python's default of 1 would be)."""
-    import tempfile
-    import traceback
-
-    fd, path = tempfile.mkstemp(prefix="gatekeeper-crash-", suffix=".txt")
-    with open(fd, "w", encoding="utf-8") as out:
-        traceback.print_exception(e, file=out)
-    _fail(f"internal error: {type(e).__name__}: {str(e)[:200]}", exit_codes.INTERNAL_ERROR,
-          f"a bug in gatekeeper, not a verdict; the traceback is in {path}")
 
 
 class _Main(click.Group):
@@ -78,7 +47,7 @@ class _Main(click.Group):
         return command
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        _stop_on_signals()
+        stop_on_signals()
         try:
             rv = super().main(args=args, prog_name=prog_name or "gatekeeper", complete_var=complete_var,
                               standalone_mode=False, **extra)
@@ -98,7 +67,7 @@ class _Main(click.Group):
         except Terminated as e:
             _fail(str(e), e.exit_code)
         except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code, never ROLLBACK's
-            _crashed(e)
+            crashed(e)
         sys.exit(rv if isinstance(rv, int) else exit_codes.OK)
 
 

@@ -52,7 +52,7 @@ def test_a_line_that_is_not_utf8_is_one_bad_line_that_bad_lines_skip_passes_over
 
 
 def test_a_crash_of_gatekeeper_itself_exits_4_with_one_line_and_the_traceback_in_a_file():
-    r = subprocess.run([sys.executable, "-c", "from gatekeeper.cli import _crashed; _crashed(ValueError('boom'))"],
+    r = subprocess.run([sys.executable, "-c", "from gatekeeper.cli_exit import crashed; crashed(ValueError('boom'))"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode == 4 and r.stderr.count("\n") == 1 and "internal error: ValueError: boom" in r.stderr
     path = Path(re.search(r"traceback is in (\S+)\)", r.stderr).group(1))
