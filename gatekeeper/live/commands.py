@@ -187,12 +187,14 @@ def pairs() -> None:
 @click.argument("store_path")
 @click.option("--out", "out_path", required=True, help="The traffic file to write (atomically), with `pair` keys.")
 def pairs_export(store_path: str, out_path: str) -> None:
-    """Write every pair of a store to a traffic file."""
+    """Write every pair of a store to a traffic file (the store is only read)."""
     from gatekeeper.gates.shadow.store import PairStore
 
-    store = PairStore(store_path, create=False)
-    n = store.export(out_path)
-    store.close()
+    store = PairStore.open_readonly(store_path)
+    try:
+        n = store.export(out_path)
+    finally:
+        store.close()
     click.echo(f"exported {n} pair(s) to {out_path}")
 
 
@@ -200,16 +202,13 @@ def pairs_export(store_path: str, out_path: str) -> None:
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--store", "store_path", required=True, help="The store to add the pairs to (created if absent).")
 def pairs_import(paths: tuple[str, ...], store_path: str) -> None:
-    """Merge exported pair files (from several proxy hosts) into one store; ids already held are skipped."""
-    from gatekeeper.gates.shadow.store import PairStore
+    """Merge exported pair files (from several proxy hosts) into one store; ids already held are
+    skipped. All or nothing: a bad line anywhere leaves the store as it was (and creates none)."""
+    from gatekeeper.gates.shadow.store import import_pairs
 
-    store = PairStore(store_path)
-    try:
-        for path in paths:
-            added, held = store.import_file(path)
-            click.echo(f"{path}: {added} pair(s) added, {held} already held")
-    finally:
-        store.close()
-    click.echo(f"{store_path}: {len(PairStore(store_path))} pair(s)")
+    counts, total = import_pairs(store_path, paths)
+    for path, (added, held) in zip(paths, counts):
+        click.echo(f"{path}: {added} pair(s) added, {held} already held")
+    click.echo(f"{store_path}: {total} pair(s)")
     sys.exit(0)
 

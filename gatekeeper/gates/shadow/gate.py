@@ -256,8 +256,9 @@ def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> Ans
 
 
 def _stored(s: ShadowSettings) -> tuple[TrafficFile, dict[str, tuple[Answer, Answer, Answer | None]]]:
-    """A pair store's requests (as a traffic file, in stored order) and answers."""
-    store = PairStore(find_file(s.store), create=False)
+    """A pair store's requests (as a traffic file, in stored order) and answers, read without
+    writing to the store (a ConfigError for a file that is no store, a damaged one or a bad row)."""
+    store = PairStore.open_readonly(find_file(s.store))
     try:
         rows = list(store.rows())
     finally:

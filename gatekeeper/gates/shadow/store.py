@@ -9,16 +9,36 @@ process crash (only a power loss can take the last ones back).
 
 Export and import go through the traffic format (docs/traffic-format.md, the `pair` key), so the
 stores of several proxy hosts merge into one judgement: import skips a request id it already
-holds.
+holds. An import is all or nothing: one transaction over every file, rolled back on the first
+bad line, and a store the import created is removed again (`import_pairs`).
+
+Judging never writes. `PairStore.open_readonly` opens the file with `mode=ro`, and with
+`immutable=1` when no `-wal` file lies beside it: a read-only open of a WAL database would
+otherwise create `-wal` and `-shm` files and leave them behind. When a `-wal` file exists (a
+proxy is writing, or was killed before its last checkpoint) its committed pairs are read; the
+database file and the `-wal` file are left as they were, SQLite's `-shm` index may be rebuilt.
+
+What is refused, as a ConfigError naming the file (exit code 3), by readers and writers alike
+(a writer creates a store only in a missing or empty file):
+- an empty file, a file that is not SQLite, another program's SQLite database: a store holds
+  the `pairs` and `meta` tables with gatekeeper's columns and, in `meta`, the marker
+  `gatekeeper_store` = the schema version, written when the store is created. Stores created
+  before the marker existed (the tables and `schema` = 1 in `meta`, no marker) are accepted as
+  they are: nothing adds the marker to them, so a judging or failed import leaves them unchanged;
+- a store of another schema version;
+- a file SQLite's `PRAGMA quick_check` finds damaged ("corrupted: ...");
+- when read, a row whose record or answers are not valid JSON of the documented shape (the error
+  names the pair id).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,11 +46,15 @@ from typing import Any
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.measures import Pair
-from gatekeeper.traffic.format import TrafficRecord, iter_records, parse_record
+from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
 
 SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS pairs (
+MARKER = "gatekeeper_store"
+"""The `meta` key that makes a SQLite file a gatekeeper pair store; its value is SCHEMA_VERSION."""
+
+_SCHEMA = f"""
+BEGIN;
+CREATE TABLE pairs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     id TEXT NOT NULL UNIQUE,
     stored_at REAL NOT NULL,
@@ -39,30 +63,57 @@ CREATE TABLE IF NOT EXISTS pairs (
     candidate TEXT NOT NULL,
     twin TEXT
 );
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('{MARKER}', '{SCHEMA_VERSION}'), ('schema', '{SCHEMA_VERSION}');
+COMMIT;
 """
+_COLUMNS = {"pairs": ("seq", "id", "stored_at", "record", "reference", "candidate", "twin"), "meta": ("key", "value")}
+_SHAPE = " and ".join(f"{table}({', '.join(cols)})" for table, cols in _COLUMNS.items())
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_ANSWER_KEYS = ("text", "calls", "finish_reason", "tokens", "e2e_s", "ttft_s", "nonfinite", "error")
+_HINT = "a pair store is the file `gatekeeper shadow --store` or `gatekeeper pairs import --store` writes"
 
 
 class PairStore:
-    """A pair store on disk; safe to share between threads (one connection, one lock)."""
+    """A pair store on disk; safe to share between threads (one connection, one lock).
 
-    def __init__(self, path: str | Path, create: bool = True) -> None:
+    `PairStore(path)` opens it for writing, creating it when the file is missing or empty;
+    `create=False` requires it to exist; `PairStore.open_readonly(path)` (judging) never writes."""
+
+    def __init__(self, path: str | Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
-        if not create and not self.path.is_file():
+        self.readonly = readonly
+        exists = self.path.is_file()
+        if (readonly or not create) and not exists:
             raise ConfigError(f"pair store {self.path} not found (a `gatekeeper shadow --store` file)")
-        try:
-            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
-            found = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if found is None:
-                self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-            elif found[0] != str(SCHEMA_VERSION):
-                raise ConfigError(f"pair store {self.path} has schema {found[0]}; this gatekeeper reads {SCHEMA_VERSION}")
-        except sqlite3.DatabaseError as e:
-            raise ConfigError(f"{self.path} is not a pair store ({e})") from None
+        fresh = not exists or self.path.stat().st_size == 0
+        if readonly or not fresh:
+            db = _connect_readonly(self.path)
+            try:
+                _check(db, self.path)
+            except BaseException:
+                db.close()
+                raise
+            if readonly:
+                self._db = db
+            else:
+                db.close()
+        if not readonly:
+            try:
+                self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                if fresh:
+                    self._db.executescript(_SCHEMA)
+            except sqlite3.DatabaseError as e:
+                raise ConfigError(f"cannot open the pair store for writing ({e})", str(self.path)) from None
         self._lock = threading.Lock()
+
+    @classmethod
+    def open_readonly(cls, path: str | Path) -> PairStore:
+        """An existing store, checked (marker, schema, `quick_check`) and opened read-only: what
+        judging reads. The file and its directory are left as they were."""
+        return cls(path, create=False, readonly=True)
 
     def close(self) -> None:
         """Close the connection (committed pairs are already on disk)."""
@@ -71,12 +122,16 @@ class PairStore:
 
     def add(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
         """Store one pair (committed before returning); False when its id is already stored."""
+        with self._lock:
+            return self._insert(record, reference, candidate, twin)
+
+    def _insert(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
+        assert not self.readonly, "a read-only pair store is never written"
         row = (record.id, time.time(), json.dumps(record.to_json()), json.dumps(reference.to_dict()),
                json.dumps(candidate.to_dict()), None if twin is None else json.dumps(twin.to_dict()))
-        with self._lock:
-            cur = self._db.execute("INSERT OR IGNORE INTO pairs (id, stored_at, record, reference, candidate, twin) "
-                                   "VALUES (?, ?, ?, ?, ?, ?)", row)
-            return cur.rowcount == 1
+        cur = self._db.execute("INSERT OR IGNORE INTO pairs (id, stored_at, record, reference, candidate, twin) "
+                               "VALUES (?, ?, ?, ?, ?, ?)", row)
+        return cur.rowcount == 1
 
     def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
         """Remember the first ROLLBACK (its reason, judged pairs, time) and return what is latched:
@@ -107,12 +162,21 @@ class PairStore:
             return int(self._db.execute("SELECT COUNT(*) FROM pairs").fetchone()[0])
 
     def rows(self) -> Iterator[tuple[TrafficRecord, Answer, Answer, Answer | None]]:
-        """Every stored pair in the order it was stored: (record, reference, candidate, twin)."""
-        with self._lock:
-            rows = self._db.execute("SELECT record, reference, candidate, twin FROM pairs ORDER BY seq").fetchall()
-        for i, (record, ref, cand, twin) in enumerate(rows, 1):
-            yield (parse_record(json.loads(record), i), Answer.from_dict(json.loads(ref)), Answer.from_dict(json.loads(cand)),
-                   Answer.from_dict(json.loads(twin)) if twin is not None else None)
+        """Every stored pair in the order it was stored: (record, reference, candidate, twin). A row
+        that is not a valid pair is a ConfigError naming the store and the pair id."""
+        try:
+            with self._lock:
+                rows = self._db.execute("SELECT id, record, reference, candidate, twin FROM pairs ORDER BY seq").fetchall()
+        except sqlite3.DatabaseError as e:
+            raise ConfigError(f"corrupted: {e}", str(self.path), hint=_HINT) from None
+        for i, (pair_id, record, ref, cand, twin) in enumerate(rows, 1):
+            try:
+                yield (parse_record(_json(record, "record"), i), _answer(_json(ref, "reference"), "reference"),
+                       _answer(_json(cand, "candidate"), "candidate"),
+                       None if twin is None else _answer(_json(twin, "twin"), "twin"))
+            except ValueError as e:
+                where = "record: " if isinstance(e, TrafficLineError) else ""
+                raise ConfigError(f"pair {pair_id!r} is not a valid stored pair: {where}{e}", str(self.path)) from None
 
     def export(self, path: str | Path) -> int:
         """Write every pair as a traffic file with `pair` keys (atomically); the number written."""
@@ -124,21 +188,161 @@ class PairStore:
         return len(lines)
 
     def import_file(self, path: str | Path) -> tuple[int, int]:
-        """Add the pairs of an exported traffic file: (added, already held). A line without a
-        `pair` key, or with a malformed one, is a ConfigError naming file and line."""
-        added = held = 0
-        for record in iter_records(path):
-            pair = record.pair
-            if pair is None:
-                raise ConfigError("no stored pair on this line (a `pair` key with `reference` and `candidate` answers; "
-                                  "`gatekeeper pairs export` writes them)", str(path), record.line, "pair")
-            twin = pair.get("twin")
-            if self.add(replace(record, pair=None), Answer.from_dict(pair["reference"]), Answer.from_dict(pair["candidate"]),
-                        Answer.from_dict(twin) if isinstance(twin, dict) else None):
-                added += 1
+        """Add the pairs of an exported traffic file: (added, already held); see `import_files`."""
+        return self.import_files([path])[0]
+
+    def import_files(self, paths: Sequence[str | Path]) -> list[tuple[int, int]]:
+        """Add the pairs of exported traffic files, per file (added, already held), in one
+        transaction: a line without a `pair` key, or with a malformed one, is a ConfigError naming
+        file and line, and nothing of any file is added."""
+        counts = []
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for path in paths:
+                    added = held = 0
+                    for record, ref, cand, twin in _exported_pairs(path):
+                        if self._insert(record, ref, cand, twin):
+                            added += 1
+                        else:
+                            held += 1
+                    counts.append((added, held))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return counts
+
+
+def import_pairs(store_path: str | Path, paths: Sequence[str | Path]) -> tuple[list[tuple[int, int]], int]:
+    """`gatekeeper pairs import`: add the pairs of `paths` to the store (created if missing),
+    all or nothing; per file (added, already held), and the pairs the store then holds. On any
+    failure the store is as it was, and a store this call created is removed."""
+    target = Path(store_path)
+    size = target.stat().st_size if target.is_file() else None
+    sidecars = [target.with_name(target.name + s) for s in ("-wal", "-shm", "-journal")]
+    new_sidecars = [p for p in sidecars if not p.exists()]
+    store = PairStore(target)
+    try:
+        counts = store.import_files(paths)
+        return counts, len(store)
+    except BaseException:
+        store.close()
+        if not size:  # the store was created here (in no file, or in an empty one): undone
+            for p in new_sidecars:
+                p.unlink(missing_ok=True)
+            if size is None:
+                target.unlink(missing_ok=True)
             else:
-                held += 1
-        return added, held
+                target.write_bytes(b"")
+        raise
+    finally:
+        store.close()
+
+
+def _exported_pairs(path: str | Path) -> Iterator[tuple[TrafficRecord, Answer, Answer, Answer | None]]:
+    """The pairs of an exported traffic file; a ConfigError `file:line: pair...` for a bad one."""
+    for record in iter_records(path):
+        pair = record.pair
+        if pair is None:
+            raise ConfigError("no stored pair on this line (a `pair` key with `reference` and `candidate` answers; "
+                              "`gatekeeper pairs export` writes them)", str(path), record.line, "pair")
+        try:
+            unknown = sorted(set(pair) - {"reference", "candidate", "twin"})
+            if unknown:
+                raise ValueError(f"unknown key {unknown[0]!r} (a pair holds reference, candidate and twin)")
+            twin = pair.get("twin")
+            yield (replace(record, pair=None), _answer(pair["reference"], "reference"),
+                   _answer(pair["candidate"], "candidate"), None if twin is None else _answer(twin, "twin"))
+        except ValueError as e:
+            raise ConfigError(str(e), str(path), record.line, "pair") from None
+
+
+def _answer(value: Any, what: str) -> Answer:
+    """A stored answer (`Answer.to_dict`'s shape: every key, each of its type) as an Answer;
+    ValueError saying what is wrong, `what` (reference, candidate, twin) first."""
+    if not isinstance(value, dict):
+        raise ValueError(f"{what}: an answer must be an object (got {type(value).__name__})")
+    missing = [k for k in _ANSWER_KEYS if k not in value]
+    unknown = sorted(set(value) - set(_ANSWER_KEYS))
+    if missing or unknown:
+        raise ValueError(f"{what}: " + (f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}")
+                         + f" (an answer holds {', '.join(_ANSWER_KEYS)})")
+    calls = value["calls"]
+    checks = {"text": isinstance(value["text"], str),
+              "calls": isinstance(calls, list) and all(isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
+                                                        for c in calls),
+              "finish_reason": value["finish_reason"] is None or isinstance(value["finish_reason"], str),
+              "tokens": value["tokens"] is None or (isinstance(value["tokens"], int) and not isinstance(value["tokens"], bool)),
+              "e2e_s": _seconds(value["e2e_s"]) and value["e2e_s"] is not None,
+              "ttft_s": value["ttft_s"] is None or _seconds(value["ttft_s"]),
+              "nonfinite": isinstance(value["nonfinite"], bool),
+              "error": value["error"] is None or isinstance(value["error"], str)}
+    wanted = {"text": "a string", "calls": "a list of [name, arguments] strings", "finish_reason": "a string or null",
+              "tokens": "an integer or null", "e2e_s": "seconds (a finite number >= 0)",
+              "ttft_s": "seconds (a finite number >= 0) or null", "nonfinite": "true or false", "error": "a string or null"}
+    for key, ok in checks.items():
+        if not ok:
+            raise ValueError(f"{what}: {key} must be {wanted[key]} (got {json.dumps(value[key])[:40]})")
+    return Answer.from_dict(value)
+
+
+def _seconds(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value) and value >= 0)
+
+
+def _json(text: Any, what: str) -> Any:
+    if not isinstance(text, str):
+        raise ValueError(f"{what} is not JSON text (a {type(text).__name__} value)")
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{what} is not JSON ({e.args[0].split(':')[0]})") from None
+    except RecursionError:
+        raise ValueError(f"{what} is JSON nested too deeply") from None
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection that creates no file: `immutable=1` unless a `-wal` file holds
+    pairs a writer committed (then plain `mode=ro` reads them)."""
+    from urllib.parse import quote
+
+    wal = path.with_name(path.name + "-wal").exists()
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("" if wal else "&immutable=1")
+    try:
+        return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+    except sqlite3.DatabaseError as e:
+        raise ConfigError(f"cannot open the pair store ({e})", str(path)) from None
+
+
+def _check(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not a gatekeeper store of this schema, or that SQLite finds damaged."""
+    with open(path, "rb") as f:
+        head = f.read(len(_SQLITE_HEADER))
+    if not head:
+        raise ConfigError("not a pair store: the file is empty", str(path), hint=_HINT)
+    if head != _SQLITE_HEADER:
+        raise ConfigError("not a pair store: not an SQLite database", str(path), hint=_HINT)
+    try:
+        names = sorted(str(n) for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+        tables = {name: tuple(col[1] for col in db.execute(f"PRAGMA table_info({name})")) for name in _COLUMNS if name in names}
+        if tables != _COLUMNS:
+            found = f"tables {', '.join(names[:8])}" if names else "no table"
+            raise ConfigError(f"not a pair store: another SQLite database ({found}; a store has {_SHAPE})",
+                              str(path), hint=_HINT)
+        meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN (?, 'schema')", (MARKER,)).fetchall())
+        version = meta.get(MARKER, meta.get("schema"))
+        if version is None:
+            raise ConfigError(f"not a pair store: no {MARKER!r} marker in its meta table", str(path), hint=_HINT)
+        if version != str(SCHEMA_VERSION):
+            raise ConfigError(f"pair store of schema {version}; this gatekeeper reads schema {SCHEMA_VERSION}", str(path))
+        problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
+    except sqlite3.DatabaseError as e:
+        raise ConfigError(f"corrupted: {e}", str(path), hint="SQLite cannot read it") from None
+    if problems != ["ok"]:
+        raise ConfigError(f"corrupted: {'; '.join(str(p) for p in problems)[:300]}", str(path),
+                          hint="SQLite's quick_check fails on it")
 
 
 def _pair_json(ref: Answer, cand: Answer, twin: Answer | None) -> dict[str, Any]:
