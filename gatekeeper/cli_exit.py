@@ -10,6 +10,7 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.errors import Terminated
+from gatekeeper.redact import NONE, Redactor
 
 
 def fail(message: str, code: int, hint: str | None = None) -> NoReturn:
@@ -31,14 +32,15 @@ def stop_on_signals() -> None:
         signal.signal(sig, stop)
 
 
-def crashed(e: BaseException) -> NoReturn:
+def crashed(e: BaseException, redactor: Redactor = NONE) -> NoReturn:
     """One line for a crash of gatekeeper itself, the traceback in a file, exit INTERNAL_ERROR (a
-    CI step must not read a crash as ROLLBACK, whose code Python's default of 1 would be)."""
+    CI step must not read a crash as ROLLBACK, whose code Python's default of 1 would be). Both
+    pass through `redactor` (a run's keys)."""
     import tempfile
     import traceback
 
     fd, path = tempfile.mkstemp(prefix="gatekeeper-crash-", suffix=".txt")
     with open(fd, "w", encoding="utf-8") as out:
-        traceback.print_exception(e, file=out)
-    fail(f"internal error: {type(e).__name__}: {str(e)[:200]}", exit_codes.INTERNAL_ERROR,
+        out.write(redactor.text("".join(traceback.format_exception(e))))
+    fail(redactor.text(f"internal error: {type(e).__name__}: {str(e)[:200]}"), exit_codes.INTERNAL_ERROR,
          f"a bug in gatekeeper, not a verdict; the traceback is in {path}")

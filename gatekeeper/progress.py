@@ -40,4 +40,9 @@ class Progress:
             self.console.print(f"  - {self.redact(reason)}", markup=False)
         if len(result.reasons) > 10:
             self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
+        reused = [g.id for g in result.gates if g.reused]
+        if reused:
+            ran = [g.id for g in result.gates if not g.reused]
+            self.console.print(f"resumed: {len(reused)} gate(s) from the interrupted run ({', '.join(reused)}); "
+                               f"{len(ran)} ran now ({', '.join(ran)})", markup=False)
         self.console.print(f"reports: {run_dir}/ ({', '.join(listed_filenames())})", markup=False)

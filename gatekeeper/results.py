@@ -103,6 +103,7 @@ class GateResult:
     stopped_run: bool = False
     notes: tuple[str, ...] = ()
     coverage: Coverage | None = None  # None: the gate did not run (disabled, stopped, or a target did not start)
+    reused: bool = False  # taken from the records of the interrupted run this one resumed (run_dir.py)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The runner knows no gate by name: each gate declares what it needs (`needs_ready
 which blocking outcomes stop the later gates (`stops_run_on`). Records are written as checks are
 produced (records.jsonl), so a crash loses nothing; the final reports are written atomically at
 the end. A gate that raises is an ERROR check (fail closed), and a gate that fails hard stops the
-later gates, which are reported as not run.
+later gates, which are reported as not run. The run directory says it is incomplete until the last
+report is written, and a resumed run takes the gates the interrupted one finished (run_dir.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import datetime as dt
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
@@ -23,7 +24,9 @@ from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
-from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RunResult, Status, TargetInfo
+from gatekeeper.run_dir import (Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
+                                write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.spec import make_target
@@ -55,9 +58,12 @@ def served_model(ep_url: str, spec: TargetSpec, api_key: str | None = None) -> s
 class Runner:
     """Runs one plan; `progress` receives one-line status messages."""
 
-    def __init__(self, plan: RunPlan, progress: Callable[[str], None] = lambda m: None) -> None:
+    def __init__(self, plan: RunPlan, progress: Callable[[str], None] = lambda m: None,
+                 fingerprint: Mapping[str, str] | None = None, resume: Resumable | None = None) -> None:
         self.plan = plan
         self.progress = progress
+        self.fingerprint = fingerprint  # recorded in plan.json, for a later --resume
+        self.resume = resume
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
@@ -67,14 +73,13 @@ class Runner:
         specs = {"reference": self.plan.reference, "candidate": self.plan.candidate}
 
         def start(role: str) -> None:
-            spec = specs[role]
-            self.progress(f"starting {role}: {spec.describe()}")
-            target = make_target(role, spec)
-            self.targets[role] = target
-            started[role] = s = target.start(str(self.run_dir))
+            self.progress(f"starting {role}: {specs[role].describe()}")
+            started[role] = s = self.targets[role].start(str(self.run_dir))
             self.progress(f"{role} " + (f"ready in {s.startup_s:.1f} s" if s.ready else f"did not start: {s.error}"))
 
-        threads = [threading.Thread(target=start, args=(role,)) for role in ROLES]
+        for role in ROLES:  # made here, so a run interrupted while they come up stops both
+            self.targets[role] = make_target(role, specs[role])
+        threads = [threading.Thread(target=start, args=(role,), daemon=True) for role in ROLES]
         for t in threads:
             t.start()
         for t in threads:
@@ -86,6 +91,14 @@ class Runner:
         plan = self.plan
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        mark_incomplete(self.run_dir, plan.run_id, started_at)
+        if self.fingerprint is not None:
+            write_plan(self.run_dir, plan.run_id, self.fingerprint)
+        if self.resume is not None:
+            keep_reused_records(self.resume)
+            set_aside_logs(self.run_dir)
+            self.progress(f"resuming {self.run_dir}: {len(self.resume.gates)} finished gate(s) reused"
+                          + (f" ({', '.join(self.resume.gates)})" if self.resume.gates else ""))
         redactor = plan.redactor()
         records = RecordWriter(self.run_dir / "records.jsonl", redactor)
         endpoints: dict[str, Endpoint] = {}
@@ -132,15 +145,22 @@ class Runner:
             reasons=tuple(reasons),
             targets=tuple(infos),
             gates=tuple(gates),
-            timings=tuple(t for ep in endpoints.values() for t in ep.timings),
+            timings=self._reused_timings(gates) + tuple(t for ep in endpoints.values() for t in ep.timings),
             policy=plan.policy.path,
             golden_sets=plan.golden_paths,
             seed=plan.seed,
             hooks=hooks,
         )
         write_reports(result, self.run_dir, redactor)
-        redactor.tree(self.run_dir)  # the logs the engines wrote themselves
+        redactor.tree(self.run_dir)  # a last sweep: the logs are masked as written (targets/watchdog.py)
+        mark_complete(self.run_dir)
         return result
+
+    def _reused_timings(self, gates: list[GateResult]) -> tuple[RequestTiming, ...]:
+        """The requests the reused gates made in the interrupted run."""
+        if self.resume is None:
+            return ()
+        return tuple(t for g in gates if g.reused for t in self.resume.timings.get(g.id, ()))
 
     def _run_gates(self, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime],
                    capabilities: ProbedCapabilities, versions: dict[str, str | None],
@@ -150,12 +170,20 @@ class Runner:
         stopped_by: GateResult | None = None
         for gate_cls in select(plan.gates):
             gate = gate_cls()
+            reused = self.resume.gates.get(gate.id) if self.resume is not None and stopped_by is None else None
+            if reused is not None:
+                results.append(reused)
+                self.progress(f"gate {gate.stage} {gate.id}: {reused.status.value} (from the interrupted run)")
+                stopped_by = reused if reused.stopped_run else None
+                continue
             if gate.id not in plan.policy.enabled:
                 results.append(self._disabled(gate, records))
+                records.write_gate(results[-1], [])
                 continue
             why_not = gate.not_applicable(plan.policy.settings(gate.id), plan)
             if why_not is not None:
                 results.append(self._disabled(gate, records, why_not))
+                records.write_gate(results[-1], [])
                 continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
@@ -179,6 +207,7 @@ class Runner:
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage)
             results.append(result)
+            records.write_gate(result, [t for ep in endpoints.values() for t in ep.timings if t.gate == gate.id])
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
             if result.stopped_run:
                 stopped_by = result

@@ -4,7 +4,10 @@ The runner opens a `RecordWriter` on `reports/<run>/records.jsonl` before the fi
 writes every `CheckResult` as it is produced, flushed and fsynced, so a crash or a kill loses
 at most the check in flight. Each line is one object: `"format": "gatekeeper.record/1"`, then
 the check in its standalone form (serialise.py: summary.json's fields plus `gate` and `evidence`).
-`read_records` reads the file back and ignores a torn last line.
+When a gate ends, one `"format": "gatekeeper.gate/1"` line says so: its id, stage, title,
+description, status, duration, whether it stopped the run, notes, coverage, and the requests it
+made as `[target, e2e_s, ttft_s, output_tokens]` (what `gatekeeper run --resume` reuses, see
+run_dir.py). `read_records` reads the file back and ignores a torn last line.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from typing import Any, Iterator
 
 from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.jsonable import dumps
-from gatekeeper.report.serialise import check_json
-from gatekeeper.results import CheckResult
+from gatekeeper.report.serialise import check_json, coverage_json
+from gatekeeper.results import CheckResult, GateResult, RequestTiming
 
 RECORD_FORMAT = "gatekeeper.record/1"
+GATE_FORMAT = "gatekeeper.gate/1"
 
 
 class RecordWriter:
@@ -39,7 +43,17 @@ class RecordWriter:
 
     def write(self, check: CheckResult) -> None:
         """Append one check as a line and force it to disk before returning."""
-        record = {"format": RECORD_FORMAT, **check_json(check, standalone=True)}
+        self._append({"format": RECORD_FORMAT, **check_json(check, standalone=True)})
+
+    def write_gate(self, gate: GateResult, timings: list[RequestTiming]) -> None:
+        """Append the line that says `gate` ended, with the requests it made."""
+        self._append({"format": GATE_FORMAT, "id": gate.id, "stage": gate.stage, "title": gate.title,
+                      "description": gate.description, "status": gate.status.value, "duration_s": gate.duration_s,
+                      "stopped_run": gate.stopped_run, "notes": list(gate.notes),
+                      "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
+                      "timings": [[t.target, t.e2e_s, t.ttft_s, t.output_tokens] for t in timings]})
+
+    def _append(self, record: dict[str, Any]) -> None:
         line = self._redact(dumps(record))
         with self._lock:
             self._file.write(line + "\n")

@@ -65,4 +65,5 @@ def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
         "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
         "notes": list(gate.notes),
         "checks": [check_json(c) for c in gate.checks],
+        **({"reused": True} if gate.reused else {}),
     }

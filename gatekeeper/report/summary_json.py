@@ -14,7 +14,7 @@ from gatekeeper.report.data import ReportData
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.serialise import counts_json, gate_json
-from gatekeeper.results import TargetInfo
+from gatekeeper.results import GateResult, TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"
 
@@ -58,7 +58,16 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "gates": [gate_json(g, counts) for g, counts in data.gates()],
         "performance": data.performance.to_dict(),
         "hooks": [h.to_dict() for h in run.hooks],
+        **_resumed(run.gates),
     }
+
+
+def _resumed(gates: tuple[GateResult, ...]) -> dict[str, Any]:
+    """For a resumed run (`gatekeeper run --resume`): which gates came from the interrupted run's
+    records and which ran now; nothing for a run that was not resumed."""
+    if not any(g.reused for g in gates):
+        return {}
+    return {"resumed": {"reused": [g.id for g in gates if g.reused], "ran": [g.id for g in gates if not g.reused]}}
 
 
 class SummaryJsonRenderer(Renderer):

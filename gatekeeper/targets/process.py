@@ -1,20 +1,27 @@
 """Targets gatekeeper starts itself: a launch command, or the bundled engine (which is the
-launch command `python -m gatekeeper.cli serve ...`). The log is captured to a file."""
+launch command `python -m gatekeeper.cli serve ...`). The log is captured to a file, masked as
+it is written (by the watchdog the command runs under, which is handed the target's key).
+
+`stop` may come from another thread while `start` is still waiting for the server (a run
+interrupted while its targets come up): `start` then stops what it launched and returns."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import Started, Target, TargetSpec
+from gatekeeper.targets.watchdog import SECRETS_ENV
 
 
 def free_port() -> int:
@@ -51,6 +58,8 @@ class ProcessTarget(Target):
         self.spec = spec
         self.proc: subprocess.Popen | None = None
         self.log_path: Path | None = None
+        self._stopping = threading.Event()
+        self._launch_lock = threading.Lock()
 
     def _argv(self, port: int) -> list[str]:
         if self.spec.kind == "bundled":
@@ -64,7 +73,8 @@ class ProcessTarget(Target):
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         self.log_path = Path(log_dir) / f"{self.role}.log"
-        env = {**os.environ, **dict(self.spec.env)}
+        key = self.api_key()
+        env = {**os.environ, **dict(self.spec.env), SECRETS_ENV: json.dumps([key] if key else [])}
         argv = self._argv(port)
         t0 = time.perf_counter()
         log = open(self.log_path, "wb")
@@ -72,16 +82,19 @@ class ProcessTarget(Target):
         # engine and what it starts die with this run, even when the run is SIGKILLed.
         wrapped = [sys.executable, "-m", "gatekeeper.targets.watchdog", str(os.getpid()), "--", *argv]
         try:
-            self.proc = subprocess.Popen(wrapped, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd,
-                                         start_new_session=True)
+            with self._launch_lock:
+                if self._stopping.is_set():
+                    return Started(base_url, self.spec.model, False, error="stopped before launch", log_path=str(self.log_path))
+                self.proc = subprocess.Popen(wrapped, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.spec.cwd,
+                                             start_new_session=True)
         except OSError as e:
-            log.close()
             return Started(base_url, self.spec.model, False, error=f"cannot launch {argv[0]}: {e}", log_path=str(self.log_path))
-        log.close()
+        finally:
+            log.close()
         deadline = t0 + self.spec.ready_timeout_s
         ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0, key_source=self.spec.key_source)
         try:
-            while time.perf_counter() < deadline:
+            while time.perf_counter() < deadline and not self._stopping.is_set():
                 code = self.proc.poll()
                 if code is not None:
                     tail = "\n".join(self.log_lines()[-15:])
@@ -95,16 +108,22 @@ class ProcessTarget(Target):
                         return Started(base_url, None, True, time.perf_counter() - t0, log_path=str(self.log_path))
                 except EndpointError:
                     pass
-                time.sleep(0.1)
+                self._stopping.wait(0.1)
         finally:
             ep.close()
+        interrupted = self._stopping.is_set()
         self.stop()
+        if interrupted:
+            return Started(base_url, None, False, error="stopped while starting", log_path=str(self.log_path))
         tail = "\n".join(self.log_lines()[-15:])
         return Started(base_url, None, False, error=f"not ready after {self.spec.ready_timeout_s:g} s (ready_timeout_s)"
                        + (f"; log tail:\n{tail}" if tail else "; it printed nothing"), log_path=str(self.log_path))
 
     def stop(self) -> None:
-        """SIGTERM the process group, then SIGKILL if it lingers."""
+        """SIGTERM the process group, then SIGKILL if it lingers; a `start` still waiting gives up."""
+        self._stopping.set()
+        with self._launch_lock:
+            pass  # a launch in progress has its process now
         if self.proc is None or self.proc.poll() is not None:
             return
         try:

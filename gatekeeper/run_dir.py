@@ -1,0 +1,210 @@
+"""A run directory's own state: whether it is complete, which plan made it, what a resumed run reuses.
+
+- `incomplete.json` is written (atomically) when a run starts and removed after its last report:
+  while it is there the directory holds an unfinished run — running, killed or crashed.
+  `summary.json` appears only at the end.
+- `plan.json` holds the plan's fingerprint: one hash per part (the resolved options, the policy,
+  the golden sets, the files the policy names, the bundled model, gatekeeper's own code), so
+  `gatekeeper run --resume DIR` continues only the same plan and names the part that differs.
+- `records.jsonl` (report/records.py) holds a `gatekeeper.gate/1` line when a gate ends. A gate
+  with that line is finished: a resumed run takes its checks, coverage, notes and request timings
+  from the file instead of running it again. A gate without one is run again, its partial check
+  lines dropped. Gate 1 (startup) always runs again: the targets are launched anew, and what gate
+  1 establishes about them (versions, execution path, capabilities) must hold for this launch.
+
+Reused gates are marked (`GateResult.reused`), and summary.json lists which gates were reused and
+which ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gatekeeper import __version__
+from gatekeeper.config.run_config import find_file
+from gatekeeper.errors import ConfigError
+from gatekeeper.evidence import from_json
+from gatekeeper.report.atomic import write_atomic
+from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
+from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, Status
+from gatekeeper.run_plan import RunPlan
+
+INCOMPLETE = "incomplete.json"
+PLAN = "plan.json"
+PLAN_FORMAT = "gatekeeper.plan/1"
+ALWAYS_RERUN = frozenset({"startup"})
+_NOT_PLAN = frozenset({"out", "resume"})  # options that say where, not what
+
+
+def mark_incomplete(run_dir: Path, run_id: str, started_at: str) -> None:
+    """Say that `run_dir` holds a run that has not finished (removed by `mark_complete`)."""
+    write_atomic(run_dir / INCOMPLETE, json.dumps({"run_id": run_id, "started_at": started_at, "pid": os.getpid(),
+                                                   "resume": f"gatekeeper run <the same options> --resume {run_dir}"},
+                                                  indent=2) + "\n")
+
+
+def mark_complete(run_dir: Path) -> None:
+    """The run's last report is written."""
+    (run_dir / INCOMPLETE).unlink(missing_ok=True)
+
+
+def _digest(chunks: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(len(chunk).to_bytes(8, "little"))
+        h.update(chunk)
+    return h.hexdigest()[:16]
+
+
+def _files(paths: Iterable[Path]) -> str:
+    """One hash over the names and contents of files (directories walked in order)."""
+    def chunks() -> Iterable[bytes]:
+        for path in paths:
+            for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
+                if f.is_file() and "__pycache__" not in f.parts:
+                    yield str(f.relative_to(path) if path.is_dir() else f.name).encode()
+                    yield f.read_bytes()
+    return _digest(chunks())
+
+
+def _named_files(plan: RunPlan) -> list[Path]:
+    """Files the policy's settings name (a traffic sample, a baseline): their content is the plan too."""
+    found = []
+    for settings in plan.policy.gates.values():
+        if not dataclasses.is_dataclass(settings):
+            continue
+        for f in dataclasses.fields(settings):
+            value = getattr(settings, f.name)
+            if isinstance(value, str) and value and len(value) < 4096 and "\n" not in value:
+                path = find_file(value)
+                if path.is_file():
+                    found.append(path)
+    return found
+
+
+def fingerprint(plan: RunPlan, options: Mapping[str, Any]) -> dict[str, str]:
+    """The plan's parts, each hashed: what must be the same for a run to be continued."""
+    import gatekeeper
+
+    code = Path(gatekeeper.__file__).parent
+    models = [Path(s.model) for s in (plan.reference, plan.candidate) if s.kind == "bundled" and s.model]
+    return {
+        "options": _digest([json.dumps({k: v for k, v in options.items() if k not in _NOT_PLAN}, sort_keys=True,
+                                       default=str).encode()]),
+        "policy": _files([find_file(plan.policy.path)]),
+        "golden_sets": _files(find_file(p) for p in plan.golden_paths),
+        "policy_files": _files(_named_files(plan)),
+        "model": _files(m for m in models if m.exists()),
+        "code": _digest([__version__.encode(), _files(p for p in sorted(code.iterdir())
+                                                      if p.name not in ("models", "__pycache__")).encode()]),
+    }
+
+
+def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str]) -> None:
+    """Record the plan's fingerprint in the run directory."""
+    write_atomic(run_dir / PLAN, json.dumps({"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)},
+                                            indent=2) + "\n")
+
+
+@dataclass(frozen=True)
+class Resumable:
+    """What an interrupted run left that a resumed run reuses: finished gates by id, with the
+    request timings each made."""
+
+    run_dir: Path
+    gates: Mapping[str, GateResult]
+    timings: Mapping[str, tuple[RequestTiming, ...]]
+    records: tuple[dict[str, Any], ...]  # the lines of the reused gates, as read
+
+
+def check_resumable(run_dir: Path, parts: Mapping[str, str]) -> Resumable:
+    """The finished gates of the interrupted run in `run_dir`, after checking it is one and that
+    it was made by the same plan (ConfigError, exit 3, naming what differs)."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"--resume {run_dir}: no such run directory")
+    if not (run_dir / INCOMPLETE).exists():
+        done = (run_dir / "summary.json").exists()
+        raise ConfigError(f"--resume {run_dir}: " + ("the run is complete (summary.json); nothing to resume" if done
+                                                     else f"not an interrupted run ({INCOMPLETE} is missing)"))
+    try:
+        recorded = json.loads((run_dir / PLAN).read_text(encoding="utf-8"))
+        before = recorded["fingerprint"]
+        assert recorded.get("format") == PLAN_FORMAT and isinstance(before, dict)
+    except (OSError, ValueError, KeyError, TypeError, AssertionError):
+        raise ConfigError(f"--resume {run_dir}: {PLAN} is missing or unreadable; the run cannot be continued") from None
+    changed = [part for part in parts if before.get(part) != parts[part]]
+    if changed:
+        raise ConfigError(f"--resume {run_dir}: the plan differs from the interrupted run's in: {', '.join(changed)}",
+                          hint="give the same options, files and gatekeeper version as the run had")
+    return _finished_gates(run_dir)
+
+
+def _finished_gates(run_dir: Path) -> Resumable:
+    path = run_dir / "records.jsonl"
+    try:
+        lines = list(read_records(path)) if path.exists() else []
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"--resume {run_dir}: records.jsonl is unreadable: {e}") from None
+    ends = {r["id"]: r for r in lines if r.get("format") == GATE_FORMAT and r.get("id") not in ALWAYS_RERUN}
+    try:
+        gates, timings = _rebuild(lines, ends)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"--resume {run_dir}: records.jsonl has a malformed line ({type(e).__name__}: {e})") from None
+    kept = tuple(r for r in lines if r.get("id" if r.get("format") == GATE_FORMAT else "gate") in gates)
+    return Resumable(run_dir, gates, timings, kept)
+
+
+def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
+             ) -> tuple[dict[str, GateResult], dict[str, tuple[RequestTiming, ...]]]:
+    """Each finished gate from its end line and its check lines."""
+    gates, timings = {}, {}
+    for gate_id, end in ends.items():
+        checks = tuple(_check(r) for r in lines if r.get("format") == RECORD_FORMAT and r.get("gate") == gate_id)
+        cov = end.get("coverage")
+        coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"])
+        gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
+                                    checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
+                                    reused=True)
+        timings[gate_id] = tuple(RequestTiming(t, gate_id, e2e, ttft, n) for t, e2e, ttft, n in end["timings"])
+    return gates, timings
+
+
+def keep_reused_records(resumable: Resumable) -> None:
+    """records.jsonl with only the reused gates' lines (a gate that is run again starts afresh; a
+    torn last line goes), replaced atomically before the resumed run appends to it."""
+    from gatekeeper.report.jsonable import dumps
+
+    write_atomic(resumable.run_dir / "records.jsonl", "".join(dumps(r) + "\n" for r in resumable.records))
+
+
+def set_aside_logs(run_dir: Path) -> None:
+    """The interrupted run's target logs become `<name>.interrupted.log`: the resumed run's
+    targets write their own."""
+    for log in run_dir.glob("*.log"):
+        if not log.name.endswith(".interrupted.log"):
+            log.replace(log.with_name(log.name[:-len(".log")] + ".interrupted.log"))
+
+
+def _number(value: Any) -> Any:
+    """Undo jsonable's strict-JSON spelling of non-finite floats."""
+    if isinstance(value, str) and value in ("NaN", "Infinity", "-Infinity"):
+        return float(value.replace("Infinity", "inf"))
+    if isinstance(value, dict):
+        return {k: _number(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_number(v) for v in value]
+    return value
+
+
+def _check(r: dict[str, Any]) -> CheckResult:
+    evidence = tuple(from_json(e["kind"], e["title"], e["data"]) for e in r.get("evidence", ()))
+    return CheckResult(r["id"], r["gate"], Status(r["status"]), r["blocking"], r["reason"], _number(r["metrics"]),
+                       evidence, r.get("family"), r.get("duration_s", 0.0), Judgement(r["judgement"]),
+                       bool(r.get("undecided", False)))
