@@ -38,6 +38,13 @@ DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a chat answer of a few thousand tokens wi
 DEFAULT_RETRY_BUDGET_S = 30.0
 
 
+def without_userinfo(url: str) -> str:
+    """`url` without `user:password@`: with an API key the key goes as Bearer, and httpx would
+    otherwise send the userinfo as Basic auth instead (every request refused)."""
+    parsed = httpx.URL(url.rstrip("/"))
+    return str(parsed.copy_with(userinfo=b"")) if parsed.userinfo else url.rstrip("/")
+
+
 class Endpoint:
     """A target's OpenAI-compatible surface: chat, completions, tokenize, raw GETs.
 
@@ -51,7 +58,7 @@ class Endpoint:
                  *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, retry_budget_s: float = DEFAULT_RETRY_BUDGET_S,
                  key_source: str | None = None):
         self.role = role
-        self.base_url = base_url.rstrip("/")
+        self.base_url = without_userinfo(base_url) if api_key else base_url.rstrip("/")
         self.model = model
         self.timeout_s, self.max_body_bytes, self.retry_budget_s = timeout_s, max_body_bytes, retry_budget_s
         self._key_sent, self._key_source = bool(api_key), key_source

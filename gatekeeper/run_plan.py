@@ -35,4 +35,4 @@ class RunPlan:
     def redactor(self) -> Redactor:
         """What keeps this run's secrets (the targets' API keys, and anything shaped like a
         credential) out of every file and line it writes."""
-        return Redactor([self.reference.api_key(), self.candidate.api_key()])
+        return Redactor([*self.reference.secrets(), *self.candidate.secrets()])

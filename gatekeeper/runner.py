@@ -79,6 +79,9 @@ class Runner:
 
         for role in ROLES:  # made here, so a run interrupted while they come up stops both
             self.targets[role] = make_target(role, specs[role])
+            if specs[role].userinfo_ignored():
+                self.progress(f"{role}: the URL's user:password is not sent; the key from {specs[role].api_key_env} "
+                              "goes as a Bearer token")
         threads = [threading.Thread(target=start, args=(role,), daemon=True) for role in ROLES]
         for t in threads:
             t.start()

@@ -170,3 +170,35 @@ def test_a_launched_candidate_killed_mid_run_is_crashed_with_its_log_tail(tmp_pa
     crashed = [c for g in summary["gates"] for c in g["checks"] if c["id"].endswith(".candidate_crashed")]
     assert summary["verdict"] == "ROLLBACK" and proc.returncode == 1, summary["reasons"]
     assert crashed and crashed[0]["status"] == "FAIL" and crashed[0]["metrics"]["process_alive"] is False, crashed
+
+
+def test_a_url_with_userinfo_and_a_key_sends_the_key_and_masks_both(tmp_path, tiny_model_dir):
+    """userinfo plus api_key_env: the key goes as Bearer (said once), not the userinfo as Basic
+    auth (which every request would be refused with); the password never reaches an output."""
+    key, password = "sk-test-both-4c3b2a", "p4ss-userinfo-77"
+    with running_server(tiny_model_dir, "--profile", "optimized", "--api-key", key) as server:
+        url = server.url.replace("http://", f"http://gk:{password}@")
+        config = tmp_path / "run.yaml"
+        config.write_text(f"reference: {{kind: url, url: {url!r}, api_key_env: GK_TEST_KEY}}\n"
+                          f"candidate: {{kind: url, url: {server.url!r}, api_key_env: GK_TEST_KEY}}\n")
+        out = gk_run(tmp_path / "out", "-c", str(config), *STARTUP, env={**os.environ, "GK_TEST_KEY": key})
+    assert out.check("startup.health.reference")["status"] == "PASS", out.stderr
+    assert out.check("startup.canary.reference")["status"] in ("PASS", "WARN"), out.stderr  # answered (WARN: not "OK")
+    assert out.stderr.count("the URL's user:password is not sent") == 1
+    for path in out.run_dir.rglob("*"):
+        if path.is_file():
+            assert password not in path.read_text(errors="replace"), path.name
+    assert password not in out.stderr
+
+
+def test_a_reference_that_refuses_the_key_holds_and_nothing_is_compared_with_it(tmp_path, tiny_model_dir):
+    """Servers that want a key, gated without one: the reference is unusable (HOLD), the candidate
+    is not blamed, and no comparison with the reference (capabilities, execution path) is made."""
+    with running_server(tiny_model_dir, "--profile", "optimized", "--api-key", "sk-test-refused-1") as ref, \
+            running_server(tiny_model_dir, "--profile", "optimized", "--api-key", "sk-test-refused-1") as cand:
+        out = gk_run(tmp_path, "--reference", ref.url, "--candidate", cand.url, "--gates", "startup,numerics")
+    assert out.code == 2 and out.summary["verdict"] == "HOLD", out.summary["reasons"]
+    assert any(r.startswith("startup.health.reference: ERROR — reference unusable") for r in out.summary["reasons"])
+    ids = {c["id"] for g in out.summary["gates"] for c in g["checks"]}
+    assert not ids & {"startup.capabilities", "startup.path_change", "startup.execution_path"}, ids
+    assert "the reference is unusable" in " ".join(out.gate("startup")["notes"])

@@ -45,3 +45,16 @@ def test_a_secret_inside_a_json_string_is_masked_in_its_escaped_form():
     secret = 'p"q\\r-secret'
     line = json.dumps({"reason": f"key {secret} refused"})
     assert secret not in json.loads(Redactor([secret]).text(line))["reason"]
+
+
+def test_a_url_password_is_masked_bare_and_as_a_basic_header():
+    import base64
+
+    from gatekeeper.targets.interface import TargetSpec
+
+    spec = TargetSpec("url", url="http://alice:s3cr%40t-pw@10.0.0.5:8000")
+    r = Redactor(spec.secrets())
+    pair = base64.b64encode(b"alice:s3cr@t-pw").decode()
+    for line in (f"auth {pair} accepted", "password was s3cr@t-pw", "raw s3cr%40t-pw", "user alice:s3cr@t-pw"):
+        out = r.text(line)
+        assert "s3cr" not in out and pair not in out, out

@@ -30,6 +30,9 @@ class Started:
     log_path: str | None = None
 
 
+LAUNCH_PLACEHOLDERS = ("port", "model", "api_key")  # a launch command's template fields (process.py fills them)
+
+
 @dataclass(frozen=True)
 class TargetSpec:
     """A target as configured. `kind` is "bundled", "url" or "launch".
@@ -93,6 +96,25 @@ class TargetSpec:
     def api_key(self) -> str | None:
         """The key from the variable `api_key_env` names (read when needed, never stored)."""
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def secrets(self) -> list[str]:
+        """What must not reach any output: the key, and a URL's password with the `user:password`
+        pair in the forms a log may print it (as written, and base64 as in a Basic header)."""
+        import base64
+        from urllib.parse import unquote, urlsplit
+
+        found = [k for k in [self.api_key()] if k]
+        parts = urlsplit(self.url or "")
+        if parts.password:
+            pair = f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+            found += [parts.password, unquote(parts.password), pair, base64.b64encode(pair.encode()).decode()]
+        return found
+
+    def userinfo_ignored(self) -> bool:
+        """A URL with `user:password@` and an API key: the key is sent (as Bearer), the userinfo not."""
+        from urllib.parse import urlsplit
+
+        return bool(self.url and urlsplit(self.url).username is not None and self.api_key())
 
     @property
     def key_source(self) -> str | None:

@@ -36,7 +36,8 @@ class StartupGate(Gate):
     becomes healthy, answers the canary with `!!!!`, or quietly logs a new fallback warning.
 
     Roles are not symmetric: a reference that is unreachable, unhealthy or does not serve the
-    model makes the run HOLD ("reference unusable", ERROR), never ROLLBACK. A server without
+    model makes the run HOLD ("reference unusable", ERROR), never ROLLBACK, and nothing is compared
+    with it (capabilities, execution path): a key the reference refuses is such a failure. A server without
     `/health` (404) is judged ready by `/v1/models`; the missing endpoint is a note (WARN).
 
     `startup.capabilities` is one finding for every feature the reference has and the candidate
@@ -78,7 +79,11 @@ class StartupGate(Gate):
         for role in ctx.endpoints:
             if ctx.runtimes[role].ready:
                 self._probe(ctx, role)
-        if all(rt.ready for rt in ctx.runtimes.values()):
+        unusable = [c.id for c in ctx.checks if c.id.endswith(".reference") and c.status is Status.ERROR]
+        if unusable:  # nothing the candidate does can be compared with a reference that cannot answer
+            ctx.notes.append("startup: capabilities and the execution path were not compared: the reference is "
+                             f"unusable ({', '.join(unusable)})")
+        elif all(rt.ready for rt in ctx.runtimes.values()):
             self._compare(ctx)
             check_path(ctx)
             check_path_change(ctx, ctx.settings)
