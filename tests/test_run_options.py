@@ -19,7 +19,7 @@ def _gk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 @pytest.mark.parametrize("args,env,message", [
     ((), {"GATEKEEPER_POLCY": "gates/smoke.yaml"}, "GATEKEEPER_POLCY is not a gatekeeper option; did you mean GATEKEEPER_POLICY?"),
     ((), {"GATEKEEPER_SEED": "abc"}, "GATEKEEPER_SEED: must be an integer, not 'abc'"),
-    (("--timeout", "-5"), {}, "--timeout: must be more than 0 seconds"),
+    (("--timeout", "-5"), {}, "--timeout: must be a number above 0 and at most 86400, not '-5'"),
     (("--candidate-fault", "bogus-fault"), {}, "unknown fault 'bogus-fault'"),
     (("--candidate-opt", "dtype=bf17"), {}, "--dtype 'bf17': choose from"),
     (("--candidate-opt", "colour=blue"), {}, "unknown engine option 'colour'"),

@@ -1,7 +1,8 @@
 """Gate policies (`gates/*.yaml`): which gates run, their settings, which checks block.
 
 A policy is validated against the registered gates when it is loaded: unknown gates, unknown
-settings, settings of the wrong type or out of range, and malformed blocking rules are
+settings, settings of the wrong type, out of range or not finite (checked against the gate's
+part of the policy schema, `settings.settings_schema`), and malformed blocking rules are
 ConfigErrors naming the file, the line and the key. Each gate's settings are its typed settings
 dataclass (see `settings.py`), built from its defaults overlaid with the policy's section.
 """
@@ -13,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatekeeper.config.settings import SettingError, defaults_of
-from gatekeeper.config.yaml_lines import LineDict, load_yaml, line_of
+from gatekeeper.config.schema_check import SchemaError, check, dotted
+from gatekeeper.config.settings import SETTING_KEYS, SettingError, defaults_of, settings_schema
+from gatekeeper.config.yaml_lines import LineDict, line_at, line_of, load_yaml
 from gatekeeper.errors import ConfigError
 
 TOP_KEYS = {"version", "name", "description", "gates", "checks"}
-_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list", dict: "a mapping"}
 # Settings renamed since policies were first written: the error names the new key.
 RENAMED = {"noise_concurrency": "noise_floor_concurrency",
            "noise_floor": "noise_floor_concurrency (0 turns the noise-floor pass off)",
@@ -69,49 +70,35 @@ class Policy:
         return self.gates[gate_id]
 
 
-def _type_ok(value: Any, default: Any) -> bool:
-    if default is None:
-        return True
-    if isinstance(default, bool):
-        return isinstance(value, bool)
-    if isinstance(default, float):
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if isinstance(default, int):
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, type(default))
-
-
 def _build(path: str, gate_id: str, settings_type: type, section: Any) -> tuple[Any, bool, float | None]:
     """The gate's settings from its section, whether it is enabled and its coverage floor (None:
-    the gate's default), or a ConfigError. `enabled` and `min_judged_share` are every gate's."""
+    the gate's default), or a ConfigError. Each value is checked against the gate's schema
+    (`settings_schema`: type, range, finite) before the dataclass sees it; `enabled` and
+    `min_judged_share` are every gate's."""
     if section is None:
         section = LineDict()
     if not isinstance(section, dict):
         raise ConfigError("a gate's section must be a mapping", path, line_of(section), f"gates.{gate_id}")
+    schema = settings_schema(settings_type)["properties"]
     defaults = defaults_of(settings_type)
     values: dict[str, Any] = {}
     enabled, floor = True, None
     for key, value in section.items():
         where = f"gates.{gate_id}.{key}"
-        if key == "enabled":
-            if not isinstance(value, bool):
-                raise ConfigError("must be a boolean", path, line_of(section, key), where)
-            enabled = value
-            continue
-        if key == "min_judged_share":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ConfigError("must be a number between 0 and 1 (the share of items the gate must judge)", path,
-                                  line_of(section, key), where)
-            floor = float(value)
-            continue
-        if key not in defaults:
-            known = ", ".join(["enabled", "min_judged_share", *sorted(defaults)])
+        if key not in schema:
+            known = ", ".join([*SETTING_KEYS, *sorted(defaults)])
             renamed = f"; renamed to {RENAMED[key]}" if key in RENAMED else ""
             raise ConfigError(f"unknown setting (known: {known}){renamed}", path, line_of(section, key), where)
-        if not _type_ok(value, defaults[key]):
-            raise ConfigError(f"must be {_TYPE_NAMES.get(type(defaults[key]), type(defaults[key]).__name__)}", path,
-                              line_of(section, key), where)
-        values[key] = float(value) if isinstance(defaults[key], float) else value
+        try:
+            check(value, schema[key])
+        except SchemaError as e:
+            raise ConfigError(e.message, path, line_at(section, (key, *e.path)), where + dotted(e.path)) from None
+        if key == "enabled":
+            enabled = value
+        elif key == "min_judged_share":
+            floor = float(value)
+        else:
+            values[key] = float(value) if isinstance(defaults[key], float) else value
     try:
         return settings_type(**values), enabled, floor
     except SettingError as e:

@@ -5,10 +5,11 @@ list every option with where it may come from."""
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from gatekeeper.config.schema_check import SchemaError, check, must_be
 from gatekeeper.config.yaml_lines import load_yaml, line_of
 from gatekeeper.errors import ConfigError
 from gatekeeper.hooks import parse_hooks
@@ -19,28 +20,39 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 def _as_list(value: Any) -> list[str]:
     if isinstance(value, str):
         return [v.strip() for v in value.split(",") if v.strip()]
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return [str(v).strip() for v in value]
     raise ValueError("must be a list or a comma-separated string")
 
 
+def _as_gates(value: Any) -> list[str]:
+    names = _as_list(value)
+    if not names:
+        raise ValueError("names no gate: give gate ids (e.g. startup,numerics) or leave it unset to run every gate "
+                         "the policy enables")
+    return names
+
+
 def _as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("must be an integer")
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"must be an integer, not {value!r}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"must be an integer, not {value!r}")
 
 
-def _as_timeout(value: Any) -> float:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"must be a number of seconds, not {value!r}") from None
-    if not seconds > 0:
-        raise ValueError(f"must be more than 0 seconds, not {value!r}")
-    return seconds
+def _as_number(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            pass
+    raise ValueError(f"must be a number, not {value!r}")
 
 
 def _as_opts(value: Any) -> dict[str, str]:
@@ -64,6 +76,19 @@ class Option:
     parse: Callable[[Any], Any]
     help: str
     flag: str | None = None  # the flag's name when it differs from `name` (--candidate-fault for candidate_faults)
+    schema: dict[str, Any] = field(default_factory=dict)  # the parsed value's type and range (also in the run-config schema)
+
+    def value(self, raw: Any) -> Any:
+        """`raw` (from the file, a variable or a flag) parsed and checked against `schema`;
+        ValueError saying what is wrong."""
+        value = self.parse(raw)
+        try:
+            check(value, self.schema)
+        except SchemaError as e:
+            if isinstance(raw, str) and e.schema is not None and not e.path:  # a variable or a flag: shown as given
+                raise ValueError(must_be(e.schema, repr(raw))) from None
+            raise ValueError(e.message) from None
+        return value
 
     @property
     def env(self) -> str:
@@ -78,11 +103,15 @@ OPTIONS: tuple[Option, ...] = (
            "else the served model id URL and launch targets are asked for"),
     Option("served_model", None, str, "served model id for URL and launch targets (default: the first /v1/models lists)"),
     Option("policy", "gates/default.yaml", str, "gate policy file"),
-    Option("golden", ["golden_sets/core.yaml"], _as_list, "golden set files"),
-    Option("gates", None, _as_list, "gates to run, in stage order (default: all the policy enables)"),
+    Option("golden", ["golden_sets/core.yaml"], _as_list, "golden set files",
+           schema={"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}),
+    Option("gates", None, _as_gates, "gates to run, in stage order (default: all the policy enables)",
+           schema={"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}),
     Option("out", "reports", str, "directory under which reports/<run-id>/ is written"),
-    Option("seed", 0, _as_int, "seed for generated prompts and sampling"),
-    Option("timeout", 120.0, _as_timeout, "each request's overall deadline in seconds"),
+    Option("seed", 0, _as_int, "seed for generated prompts and sampling", schema={"type": "integer", "minimum": 0,
+                                                                                 "maximum": 2**32 - 1}),
+    Option("timeout", 120.0, _as_number, "each request's overall deadline in seconds",
+           schema={"type": "number", "exclusiveMinimum": 0, "maximum": 86400, "description": "a request's deadline in seconds"}),
     Option("candidate_faults", [], _as_list, "faults for a bundled candidate (NAME or NAME=VALUE)", "candidate_fault"),
     Option("candidate_opts", {}, _as_opts, "engine options for a bundled candidate (KEY=VALUE)", "candidate_opt"),
     Option("candidate_declare", {}, _as_opts, "the candidate's declared execution path (dtype=, quantization=, "
@@ -112,7 +141,7 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
             if opt is None:
                 raise ConfigError(f"unknown option (known: {', '.join(BY_NAME)})", config_path, line_of(data, key), str(key))
             try:
-                values[opt.name] = value if opt.name in ("reference", "candidate") else opt.parse(value)
+                values[opt.name] = value if opt.name in ("reference", "candidate") else opt.value(value)
             except (ValueError, TypeError) as e:
                 raise ConfigError(str(e), config_path, line_of(data, key), str(key)) from None
             source[opt.name] = config_path
@@ -124,7 +153,7 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
     for opt in OPTIONS:
         if opt.env in env:
             try:
-                values[opt.name] = opt.parse(env[opt.env])
+                values[opt.name] = opt.value(env[opt.env])
             except (ValueError, TypeError) as e:
                 raise ConfigError(f"{opt.env}: {e}") from None
             source[opt.name] = "env"
@@ -133,7 +162,7 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
             continue
         opt = BY_NAME[name]
         try:
-            values[name] = opt.parse(list(value) if isinstance(value, tuple) else value)
+            values[name] = opt.value(list(value) if isinstance(value, tuple) else value)
         except (ValueError, TypeError) as e:
             raise ConfigError(f"--{name.replace('_', '-')}: {e}") from None
         source[name] = "flag"

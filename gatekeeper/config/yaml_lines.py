@@ -88,3 +88,17 @@ def line_of(obj: Any, key: Any = None) -> int | None:
     if isinstance(obj, LineDict):
         return obj.line_of(key) if key is not None else obj.line
     return getattr(obj, "line", None)
+
+
+def line_at(root: Any, path: tuple[Any, ...]) -> int | None:
+    """Line of the value at `path` (keys and list indexes) below `root`, else of the deepest
+    mapping or list on the way that knows its line."""
+    line, node = line_of(root), root
+    for step in path:
+        if isinstance(node, LineDict) and step in node:
+            line, node = node.line_of(step) or line, node[step]
+        elif isinstance(node, LineList) and isinstance(step, int) and 0 <= step < len(node):
+            line, node = node.item_lines[step] if step < len(getattr(node, "item_lines", [])) else line, node[step]
+        else:
+            break
+    return line

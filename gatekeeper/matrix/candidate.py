@@ -26,10 +26,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.config import schema_check
 from gatekeeper.config.yaml_lines import line_of
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.cell import Value, as_text, render
 from gatekeeper.matrix.template import TemplateError, check, fill
+from gatekeeper.targets.spec import KEY_SCHEMAS
 
 _COMMON = {"fill", "ready_timeout_s"}
 KEYS = {"bundled": {"target", "opts"} | _COMMON, "launch": {"launch", "env", "cwd", "health_path", "api_key_env"} | _COMMON}
@@ -133,8 +135,10 @@ def _settings(raw: dict, path: str) -> tuple[tuple[str, Any], ...]:
             continue
         value, at = raw[key], line_of(raw, key)
         if key == "ready_timeout_s":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ConfigError("must be a number of seconds above 0", path, at, f"candidate.{key}")
+            try:
+                schema_check.check(value, KEY_SCHEMAS[key])
+            except schema_check.SchemaError as e:
+                raise ConfigError(e.message, path, at, f"candidate.{key}") from None
             value = float(value)
         elif not isinstance(value, str) or not value:
             raise ConfigError("must be a non-empty string", path, at, f"candidate.{key}")

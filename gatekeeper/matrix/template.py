@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-LAUNCH_PLACEHOLDERS = frozenset({"port", "model", "api_key"})  # filled by the launch (targets/process.py)
+from gatekeeper.targets.interface import LAUNCH_PLACEHOLDERS
+
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
@@ -34,7 +35,7 @@ def placeholders(text: str) -> list[str]:
 def check(text: str, axes: Mapping[str, object], launch: bool = False) -> None:
     """TemplateError unless every placeholder names an axis (or, in a launch command, the
     launch's own placeholders)."""
-    allowed = set(axes) | (LAUNCH_PLACEHOLDERS if launch else set())
+    allowed = set(axes) | (set(LAUNCH_PLACEHOLDERS) if launch else set())
     for name in placeholders(text):
         if name not in allowed:
             extra = f", or the launch's {', '.join(sorted(LAUNCH_PLACEHOLDERS))}" if launch else ""

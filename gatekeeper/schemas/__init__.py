@@ -12,13 +12,11 @@ Editors and CI can validate policies and run configs against them (e.g. a YAML l
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import typing
 from pathlib import Path
 from typing import Any
 
-from gatekeeper.config.settings import defaults_of
+from gatekeeper.config.settings import settings_schema
 
 HERE = Path(__file__).resolve().parent
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -29,40 +27,10 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((HERE / name).read_text(encoding="utf-8"))
 
 
-def _json_type(hint: Any, default: Any) -> dict[str, Any]:
-    origin = typing.get_origin(hint)
-    if hint is bool:
-        return {"type": "boolean"}
-    if hint is int:
-        return {"type": "integer"}
-    if hint is float:
-        return {"type": "number"}
-    if hint is str:
-        return {"type": "string"}
-    if origin is list:
-        (item,) = typing.get_args(hint) or (Any,)
-        return {"type": "array", "items": _json_type(item, None)}
-    if origin is dict:
-        args = typing.get_args(hint)
-        return {"type": "object", "additionalProperties": _json_type(args[1], None) if len(args) == 2 else {}}
-    return {}  # Any or a union: left open; the loader checks it
-
-
 def policy_schema(settings_types: dict[str, type]) -> dict[str, Any]:
-    """The policy file's schema from each gate's settings dataclass."""
-    gates: dict[str, Any] = {}
-    for gate_id, settings in sorted(settings_types.items()):
-        hints = typing.get_type_hints(settings)
-        defaults = defaults_of(settings)
-        props: dict[str, Any] = {
-            "enabled": {"type": "boolean", "description": "run this gate (false: an advisory SKIP in the report)"},
-            "min_judged_share": {"type": "number", "minimum": 0, "maximum": 1,
-                                 "description": "below this judged share the gate's coverage check fails (HOLD)"},
-        }
-        for f in dataclasses.fields(settings):
-            props[f.name] = {**_json_type(hints[f.name], defaults[f.name]), "default": defaults[f.name]}
-        gates[gate_id] = {"type": ["object", "null"], "properties": props, "additionalProperties": False,
-                          "description": (settings.__doc__ or "").strip().split("\n")[0]}
+    """The policy file's schema from each gate's settings dataclass (types and ranges: see
+    `gatekeeper.config.settings`)."""
+    gates = {gate_id: settings_schema(settings) for gate_id, settings in sorted(settings_types.items())}
     return {
         "$schema": DRAFT, "$id": "https://gatekeeper.dev/schemas/policy.schema.json",
         "title": "gatekeeper gate policy (gates/*.yaml)", "type": "object", "required": ["version"],
@@ -81,20 +49,12 @@ def run_config_schema() -> dict[str, Any]:
     """The run config's schema from the run options and the target kinds."""
     from gatekeeper.config.run_config import OPTIONS
     from gatekeeper.targets.interface import DECLARABLE
-    from gatekeeper.targets.spec import _KEYS
+    from gatekeeper.targets.spec import _KEYS, KEY_SCHEMAS
 
     declare = {"type": "object", "properties": {**{k: {"type": ["string", "integer"]} for k in DECLARABLE},
                                                 "labels": {"type": "object", "additionalProperties": {"type": "string"}}},
                "patternProperties": {"^label\\.": {"type": "string"}}, "additionalProperties": False}
-    key_types: dict[str, Any] = {
-        "kind": {}, "profile": {"enum": ["reference", "optimized"]}, "model": {"type": "string"}, "url": {"type": "string",
-        "pattern": "^https?://"}, "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-        "options": {"type": "object"}, "faults": {"type": "array", "items": {"type": "string"}},
-        "ready_timeout_s": {"type": "number", "exclusiveMinimum": 0}, "command": {"type": "string", "pattern": "\\{port\\}"},
-        "env": {"type": "object", "additionalProperties": {"type": "string"}}, "cwd": {"type": "string"},
-        "health_path": {"type": "string"}, "log_file": {"type": "string"}, "log_command": {"type": "string"},
-        "declare": declare,
-    }
+    key_types: dict[str, Any] = {**KEY_SCHEMAS, "declare": declare}
     kinds = [{"type": "object", "required": ["kind"] + (["url"] if kind == "url" else ["command"] if kind == "launch" else []),
               "additionalProperties": False,
               "properties": {k: ({"const": kind} if k == "kind" else key_types[k]) for k in sorted(keys)}}
@@ -104,6 +64,10 @@ def run_config_schema() -> dict[str, Any]:
     for o in OPTIONS:
         if o.name in ("reference", "candidate"):
             props[o.name] = {**target, "description": o.help}
+        elif o.schema.get("type") == "array":  # a list, or the same as a comma-separated string
+            props[o.name] = {"oneOf": [o.schema, {"type": "string", "minLength": 1}], "description": o.help}
+        elif o.schema:
+            props[o.name] = {**o.schema, "description": o.help}
         elif isinstance(o.default, list):
             props[o.name] = {"oneOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}], "description": o.help}
         elif isinstance(o.default, dict):

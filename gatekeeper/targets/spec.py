@@ -1,13 +1,23 @@
-"""Parsing target specifications from flags (`bundled:optimized`, a URL) or run-config YAML."""
+"""Parsing target specifications from flags (`bundled:optimized`, a URL) or run-config YAML.
+
+Everything is checked here, at plan time: each key's type and range against `KEY_SCHEMAS` (the
+run-config schema's target keys), a URL's host and port, and a launch command's template (only
+its own placeholders, braces balanced, a command line shlex can split) — a launch target that
+could only fail once started is a ConfigError naming the file, line and key instead.
+"""
 
 from __future__ import annotations
 
 import re
+import shlex
+import string
+import urllib.parse
 from typing import Any
 
-from gatekeeper.config.yaml_lines import line_of
+from gatekeeper.config.schema_check import SchemaError, check, dotted
+from gatekeeper.config.yaml_lines import line_at, line_of
 from gatekeeper.errors import ConfigError
-from gatekeeper.targets.interface import DECLARABLE, Target, TargetSpec, normalise_dtype
+from gatekeeper.targets.interface import DECLARABLE, LAUNCH_PLACEHOLDERS, Target, TargetSpec, normalise_dtype
 from gatekeeper.targets.process import ProcessTarget
 from gatekeeper.targets.url import UrlTarget
 
@@ -17,6 +27,21 @@ _KEYS = {
     "launch": {"kind", "command", "model", "env", "cwd", "health_path", "ready_timeout_s", "api_key_env", "declare"},
 }
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_TEXT = {"type": "string", "minLength": 1}
+# Each target key's type and range: the run-config schema's, and what `parse_target` checks.
+KEY_SCHEMAS: dict[str, dict[str, Any]] = {
+    "kind": {}, "profile": {"enum": ["reference", "optimized"]}, "model": _TEXT,
+    "url": {"type": "string", "pattern": "^https?://"},
+    "api_key_env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+    "options": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
+    "faults": {"type": ["array", "null"], "items": _TEXT},
+    "ready_timeout_s": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400,
+                        "description": "seconds to wait for the target to answer, at most a day"},
+    "command": {"type": "string", "pattern": "\\{port\\}"},
+    "env": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
+    "cwd": _TEXT, "health_path": {"type": "string", "pattern": "^/"}, "log_file": _TEXT, "log_command": _TEXT,
+    "declare": {},  # parse_declared's (the schema's own in gatekeeper/schemas)
+}
 
 
 def normalise_url(url: str) -> str:
@@ -65,10 +90,50 @@ def parse_declared(value: Any, where: str, path: str | None = None, line: int | 
     return out
 
 
+def check_url(url: str, path: str | None, line: int | None, where: str) -> None:
+    """ConfigError unless `url` is an http(s) URL with a host and a valid port."""
+    problem = None
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as e:
+        problem = str(e)
+    else:
+        if parts.scheme not in ("http", "https"):
+            problem = "needs http:// or https://"
+        elif not parts.hostname:
+            problem = "has no host"
+        elif any(c.isspace() or ord(c) < 32 for c in url.strip()):
+            problem = "holds a space or a control character"
+    if problem:
+        raise ConfigError(f"{url!r} is not a server URL: {problem}", path, line, where)
+
+
+def check_command(command: str, path: str | None, line: int | None, where: str) -> None:
+    """ConfigError unless a launch command is a template of its own placeholders ({port}, {model},
+    {api_key}; {{ and }} for literal braces) that fills to a command line shlex can split."""
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(command) if name is not None]
+    except ValueError as e:
+        raise ConfigError(f"is not a command template: {e} (write {{{{ and }}}} for literal braces)", path, line, where) from None
+    known = ", ".join(f"{{{n}}}" for n in LAUNCH_PLACEHOLDERS)
+    for name in names:
+        if name not in LAUNCH_PLACEHOLDERS:
+            raise ConfigError(f"unknown placeholder {{{name}}} (known: {known}; write {{{{ and }}}} for literal braces)",
+                              path, line, where)
+    try:
+        argv = shlex.split(command.format(port=0, model="m", api_key="k"))
+    except ValueError as e:
+        raise ConfigError(f"is not a command line: {e}", path, line, where) from None
+    if not argv:
+        raise ConfigError("is an empty command", path, line, where)
+
+
 def parse_target(value: Any, where: str = "target", path: str | None = None) -> TargetSpec:
     """A TargetSpec from `bundled[:reference|optimized]`, an http(s) URL, or a mapping."""
     if isinstance(value, str):
         if value.startswith(("http://", "https://")):
+            check_url(value, path, None, where)
             return TargetSpec(kind="url", url=normalise_url(value))
         kind, _, profile_name = value.partition(":")
         if kind == "bundled":
@@ -87,16 +152,24 @@ def parse_target(value: Any, where: str = "target", path: str | None = None) -> 
         if key not in _KEYS[kind]:
             raise ConfigError(f"unknown key for a {kind} target (known: {', '.join(sorted(_KEYS[kind]))})",
                               path, line_of(value, key), f"{where}.{key}")
-    if kind == "url" and not str(value.get("url", "")).startswith(("http://", "https://")):
-        raise ConfigError("needs an http(s) url", path, line_of(value, "url"), f"{where}.url")
+    if kind == "url":
+        if not str(value.get("url", "")).startswith(("http://", "https://")):
+            raise ConfigError("needs an http(s) url", path, line_of(value, "url"), f"{where}.url")
+        check_url(str(value["url"]), path, line_of(value, "url"), f"{where}.url")
     if kind == "launch":
         cmd = value.get("command")
         if not isinstance(cmd, str) or "{port}" not in cmd:
             raise ConfigError("needs a command template containing {port}", path, line_of(value, "command"), f"{where}.command")
+        check_command(cmd, path, line_of(value, "command"), f"{where}.command")
     key_env = value.get("api_key_env")
     if key_env is not None and not (isinstance(key_env, str) and _ENV_NAME.fullmatch(key_env)):
         raise ConfigError("must be the NAME of an environment variable (the key itself never goes in a file)", path,
                           line_of(value, "api_key_env"), f"{where}.api_key_env")
+    for key, item in value.items():
+        try:
+            check(item, KEY_SCHEMAS[key])
+        except SchemaError as e:
+            raise ConfigError(e.message, path, line_at(value, (key, *e.path)), f"{where}.{key}{dotted(e.path)}") from None
     options = value.get("options") or {}
     if not isinstance(options, dict):
         raise ConfigError("must be a mapping of engine option -> value", path, line_of(value, "options"), f"{where}.options")

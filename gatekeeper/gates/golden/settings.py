@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gatekeeper.config.settings import require
+from gatekeeper.config.settings import MAX_CASES, MAX_CONCURRENCY, MAX_GAP_NATS, check_ranges, require, setting
 from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 from gatekeeper.results import Status
 
@@ -35,30 +35,28 @@ class GoldenSettings:
       the reference did (`golden.candidate_repeat`: WARN, never blocking by itself).
     """
 
-    concurrency: int = 4
-    noise_floor_concurrency: int = 1
-    similar_threshold: float = 0.8
+    concurrency: int = setting(4, minimum=1, maximum=MAX_CONCURRENCY)
+    noise_floor_concurrency: int = setting(1, minimum=1, maximum=MAX_CONCURRENCY,
+                                           description="the reference's second pass is the golden gate's noise floor")
+    similar_threshold: float = setting(0.8, minimum=0, maximum=1)
     stream_variants: bool = True
     shared_hard_failures: str = "WARN"
-    max_pass_rate_drop: float = 0.0
+    max_pass_rate_drop: float = setting(0.0, minimum=0, maximum=1)
     baseline: str | None = None
     cases: list[str] = field(default_factory=lambda: ["*"])
-    near_tie_gap: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_GAPS))
-    near_tie_max_reviews: int = 16
+    near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
+                                             additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
+    near_tie_max_reviews: int = setting(16, minimum=0, maximum=MAX_CASES)
     candidate_repeat: bool = True
 
     def __post_init__(self) -> None:
-        require(self.concurrency > 0, "concurrency", "must be at least 1")
-        require(self.noise_floor_concurrency > 0, "noise_floor_concurrency",
-                "must be at least 1: the reference's second pass is the golden gate's noise floor")
-        require(0.0 <= self.similar_threshold <= 1.0, "similar_threshold", "must be between 0 and 1")
+        check_ranges(self)
         require(str(self.shared_hard_failures).upper() in ("FAIL", "WARN"), "shared_hard_failures",
                 f"must be FAIL or WARN, got {self.shared_hard_failures!r}")
         require(self.baseline is None or isinstance(self.baseline, str), "baseline", "must be a path")
         require(all(isinstance(g, str) for g in self.cases), "cases",
                 f"must be a list of glob strings, got {self.cases!r}")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
-        require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""

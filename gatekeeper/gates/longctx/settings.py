@@ -3,9 +3,10 @@ counted with /tokenize where a target has it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gatekeeper.config.settings import require
+from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CASES, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_GAP_NATS,
+                                        check_ranges, require, setting)
 from gatekeeper.gates.longctx.decay import one_cell_effect
 from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
 
@@ -36,59 +37,46 @@ class LongContextSettings:
     logprobs, and a divergence at a near tie is noise, not a disagreement.
     """
 
-    block_size: int = 0
-    context_tokens: int = 0
-    answer_tokens: int = 16
-    concurrency: int = 4
-    noise_floor_concurrency: int = 1
-    needle_lengths: list[int] = field(default_factory=lambda: [256, 512, 1024, 1536, 2000])
-    needle_depths: list[float] = field(default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0])
-    needle_max_regressions: int = 0
-    boundary_tokens: list[int] = field(default_factory=lambda: [256, 1024, 2000])
-    boundary_max_mismatches: int = 0
-    prefix_tokens: int = 1536
-    prefix_suffixes: int = 5
-    prefix_unrelated: int = 6
-    prefix_max_mismatches: int = 0
-    tool_cases: int = 6
-    tool_history_tokens: int = 400
-    tool_answer_tokens: int = 128
-    json_cases: int = 3
-    json_history_tokens: int = 800
-    decay_sessions: int = 12
-    decay_rounds: int = 12
-    decay_concurrency: int = 12
-    decay_facts: int = 3
-    decay_growth: list[int] = field(default_factory=lambda: [100, 5, 200])
-    decay_max_excess_slope: float = 0.005
-    recall_max_drop: float = 0.05
-    decay_alpha: float = 0.01
-    decay_min_recall: float = 0.5
-    max_disagreement: float = 0.05
-    near_tie_gap: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_GAPS))
-    near_tie_max_reviews: int = 32
+    block_size: int = setting(0, minimum=0, maximum=4096, description="0: the candidate's stated block size")
+    context_tokens: int = setting(0, minimum=0, maximum=MAX_CONTEXT_TOKENS, description="0: ask the targets")
+    answer_tokens: int = setting(16, minimum=1, maximum=MAX_ANSWER_TOKENS)
+    concurrency: int = setting(4, minimum=1, maximum=MAX_CONCURRENCY)
+    noise_floor_concurrency: int = setting(1, minimum=0, maximum=MAX_CONCURRENCY, description="0 turns the pass off")
+    needle_lengths: list[int] = setting(factory=lambda: [256, 512, 1024, 1536, 2000],
+                                        items={"minimum": 0, "maximum": MAX_CONTEXT_TOKENS})
+    needle_depths: list[float] = setting(factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0], items={"minimum": 0, "maximum": 1})
+    needle_max_regressions: int = setting(0, minimum=0, maximum=MAX_CASES)
+    boundary_tokens: list[int] = setting(factory=lambda: [256, 1024, 2000], items={"minimum": 0, "maximum": MAX_CONTEXT_TOKENS})
+    boundary_max_mismatches: int = setting(0, minimum=0, maximum=MAX_CASES)
+    prefix_tokens: int = setting(1536, minimum=1, maximum=MAX_CONTEXT_TOKENS)
+    prefix_suffixes: int = setting(5, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
+    prefix_unrelated: int = setting(6, minimum=0, maximum=MAX_CASES)
+    prefix_max_mismatches: int = setting(0, minimum=0, maximum=MAX_CASES)
+    tool_cases: int = setting(6, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
+    tool_history_tokens: int = setting(400, minimum=0, maximum=MAX_CONTEXT_TOKENS)
+    tool_answer_tokens: int = setting(128, minimum=1, maximum=MAX_ANSWER_TOKENS)
+    json_cases: int = setting(3, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
+    json_history_tokens: int = setting(800, minimum=0, maximum=MAX_CONTEXT_TOKENS)
+    decay_sessions: int = setting(12, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
+    decay_rounds: int = setting(12, minimum=2, maximum=MAX_CASES, description="decay is measured between rounds")
+    decay_concurrency: int = setting(12, minimum=1, maximum=MAX_CONCURRENCY)
+    decay_facts: int = setting(3, minimum=1, maximum=100, description="0 would pass having judged nothing")
+    decay_growth: list[int] = setting(factory=lambda: [100, 5, 200], items={"minimum": 0, "maximum": MAX_CONTEXT_TOKENS})
+    decay_max_excess_slope: float = setting(0.005, exclusiveMinimum=0, maximum=1)
+    recall_max_drop: float = setting(0.05, exclusiveMinimum=0, maximum=1)
+    decay_alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=1)
+    decay_min_recall: float = setting(0.5, minimum=0, maximum=1)
+    max_disagreement: float = setting(0.05, minimum=0, maximum=1)
+    near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
+                                             additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
+    near_tie_max_reviews: int = setting(32, minimum=0, maximum=MAX_CASES)
 
     def __post_init__(self) -> None:
-        require(self.block_size >= 0, "block_size", "must be 0 (the candidate's stated block size) or a token count")
-        require(self.context_tokens >= 0, "context_tokens", "must be 0 (ask the targets) or a token count")
-        require(self.answer_tokens > 0, "answer_tokens", "must be at least 1")
-        require(self.concurrency > 0, "concurrency", "must be at least 1")
-        require(self.noise_floor_concurrency >= 0, "noise_floor_concurrency", "must be 0 (off) or a concurrency")
-        for key in ("needle_lengths", "boundary_tokens", "decay_growth"):
-            values = getattr(self, key)
-            require(all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values), key,
-                    "must be a list of non-negative integers")
-        require(all(isinstance(d, (int, float)) and 0.0 <= d <= 1.0 for d in self.needle_depths), "needle_depths",
-                "must be a list of depths between 0 and 1")
-        require(0.0 < self.decay_alpha < 1.0, "decay_alpha", "must be between 0 and 1")
+        check_ranges(self)
         # An empty family would "pass" having judged nothing: every family needs something to judge.
         for key in ("needle_lengths", "needle_depths", "boundary_tokens", "decay_growth"):
             require(len(getattr(self, key)) > 0, key, "must not be empty (an empty list would pass having judged nothing)")
-        for key in ("prefix_suffixes", "tool_cases", "json_cases", "decay_sessions", "decay_facts", "decay_concurrency"):
-            require(getattr(self, key) >= 1, key, "must be at least 1 (0 would pass having judged nothing)")
-        require(self.decay_rounds >= 2, "decay_rounds", "must be at least 2: decay is measured between rounds")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
-        require(self.near_tie_max_reviews >= 0, "near_tie_max_reviews", "must be 0 or more")
         # The permutation test's smallest p over S sessions is 1/2^S; Holm doubles the smaller of the two.
         require(2 * 0.5 ** self.decay_sessions < self.decay_alpha, "decay_sessions",
                 f"{self.decay_sessions} sessions cannot show decay beyond chance at decay_alpha {self.decay_alpha:g} "

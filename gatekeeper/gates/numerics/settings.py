@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.config.settings import require
+from gatekeeper.config.settings import MAX_ANSWER_TOKENS, MAX_CONCURRENCY, check_ranges, require, setting
 
 DEFAULT_PROMPTS = [
     "The capital of France is",
@@ -26,6 +26,13 @@ _HALF = {"max_abs_delta": 1.5, "p99_abs_delta": 0.8, "mean_abs_delta": 0.15, "to
          "kl_max": 0.1, "nll_rel_drift_max": 0.05}
 
 
+# Each limit's range: logprob deltas and KL in nats, the top-1 and top-k shares and the NLL drift as fractions.
+TOLERANCE_RANGES = {"max_abs_delta": (0, 100), "p99_abs_delta": (0, 100), "mean_abs_delta": (0, 100), "top1_min": (0, 1),
+                    "topk_overlap_min": (0, 1), "kl_max": (0, 100), "nll_rel_drift_max": (0, 10)}
+_TOLERANCE_ROW = {"type": "object", "required": list(TOLERANCE_KEYS), "additionalProperties": False,
+                  "properties": {k: {"type": "number", "minimum": lo, "maximum": hi} for k, (lo, hi) in TOLERANCE_RANGES.items()}}
+
+
 def _default_tolerances() -> dict[str, dict[str, float]]:
     return {"float32": dict(_F32), "float64": dict(_F32), "bfloat16": dict(_HALF), "float16": dict(_HALF)}
 
@@ -39,29 +46,19 @@ class NumericsSettings:
     rather than a limit that cannot fail), and the tolerances per candidate dtype (float32 is the
     fallback for a dtype without its own row)."""
 
-    prompts: list[str] = field(default_factory=lambda: list(DEFAULT_PROMPTS))
-    max_new_tokens: int = 32
-    top_k: int = 5
-    concurrency: int = 4
-    noise_floor_concurrency: int = 1
-    noise_multiplier: float = 2.0
-    max_noise_loosening: float = 10.0
-    tolerances: dict[str, dict[str, Any]] = field(default_factory=_default_tolerances)
+    prompts: list[str] = setting(factory=lambda: list(DEFAULT_PROMPTS), minItems=1)
+    max_new_tokens: int = setting(32, minimum=1, maximum=MAX_ANSWER_TOKENS)
+    top_k: int = setting(5, minimum=1, maximum=100)
+    concurrency: int = setting(4, minimum=1, maximum=MAX_CONCURRENCY)
+    noise_floor_concurrency: int = setting(1, minimum=1, maximum=MAX_CONCURRENCY,
+                                           description="gate 2's limits are never tighter than the measured noise floor")
+    noise_multiplier: float = setting(2.0, minimum=1, maximum=100)
+    max_noise_loosening: float = setting(10.0, minimum=1, maximum=1000)
+    tolerances: dict[str, dict[str, Any]] = setting(factory=_default_tolerances, additionalProperties=_TOLERANCE_ROW)
 
     def __post_init__(self) -> None:
-        require(all(isinstance(p, str) for p in self.prompts), "prompts", "must be a list of strings")
-        require(self.max_new_tokens > 0, "max_new_tokens", "must be at least 1")
-        require(self.top_k > 0, "top_k", "must be at least 1")
-        require(self.concurrency > 0, "concurrency", "must be at least 1")
-        require(len(self.prompts) > 0, "prompts", "must name at least one prompt")
-        require(self.noise_multiplier >= 1.0, "noise_multiplier", "must be at least 1")
-        require(self.max_noise_loosening >= 1.0, "max_noise_loosening", "must be at least 1")
-        require(self.noise_floor_concurrency > 0, "noise_floor_concurrency",
-                "must be at least 1: gate 2's limits are never tighter than the measured noise floor")
+        check_ranges(self)
         require("float32" in self.tolerances, "tolerances", "needs a float32 row (the fallback for other dtypes)")
-        for dtype, row in self.tolerances.items():
-            missing = [k for k in TOLERANCE_KEYS if not isinstance(row, dict) or k not in row]
-            require(not missing, "tolerances", f"{dtype}: missing {', '.join(missing)}")
 
     def tolerance(self, dtype: str) -> dict[str, float]:
         """The tolerance row for the candidate's dtype (float32's when it has none)."""

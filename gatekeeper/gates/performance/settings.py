@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gatekeeper.config.settings import require
+from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_REQUESTS, check_ranges,
+                                        require, setting)
 from gatekeeper.perf.compare import Budget
 from gatekeeper.perf.figures import Slo
 from gatekeeper.perf.workload import Workload
@@ -49,49 +50,38 @@ class PerformanceSettings:
     """
 
     baseline: str = "auto"
-    levels: list[int] = field(default_factory=lambda: [1, 8])
-    level_requests: int = 96
-    pairs: int = 0
-    block_requests: int = 0
-    warmup_requests: int = 4
+    levels: list[int] = setting(factory=lambda: [1, 8], minItems=1, items={"minimum": 1, "maximum": MAX_CONCURRENCY})
+    level_requests: int = setting(96, minimum=1, maximum=MAX_REQUESTS)
+    pairs: int = setting(0, minimum=0, maximum=MAX_REQUESTS)
+    block_requests: int = setting(0, minimum=0, maximum=MAX_REQUESTS)
+    warmup_requests: int = setting(4, minimum=0, maximum=MAX_REQUESTS)
     source: str = "synthetic"
     traffic: str = ""
-    input_tokens: list[int] = field(default_factory=lambda: [48, 160])
-    output_tokens: list[int] = field(default_factory=lambda: [32, 32])
+    input_tokens: list[int] = setting(factory=lambda: [48, 160], minItems=2, maxItems=2,
+                                      items={"minimum": 1, "maximum": MAX_CONTEXT_TOKENS})
+    output_tokens: list[int] = setting(factory=lambda: [32, 32], minItems=2, maxItems=2,
+                                       items={"minimum": 1, "maximum": MAX_ANSWER_TOKENS})
     ignore_eos: bool = True
-    throughput_budget: float = 0.02
-    tpot_budget: float = 0.02
-    ttft_budget: float = 0.10
-    alpha: float = 0.01
-    confidence: float = 0.98
-    sweep: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16])
-    slo_ttft_s: float = 1.0
-    slo_tpot_s: float = 0.05
-    price_per_accelerator_hour: float = 1.0
-    accelerators: int = 1
+    throughput_budget: float = setting(0.02, minimum=0, exclusiveMaximum=1)
+    tpot_budget: float = setting(0.02, minimum=0, exclusiveMaximum=1)
+    ttft_budget: float = setting(0.10, minimum=0, exclusiveMaximum=1)
+    alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
+    confidence: float = setting(0.98, exclusiveMinimum=0.5, exclusiveMaximum=1)
+    sweep: list[int] = setting(factory=lambda: [1, 2, 4, 8, 16], minItems=1, items={"minimum": 1, "maximum": MAX_CONCURRENCY})
+    slo_ttft_s: float = setting(1.0, minimum=0, maximum=3600, description="0: not an objective")
+    slo_tpot_s: float = setting(0.05, minimum=0, maximum=60, description="0: not an objective")
+    price_per_accelerator_hour: float = setting(1.0, minimum=0, maximum=1_000_000)
+    accelerators: int = setting(1, minimum=1, maximum=1_000_000)
     history: str = ""
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
         require(self.source in ("synthetic", "traffic"), "source", "must be synthetic or traffic")
-        for key in ("levels", "sweep"):
-            values = getattr(self, key)
-            require(isinstance(values, list) and bool(values) and all(isinstance(v, int) and v >= 1 for v in values),
-                    key, "must be a non-empty list of positive concurrencies")
         require(self.pairs == 0 or self.pairs >= 3, "pairs", "must be 0 (from level_requests) or at least 3 (a t interval needs pairs)")
-        require(self.level_requests >= 1, "level_requests", "must be positive")
-        require(self.block_requests >= 0 and self.warmup_requests >= 0, "block_requests", "must not be negative")
         for key in ("input_tokens", "output_tokens"):
-            v = getattr(self, key)
-            require(isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) for x in v) and 1 <= v[0] <= v[1],
-                    key, "must be [low, high] with 1 ≤ low ≤ high")
-        for key in ("throughput_budget", "tpot_budget", "ttft_budget"):
-            require(0 <= getattr(self, key) < 1, key, "must be a fraction in [0, 1)")
-        require(0 < self.alpha < 0.5, "alpha", "must be in (0, 0.5)")
-        require(0.5 < self.confidence < 1, "confidence", "must be in (0.5, 1)")
-        require(self.slo_ttft_s >= 0 and self.slo_tpot_s >= 0, "slo_ttft_s", "SLOs must not be negative")
-        require(self.price_per_accelerator_hour >= 0 and self.accelerators >= 1, "price_per_accelerator_hour",
-                "needs a price ≥ 0 and at least one accelerator")
+            low, high = getattr(self, key)
+            require(low <= high, key, "must be [low, high] with low ≤ high")
 
     def requests_per_block(self, level: int) -> int:
         """Requests in one block at `level`."""

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.config.settings import require
+from gatekeeper.config.settings import MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_REQUESTS, check_ranges, require, setting
 from gatekeeper.gates.shadow.analysis import Thresholds
 
-_STAGE_KEYS = ("name", "tenants", "kinds", "models", "share", "budget", "concurrency")
+_NAMES = {"type": ["array", "null"], "minItems": 1, "items": {"type": "string"}}
+STAGE_SCHEMA = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+    "name": {"type": "string", "minLength": 1}, "tenants": _NAMES, "kinds": _NAMES, "models": _NAMES,
+    "share": {"type": "number", "exclusiveMinimum": 0, "maximum": 1, "description": "the fraction of matching requests"},
+    "budget": {"type": "integer", "minimum": 1, "maximum": MAX_REQUESTS, "description": "requests replayed at most"},
+    "concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CONCURRENCY}}}
 
 
 @dataclass(frozen=True)
@@ -34,31 +39,14 @@ class Stage:
         return ", ".join([*parts, f"{self.share:.0%} of matching requests", f"at most {self.budget}", *load])
 
 
-def _names(value: Any, key: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    require(isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value), key,
-            "must be a non-empty list of names")
-    return tuple(value)
+def _names(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
 
 
-def parse_stage(raw: Any, i: int) -> Stage:
-    """One entry of `stages` (a SettingError naming `stages[i].key` when it is wrong)."""
-    where = f"stages[{i}]"
-    require(isinstance(raw, dict), where, "must be a mapping with name, budget and optional tenants/kinds/models/share")
-    for key in raw:
-        require(key in _STAGE_KEYS, f"{where}.{key}", f"unknown key (known: {', '.join(_STAGE_KEYS)})")
-    require(isinstance(raw.get("name"), str) and raw["name"], f"{where}.name", "a stage needs a name")
-    share, budget = raw.get("share", 1.0), raw.get("budget", 100)
-    require(isinstance(share, (int, float)) and not isinstance(share, bool) and 0 < share <= 1, f"{where}.share",
-            "must be a fraction in (0, 1]")
-    require(isinstance(budget, int) and not isinstance(budget, bool) and budget >= 1, f"{where}.budget",
-            "must be a positive number of requests")
-    conc = raw.get("concurrency")
-    require(conc is None or (isinstance(conc, int) and not isinstance(conc, bool) and conc >= 1), f"{where}.concurrency",
-            "must be a positive number of parallel requests")
-    return Stage(raw["name"], _names(raw.get("tenants"), f"{where}.tenants"), _names(raw.get("kinds"), f"{where}.kinds"),
-                 _names(raw.get("models"), f"{where}.models"), float(share), budget, conc)
+def parse_stage(raw: dict[str, Any]) -> Stage:
+    """One entry of `stages`, already checked against `STAGE_SCHEMA` (the settings' `stages` items)."""
+    return Stage(raw["name"], _names(raw.get("tenants")), _names(raw.get("kinds")), _names(raw.get("models")),
+                 float(raw.get("share", 1.0)), raw.get("budget", 100), raw.get("concurrency"))
 
 
 @dataclass(frozen=True)
@@ -102,50 +90,41 @@ class ShadowSettings:
     traffic: str = "golden_sets/traffic/sample.jsonl"
     store: str = ""
     bad_lines: str = "abort"
-    concurrency: int = 8
-    noise_floor_concurrency: int = 8
-    chunk: int = 16
+    concurrency: int = setting(8, minimum=1, maximum=MAX_CONCURRENCY)
+    noise_floor_concurrency: int = setting(8, minimum=1, maximum=MAX_CONCURRENCY)
+    chunk: int = setting(16, minimum=1, maximum=MAX_REQUESTS)
     twin: str = "replica"
     stop_early: bool = True
-    max_tokens_cap: int = 96
+    max_tokens_cap: int = setting(96, minimum=1, maximum=MAX_ANSWER_TOKENS)
     preserve_timing: bool = False
-    time_scale: float = 1.0
-    alpha: float = 0.05
-    primary_share: float = 0.5
-    noise_absolute: float = 0.01
-    noise_relative: float = 0.2
-    confidence: float = 0.98
-    similarity_tolerance: float = 0.02
-    length_tolerance: float = 0.25
-    score_pass: float = 75.0
-    score_marginal: float = 50.0
-    min_slice_requests: int = 20
-    stages: list[dict[str, Any]] = field(default_factory=lambda: [
+    time_scale: float = setting(1.0, exclusiveMinimum=0, maximum=1000)
+    alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
+    primary_share: float = setting(0.5, exclusiveMinimum=0, exclusiveMaximum=1)
+    noise_absolute: float = setting(0.01, minimum=0, exclusiveMaximum=1)
+    noise_relative: float = setting(0.2, minimum=0, exclusiveMaximum=1)
+    confidence: float = setting(0.98, exclusiveMinimum=0.5, exclusiveMaximum=1)
+    similarity_tolerance: float = setting(0.02, minimum=0, maximum=1)
+    length_tolerance: float = setting(0.25, minimum=0, maximum=100)
+    score_pass: float = setting(75.0, minimum=0, maximum=100)
+    score_marginal: float = setting(50.0, minimum=0, maximum=100)
+    min_slice_requests: int = setting(20, minimum=1, maximum=MAX_REQUESTS)
+    stages: list[dict[str, Any]] = setting(factory=lambda: [
         {"name": "low-risk-tenant", "tenants": ["internal"], "budget": 60},
         {"name": "canary-25pct", "share": 0.25, "budget": 120},
         {"name": "wide-100pct", "share": 1.0, "budget": 300},
-    ])
+    ], minItems=1, items=STAGE_SCHEMA)
 
     def __post_init__(self) -> None:
+        check_ranges(self)
         require(self.bad_lines in ("abort", "skip"), "bad_lines", "must be abort or skip")
         require(self.twin in ("replica", "same"), "twin", "must be replica or same")
-        for key in ("concurrency", "noise_floor_concurrency", "chunk", "max_tokens_cap", "min_slice_requests"):
-            require(isinstance(getattr(self, key), int) and getattr(self, key) >= 1, key, "must be a positive integer")
-        require(self.time_scale > 0, "time_scale", "must be positive")
-        require(0 < self.alpha < 1, "alpha", "must be in (0, 1)")
-        require(0 < self.primary_share < 1, "primary_share", "must be in (0, 1)")
-        require(0 <= self.noise_absolute < 1 and 0 <= self.noise_relative < 1, "noise_absolute",
-                "noise_absolute and noise_relative must be fractions in [0, 1)")
-        require(0.5 < self.confidence < 1, "confidence", "must be in (0.5, 1)")
-        require(0 <= self.score_marginal <= self.score_pass <= 100, "score_pass",
-                "needs 0 ≤ score_marginal ≤ score_pass ≤ 100")
-        require(isinstance(self.stages, list) and bool(self.stages), "stages", "needs at least one stage")
+        require(self.score_marginal <= self.score_pass, "score_pass", "needs score_marginal ≤ score_pass")
         names = [s.name for s in self.stage_plan()]
         require(len(set(names)) == len(names), "stages", "stage names must be unique")
 
     def stage_plan(self) -> list[Stage]:
         """The stages, parsed."""
-        return [parse_stage(raw, i) for i, raw in enumerate(self.stages)]
+        return [parse_stage(raw) for raw in self.stages]
 
     def thresholds(self) -> Thresholds:
         """The analysis' part of the settings."""

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatekeeper.config.settings import SettingError, require
+from gatekeeper.config.settings import MAX_ANSWER_TOKENS, SettingError, check_ranges, require, setting
 from gatekeeper.targets.observed import PATH_KEYS
 
 SEVERITIES = ("FAIL", "WARN")
@@ -41,14 +41,14 @@ class StartupSettings:
 
     canary_prompt: str = "Reply with exactly: OK"
     canary_expect: str = "OK"
-    canary_max_tokens: int = 8
+    canary_max_tokens: int = setting(8, minimum=1, maximum=MAX_ANSWER_TOKENS)
     log_rules: list[dict[str, Any]] = field(default_factory=_default_log_rules)
     new_warnings_severity: str = "WARN"
     path_change_lines: list[str] = field(default_factory=lambda: ["(?i)fall(ing)? ?back"])
     explained_path_changes: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        require(self.canary_max_tokens > 0, "canary_max_tokens", "must be at least 1")
+        check_ranges(self)
         require(self.new_warnings_severity in SEVERITIES, "new_warnings_severity", "must be FAIL or WARN")
         for i, rule in enumerate(self.log_rules):
             require(isinstance(rule, dict) and isinstance(rule.get("pattern"), str)
