@@ -143,6 +143,13 @@ def _check_engine(role: str, spec: TargetSpec) -> None:
         raise ConfigError(answer["error"], key=flag)
 
 
+def check_faults(faults: tuple[str, ...] | list[str]) -> None:
+    """A bundled candidate's faults checked by the engine's rules, without a run (`gatekeeper
+    matrix plan --candidate-fault`)."""
+    if faults:
+        _check_engine("candidate", TargetSpec(kind="bundled", faults=tuple(faults)))
+
+
 def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
     """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
     the policy, the gates in order with their blocking rule, the golden cases, where reports go."""

@@ -86,7 +86,8 @@ def list_faults() -> None:
     width = max(len(f.name) for f in FAULTS.values()) + len("=VALUE")
     for f in FAULTS.values():
         name = f"{f.name}=PCT" if f.name == "decode-slowdown" else f"{f.name}=VALUE" if f.takes_value else f.name
-        default = f" (default {f.default_value:g})" if f.takes_value and f.default_value is not None else ""
+        low, high = f.value_range
+        default = f" (default {f.default_value:g}; {low:g} to {high:.10g})" if f.takes_value and f.default_value is not None else ""
         click.echo(f"{name:<{width}}  {f.models}{default}")
         click.echo(f"{'':<{width}}  trigger: {f.trigger}")
 

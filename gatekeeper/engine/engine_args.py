@@ -12,6 +12,10 @@ DEFAULT_MODEL = Path(__file__).resolve().parent.parent / "models" / "gk-tiny"  #
 
 DTYPES = ("float32", "bfloat16", "float16", "float64")
 DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "fp64": "float64", "auto": "float32"}
+# The sizes' ranges (beyond the upper bounds a value is a typo that would exhaust memory, not a plan).
+RANGES = {"block_size": (1, 1024), "num_kv_blocks": (1, 1 << 20), "max_num_seqs": (1, 1024),
+          "max_num_batched_tokens": (1, 1 << 20), "max_model_len": (2, 1 << 20), "tp": (1, 64), "threads": (1, 256),
+          "seed": (0, 2**63 - 1)}
 
 
 @dataclass(frozen=True)
@@ -56,12 +60,10 @@ class EngineArgs:
             raise EngineOptionError(f"--profile {self.profile!r}: choose reference or optimized")
         if self.profile == "reference" and self.dtype not in ("float32", "float64"):
             raise EngineOptionError("the reference profile runs in float32 or float64 only")
-        positive = ("block_size", "num_kv_blocks", "max_num_seqs", "max_num_batched_tokens", "tp", "threads")
-        for name in positive:
-            if getattr(self, name) < 1:
-                raise EngineOptionError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.max_model_len is not None and self.max_model_len < 2:
-            raise EngineOptionError("--max-model-len must be at least 2")
+        for name, (low, high) in RANGES.items():
+            value = getattr(self, name)
+            if value is not None and not low <= value <= high:
+                raise EngineOptionError(f"--{name.replace('_', '-')} must be from {low} to {high}, not {value}")
 
     @property
     def cache_dtype(self) -> str:

@@ -6,6 +6,7 @@ Each is off by default and harmful only under its trigger. `--fault NAME[=VALUE]
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gatekeeper.engine.errors import EngineOptionError
@@ -13,13 +14,27 @@ from gatekeeper.engine.errors import EngineOptionError
 
 @dataclass(frozen=True)
 class Fault:
-    """One fault switch: its name, the bug class it models, its trigger and value."""
+    """One fault switch: its name, the bug class it models, its trigger and value (with the
+    range it may take: `whole` values are counts)."""
 
     name: str
     models: str
     trigger: str
     takes_value: bool = False
     default_value: float | None = None
+    value_range: tuple[float, float] = (0.0, 0.0)
+    whole: bool = False
+
+    def check(self, value: float) -> None:
+        """EngineOptionError unless `value` is finite, in range and (for counts) whole."""
+        low, high = self.value_range
+        if not (math.isfinite(value) and low <= value <= high) or (self.whole and not value.is_integer()):
+            kind = "a whole number" if self.whole else "a number"
+            raise EngineOptionError(f"fault {self.name!r}: value {value:g} must be {kind} from {_num(low)} to {_num(high)}")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
 MISREAD_MIN_BATCH = 6  # sporadic-corruption: the smallest decode batch in which a hit request misreads
@@ -58,6 +73,7 @@ FAULTS: dict[str, Fault] = {
             "every decode step",
             takes_value=True,
             default_value=25.0,
+            value_range=(0.0, 10_000.0),
         ),
         Fault(
             "optional-import",
@@ -76,6 +92,8 @@ FAULTS: dict[str, Fault] = {
             "decode steps of answers longer than VALUE tokens (short answers are untouched)",
             takes_value=True,
             default_value=64.0,
+            value_range=(1.0, 1_000_000.0),
+            whole=True,
         ),
         Fault(
             "sporadic-corruption",
@@ -85,6 +103,7 @@ FAULTS: dict[str, Fault] = {
             "batch fewer), for a request drawn with probability VALUE",
             takes_value=True,
             default_value=0.03,
+            value_range=(0.0, 1.0),
         ),
         Fault(
             "grammar-mask-misalign",
@@ -99,6 +118,8 @@ FAULTS: dict[str, Fault] = {
             "chat requests with more than VALUE tools",
             takes_value=True,
             default_value=4.0,
+            value_range=(0.0, 1000.0),
+            whole=True,
         ),
         Fault(
             "rope-drift",
@@ -106,6 +127,7 @@ FAULTS: dict[str, Fault] = {
             "long contexts (positions far from 0)",
             takes_value=True,
             default_value=0.5,
+            value_range=(0.01, 100.0),
         ),
     )
 }
@@ -133,6 +155,8 @@ class FaultSet:
                 value = float(raw) if raw else fault.default_value
             except ValueError:
                 raise EngineOptionError(f"fault {name!r}: value {raw!r} is not a number") from None
+            if value is not None:
+                fault.check(value)
             out[name] = value
         return cls(tuple(sorted(out.items())))
 
