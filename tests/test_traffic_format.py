@@ -38,6 +38,9 @@ def _write(tmp_path: Path, *lines: str) -> Path:
     (json.dumps({**GOOD, "tags": "a"}), "tags must be a list of strings"),
     (json.dumps({**GOOD, "timestamp": "yesterday"}), "timestamp 'yesterday' is not ISO 8601"),
     (json.dumps({**GOOD, "format": 2}), "this gatekeeper reads traffic format 1"),
+    (json.dumps({**GOOD, "timestamp": float("nan")}), "not JSON: NaN is not a JSON number"),
+    (json.dumps({**GOOD, "request": {**GOOD["request"], "temperature": float("inf")}}), "Infinity is not a JSON number"),
+    (json.dumps({**GOOD, "id": "line-2"}), "id 'line-2' is already used on line 2 (ids are unique)"),
 ])
 def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path, line, problem):
     path = _write(tmp_path, "# a comment", json.dumps(GOOD), "", line)
@@ -53,6 +56,15 @@ def test_bad_lines_can_be_skipped_and_are_counted(tmp_path):
     assert len(traffic.skipped) == 1 and traffic.skipped[0].startswith(f"{path}:2: not JSON")
     with pytest.raises(ConfigError, match="no valid request"):
         load_traffic(_write(tmp_path, "{oops"), skip_bad=True)
+
+
+def test_a_file_without_a_request_is_an_error_for_every_reader(tmp_path):
+    """`traffic check` (iter_records) refuses what `run` (load_traffic) refuses: nothing to judge."""
+    for lines in ((), ("# a comment", "")):
+        path = tmp_path / "empty.jsonl"
+        path.write_text("".join(line + "\n" for line in lines))
+        with pytest.raises(ConfigError, match="empty.jsonl: no valid request in the traffic file"):
+            list(iter_records(path))
 
 
 def test_kinds_sampling_and_timestamps():

@@ -7,7 +7,10 @@
 `endpoint` and `request` are required; `request` is the OpenAI request body as the client sent
 it (`model` is replaced by the target's served model at replay). Blank lines and lines starting
 with `#` are ignored. A bad line is one `file:line: problem`; the policy says whether it aborts
-the load or is skipped and counted.
+the load or is skipped and counted. Bad lines include `NaN` and `Infinity` (not JSON, though
+Python writes them), a timestamp that is not a finite time, and an id an earlier line used (a
+line without an id is `line-<n>`). A file without a single request is an error too: a check or a
+replay of nothing would pass having judged nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +102,8 @@ def _timestamp(value: Any) -> float:
     if isinstance(value, bool):
         raise TrafficLineError("timestamp must be seconds since the epoch or an ISO 8601 string")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise TrafficLineError(f"timestamp {value} is not a time")
         return float(value)
     if isinstance(value, str):
         try:
@@ -167,14 +173,19 @@ def parse_record(obj: Any, line: int) -> TrafficRecord:
                          tuple(tags), response, pair)
 
 
+def _not_json(constant: str) -> Any:
+    raise TrafficLineError(f"not JSON: {constant} is not a JSON number")
+
+
 def iter_records(path: str | Path, skip_bad: bool = False, skipped: list[str] | None = None) -> Iterator[TrafficRecord]:
-    """The records of a traffic file, streamed (a file of any size is never held whole).
-    A bad line raises ConfigError `file:line: problem`, or with `skip_bad` is appended to
-    `skipped` and passed over."""
+    """The records of a traffic file, streamed (a file of any size is never held whole; its ids
+    are). A bad line raises ConfigError `file:line: problem`, or with `skip_bad` is appended to
+    `skipped` and passed over; a file without a request raises ConfigError at its end."""
     try:
         handle = open(path, "rb")  # decoded line by line: a line that is not UTF-8 is that line's error
     except OSError as e:
         raise ConfigError(f"cannot read traffic file: {e.strerror or e}", str(path)) from None
+    seen: dict[str, int] = {}  # id -> the line that used it first
     with handle:
         for n, raw in enumerate(handle, 1):
             try:
@@ -185,26 +196,32 @@ def iter_records(path: str | Path, skip_bad: bool = False, skipped: list[str] | 
                 if not text or text.startswith("#"):
                     continue
                 try:
-                    obj = json.loads(text)
+                    obj = json.loads(text, parse_constant=_not_json)
+                except TrafficLineError:
+                    raise
                 except ValueError as e:
                     raise TrafficLineError(f"not JSON: {e.args[0].split(':')[0]}") from None
                 except RecursionError:
                     raise TrafficLineError("JSON nested too deeply") from None
-                yield parse_record(obj, n)
+                record = parse_record(obj, n)
+                if record.id in seen:
+                    raise TrafficLineError(f"id {record.id!r} is already used on line {seen[record.id]} (ids are unique)")
+                seen[record.id] = n
+                yield record
             except TrafficLineError as e:
                 if not skip_bad:
                     raise ConfigError(str(e), str(path), n) from None
                 if skipped is not None:
                     skipped.append(f"{path}:{n}: {e}")
+    if not seen:
+        raise ConfigError("no valid request in the traffic file" + (f" ({len(skipped)} bad lines)" if skipped else ""),
+                          str(path))
 
 
 def load_traffic(path: str | Path, skip_bad: bool = False) -> TrafficFile:
     """A whole traffic file (for replay, which samples from it); see `iter_records`."""
     skipped: list[str] = []
     records = tuple(iter_records(path, skip_bad, skipped))
-    if not records:
-        raise ConfigError("no valid request in the traffic file" + (f" ({len(skipped)} bad lines)" if skipped else ""),
-                          str(path))
     return TrafficFile(str(path), records, tuple(skipped))
 
 
