@@ -143,8 +143,9 @@ class NoDegeneration(Assertion):
         need_type(self.allow_empty, bool, "allow_empty", "true or false")
         for f in fields(self):
             if f.name != "allow_empty":
-                need(isinstance(getattr(self, f.name), int) and getattr(self, f.name) >= 1, f.name,
-                     f"{f.name} must be a positive integer")
+                value = getattr(self, f.name)
+                need(isinstance(value, int) and not isinstance(value, bool) and value >= 1, f.name,
+                     f"{f.name} must be a positive integer, got {value!r}")
 
     def check(self, response: ChatResponse, tools: Any) -> Outcome:
         limits = DegenerationLimits(**{f.name: getattr(self, f.name) for f in fields(self)})
@@ -185,7 +186,11 @@ class Length(Assertion):
     def validate(self) -> None:
         for f in fields(self):
             need_type(getattr(self, f.name), int, f.name, "an integer", optional=True)
+            need(getattr(self, f.name) is None or getattr(self, f.name) >= 0, f.name, f"{f.name} must not be negative")
         need(any(getattr(self, f.name) is not None for f in fields(self)), "type", "length needs at least one bound")
+        for low, high in (("min_chars", "max_chars"), ("min_tokens", "max_tokens")):
+            need(getattr(self, low) is None or getattr(self, high) is None or getattr(self, low) <= getattr(self, high), low,
+                 f"{low} must not be above {high} (no answer could pass)")
 
     def check(self, response: ChatResponse, tools: Any) -> Outcome:
         n = len(response.text.strip())

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.config.settings import MAX_ANSWER_TOKENS
 from gatekeeper.errors import ConfigError
 from gatekeeper.golden.assertion_base import Assertion, SpecError
 from gatekeeper.golden.assertions import build_assertion
@@ -195,8 +196,8 @@ class _Validator:
         if not isinstance(family, str) or not family:
             raise self.fail(at + ("family",), "family must be a non-empty string")
         max_tokens = raw.get("max_tokens", 64)
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise self.fail(at + ("max_tokens",), "max_tokens must be a positive integer")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or not 1 <= max_tokens <= MAX_ANSWER_TOKENS:
+            raise self.fail(at + ("max_tokens",), f"max_tokens must be a positive integer, at most {MAX_ANSWER_TOKENS}")
         if not isinstance(raw.get("stream_variant", False), bool):
             raise self.fail(at + ("stream_variant",), "stream_variant must be true or false")
         tools = self.tools(at + ("tools", "<value>"), raw.get("tools"))
