@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from gatekeeper import __version__, exit_codes
-from gatekeeper.cli_exit import crashed, fail as _fail, stop_on_signals
+from gatekeeper.cli_exit import crashed, fail as _fail, json_errors, stop_on_signals
 from gatekeeper.errors import GatekeeperError, Terminated
 
 _ENGINE_COMMANDS = {"serve": "serve", "faults": "list_faults"}  # command -> function in gatekeeper.engine.commands
@@ -62,8 +62,7 @@ class _Main(click.Group):
         except GatekeeperError as e:
             _fail(str(e), e.exit_code, e.hint)
         except click.Abort:
-            click.echo("gatekeeper: interrupted", err=True)
-            sys.exit(exit_codes.INTERRUPTED)
+            _fail("interrupted", exit_codes.INTERRUPTED)
         except Terminated as e:
             _fail(str(e), e.exit_code)
         except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code, never ROLLBACK's
@@ -164,6 +163,8 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
     from gatekeeper.run_dir import check_resumable, fingerprint
 
+    if as_json:
+        json_errors()
     if resume_dir and dry_run:
         _fail("--resume and --dry-run do not go together", exit_codes.USAGE)
     run_id = Path(resume_dir).name if resume_dir else new_run_id()

@@ -13,9 +13,24 @@ from gatekeeper.errors import Terminated
 from gatekeeper.redact import NONE, Redactor
 
 
+_json_errors = False
+
+
+def json_errors() -> None:
+    """`--json` was asked for: an end without a verdict also prints a JSON object on stdout
+    (`gatekeeper.error/1`), so a CI step that parses stdout always has something to read."""
+    global _json_errors
+    _json_errors = True
+
+
 def fail(message: str, code: int, hint: str | None = None) -> NoReturn:
     """Print one line on stderr (with a hint in parentheses) and exit with `code`."""
-    click.echo(f"gatekeeper: error: {message}" + (f" ({hint})" if hint else ""), err=True)
+    line = message + (f" ({hint})" if hint else "")
+    click.echo(f"gatekeeper: error: {line}", err=True)
+    if _json_errors:
+        import json
+
+        click.echo(json.dumps({"format": "gatekeeper.error/1", "exit_code": code, "error": line}))
     sys.exit(code)
 
 

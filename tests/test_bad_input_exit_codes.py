@@ -58,3 +58,13 @@ def test_a_crash_of_gatekeeper_itself_exits_4_with_one_line_and_the_traceback_in
     path = Path(re.search(r"traceback is in (\S+)\)", r.stderr).group(1))
     assert "ValueError: boom" in path.read_text()
     path.unlink()
+
+
+def test_with_json_an_end_without_a_verdict_is_a_json_object_on_stdout(tmp_path):
+    import json
+
+    r = gk("run", "--json", "--policy", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "out"))
+    assert r.returncode == 3 and r.stderr.count("\n") == 1, r.stderr
+    error = json.loads(r.stdout)
+    assert error["format"] == "gatekeeper.error/1" and error["exit_code"] == 3 and "missing.yaml" in error["error"]
+    assert not (tmp_path / "out").exists()
