@@ -129,3 +129,20 @@ def test_a_signal_at_a_random_point_leaves_no_process_and_an_incomplete_run(tmp_
     logs = {p.name: p.read_text() for p in run_dir.glob("*.log")}
     assert "starting with key" in logs["candidate.log"]
     assert KEY not in "".join(logs.values()), "a launch command's key reached its log unmasked"
+
+
+def test_a_launch_that_fails_takes_the_helper_it_forked_with_it(tmp_path):
+    """A launch command that forks a helper and then exits before the server is ready: the target
+    did not start (HOLD), and its helper is not left running."""
+    marker = "31338"
+    config = tmp_path / "run.yaml"
+    launch = f"sh -c 'sleep {marker} & echo failing on port $0; exit 1' {{port}}"
+    config.write_text(f"reference: {{kind: launch, command: \"{launch}\"}}\ncandidate: {{kind: launch, command: \"{launch}\"}}\n")
+    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "-c", str(config), "--gates", "startup", "--out",
+                           str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "did not start" in proc.stderr and "exited with code 1" in proc.stderr
+    left = _processes(marker.encode())
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert not left, "the launch command's helper outlived its failed launch"

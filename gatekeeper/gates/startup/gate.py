@@ -66,9 +66,12 @@ class StartupGate(Gate):
             rt = ctx.runtimes[role]
             if not rt.ready:
                 # A launched candidate that dies is a regression; an unreachable URL is an error;
-                # a reference that does not come up is the reference's failure, not the candidate's.
-                status = Status.FAIL if role == "candidate" and rt.kind != "url" else Status.ERROR
-                what = "reference unusable: " if role == "reference" else ""
+                # a reference that does not come up is the reference's failure, not the candidate's,
+                # and then the candidate's own failure to start cannot be told from the machine's.
+                ref_up = ctx.runtimes["reference"].ready
+                status = Status.FAIL if role == "candidate" and rt.kind != "url" and ref_up else Status.ERROR
+                what = ("reference unusable: " if role == "reference" else
+                        "" if ref_up else "not judged (the reference did not start either): ")
                 ctx.check(f"ready.{role}", status, f"{what}{role} did not become ready: {rt.start_error}",
                           {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
