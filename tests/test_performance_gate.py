@@ -20,7 +20,7 @@ from gatekeeper.gates.performance.baseline import choose
 from gatekeeper.gates.performance.gate import judge, regressed
 from gatekeeper.gates.performance.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
-from gatekeeper.perf.compare import Budget, compare
+from gatekeeper.perf.compare import NOISE_CAP, Budget, compare
 from gatekeeper.targets.interface import TargetSpec
 from run_util import gk_run
 
@@ -34,58 +34,107 @@ gates:
 """
 
 
-def _level(rng: random.Random, pairs: int, shift: float, cv: float, drift: float = 0.0) -> LevelBlocks:
-    """Simulated blocks: throughput and TPOT per side with log-normal noise `cv`, the candidate
-    `shift` slower, and a machine drift of `drift` per block that hits both sides."""
+SIGMA, TAU = 0.08, 0.025  # block-pair noise and launch-to-launch spread measured on this 2-core VM (docs/performance.md)
+
+
+def _level(rng: random.Random, pairs: int, shift: float, cv: float, drift: float = 0.0, tau: float = 0.0,
+           launches: int = 1) -> LevelBlocks:
+    """Simulated blocks: throughput and TPOT per side with log-normal noise `cv` per block, the
+    candidate `shift` slower, a machine drift of `drift` per block that hits both sides, and each
+    side's `launches` processes offset by N(0, tau) (the pairs split between them)."""
     lv = LevelBlocks(4)
     t = 0
+    offsets = [{side: rng.gauss(0, tau) for side in ("baseline", "candidate")} for _ in range(launches)]
     for i in range(pairs):
+        launch = offsets[min(i * launches // pairs, launches - 1)]
         for side in (("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline")):
-            slow = (1 + shift if side == "candidate" else 1.0) * math.exp(drift * t + rng.gauss(0, cv))
+            slow = (1 + shift if side == "candidate" else 1.0) * math.exp(drift * t + rng.gauss(0, cv) + launch[side])
             t += 1
             lv.figures[side].append({"output_tokens_per_s": 1000 / slow, "tpot_p50_s": 0.004 * slow,
                                      "ttft_p95_s": 0.02 * math.exp(rng.gauss(0, 2 * cv))})
     return lv
 
 
-def _fails(lv: LevelBlocks, s: PerformanceSettings) -> bool:
-    return any(regressed(c, p, s.alpha) for c, p in judge([lv], s))
+def _fails(lv: LevelBlocks, s: PerformanceSettings, launches: int = 1) -> bool:
+    return any(regressed(c, p, s.alpha) for c, p in judge([lv], s, launches) if c.family == "primary")
 
 
-def test_false_fail_rate_is_at_most_alpha_in_simulation():
-    """Null: the candidate is the baseline. Over 2500 simulated measurements with 3% block noise
-    and a drifting machine, the gate FAILs at most at its family-wise alpha (plus Monte Carlo
-    slack); without the budget (significance alone) it would still be ≤ alpha."""
-    s = PerformanceSettings(pairs=8, levels=[4])
+def test_false_fail_rate_is_at_most_alpha_with_the_noise_measured_here():
+    """Null: the candidate is the baseline, with this machine's noise: σ 8% per block pair, two
+    launches per side each off by τ = 2.5%, a drifting machine. Over 2000 simulated runs of 24
+    pairs the gate FAILs at most at its alpha (plus Monte Carlo slack)."""
+    s = PerformanceSettings(pairs=24, levels=[4])
     rng = random.Random(7)
-    fails = sum(_fails(_level(rng, 8, 0.0, 0.03, drift=0.004), s) for _ in range(2500))
-    assert fails / 2500 <= s.alpha + 0.005, fails
+    fails = sum(_fails(_level(rng, 24, 0.0, SIGMA / math.sqrt(2), 0.002, TAU, 2), s, 2) for _ in range(2000))
+    assert fails / 2000 <= s.alpha + 0.005, fails
 
 
-def test_a_five_percent_slowdown_fails_with_realistic_noise():
-    """Power: a 5% per-token slowdown with 1.5% block noise FAILs in ≥ 95% of measurements."""
-    s = PerformanceSettings(pairs=8, levels=[4])
+def test_leaving_the_launch_spread_out_of_the_error_gives_false_fails():
+    """The reason τ is in the standard error: the same clean runs judged as if each process were
+    its build (launch_spread 0) and with seed 000's 2% budgets FAIL far more often than alpha."""
+    s = PerformanceSettings(pairs=24, levels=[4], launch_spread=0.0, throughput_budget=0.02, tpot_budget=0.02)
+    rng = random.Random(7)
+    fails = sum(_fails(_level(rng, 24, 0.0, SIGMA / math.sqrt(2), 0.0, TAU, 1), s, 1) for _ in range(1000))
+    assert fails / 1000 > 5 * s.alpha, fails
+
+
+def test_a_slowdown_beyond_the_budget_fails_with_the_noise_measured_here():
+    """Power: a 23% slowdown (seed 003's) with σ 8% and τ 2.5% FAILs in ≥ 95% of runs; one well within
+    the 15% budget (5%) FAILs no more often than alpha allows."""
+    s = PerformanceSettings(pairs=24, levels=[4])
     rng = random.Random(11)
-    caught = sum(_fails(_level(rng, 8, 0.05, 0.015), s) for _ in range(500))
+    caught = sum(_fails(_level(rng, 24, 0.23, SIGMA / math.sqrt(2), 0.0, TAU, 2), s, 2) for _ in range(500))
     assert caught / 500 >= 0.95, caught
+    within = sum(_fails(_level(rng, 24, 0.05, SIGMA / math.sqrt(2), 0.0, TAU, 2), s, 2) for _ in range(1000))
+    assert within / 1000 <= 2 * s.alpha, within
+
+
+def test_a_clean_run_is_decided_good_in_most_runs_with_the_default_design():
+    """Three outcomes: a clean candidate under the defaults (24 pairs, two launches, budget 15%,
+    90% interval) is decided good — every primary check's interval within the budget — in ≥ 90%
+    of runs; the rest are undecided (HOLD), never a FAIL."""
+    s = PerformanceSettings(pairs=24, levels=[4])
+    rng = random.Random(5)
+    decided = 0
+    for _ in range(500):
+        judged = [c for c, _ in judge([_level(rng, 24, 0.0, SIGMA / math.sqrt(2), 0.0, TAU, 2)], s, 2)
+                  if c.family == "primary"]
+        decided += all(c.excluded() for c in judged)
+    assert decided / 500 >= 0.90, decided
 
 
 def test_within_budget_is_not_a_failure_even_when_significant():
-    """A 1% slowdown measured precisely is significant but within the 2% budget: never FAIL."""
-    s = PerformanceSettings(pairs=8, levels=[4])
+    """A 1% slowdown measured precisely is significant but within a 2% budget: never FAIL."""
+    s = PerformanceSettings(pairs=8, levels=[4], launch_spread=0.0, throughput_budget=0.02, tpot_budget=0.02)
     rng = random.Random(3)
     assert not any(_fails(_level(rng, 8, 0.01, 0.002), s) for _ in range(200))
 
 
-def test_an_unstable_baseline_widens_the_threshold():
+def test_an_unstable_baseline_widens_the_threshold_up_to_its_cap():
     """Baseline blocks alternating 1000 / 600 tokens/s: the noise floor is marked unstable and the
-    material threshold widens to the baseline's drift against itself, far beyond the 2% budget."""
+    material threshold widens to the baseline's drift against itself — but to at most twice the
+    budget: a point estimate of a drift does not excuse any regression."""
     base = [1000.0, 600.0] * 4
     cand = [990.0, 610.0] * 4
     c = compare(Budget("output_tokens_per_s", True, 0.02), "c4", base, cand, 0.98)
-    assert c.noise_unstable(0.01) and c.threshold > 0.3
+    assert c.noise_unstable(0.01) and c.threshold == pytest.approx(NOISE_CAP * 0.02)
     steady = compare(Budget("output_tokens_per_s", True, 0.02), "c4", [1000.0, 1001.0] * 4, [990.0, 991.0] * 4, 0.98)
     assert not steady.noise_unstable(0.01)
+
+
+def test_the_launch_spread_widens_the_interval_and_zero_is_the_t_test():
+    """τ = 0 is scipy's one-sample t interval exactly; τ > 0 widens it by sqrt(2τ²/K) in log space."""
+    from scipy import stats
+
+    rng = random.Random(1)
+    base = [1000 * math.exp(rng.gauss(0, 0.05)) for _ in range(12)]
+    cand = [b * math.exp(rng.gauss(0, 0.05)) for b in base]
+    plain = compare(Budget("output_tokens_per_s", True, 0.1), "c1", base, cand, 0.9)
+    d = [math.log(c / b) for b, c in zip(base, cand)]
+    lo, hi = stats.ttest_1samp(d, 0.0).confidence_interval(0.9)
+    assert plain.ci == pytest.approx((math.exp(lo), math.exp(hi)))
+    wide = compare(Budget("output_tokens_per_s", True, 0.1), "c1", base, cand, 0.9, spread=0.025, launches=2)
+    assert wide.ci[0] < plain.ci[0] and wide.ci[1] > plain.ci[1] and wide.p_worse != plain.p_worse
 
 
 def test_too_few_pairs_are_not_judged():

@@ -22,11 +22,18 @@ def _failing(out) -> list[str]:
 
 @pytest.mark.slow  # suite time (140 s; the clean-clone suite took 16 min 57 s): the selftest's ten clean cells are this run
 def test_default_run_promotes(tmp_path):
+    """PROMOTE — or, in the share of clean runs the performance gate's interval cannot decide on
+    this machine (~5% by benchmarks/perf_decidability.py), HOLD for that reason and no other."""
     out = gk_run(tmp_path)
-    assert out.code == 0 and out.summary["verdict"] == "PROMOTE", (out.summary or {}).get("reasons", out.stderr)
+    reasons = (out.summary or {}).get("reasons", out.stderr)
+    undecided_perf = out.summary is not None and out.summary["verdict"] == "HOLD" and all(
+        r.startswith("performance.c") and ": UNDECIDED" in r for r in out.summary["reasons"])
+    assert (out.code == 0 and out.summary["verdict"] == "PROMOTE") or (out.code == 2 and undecided_perf), reasons
     assert [g["id"] for g in out.summary["gates"]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
     assert out.gate("shadow")["coverage"]["judged"] > 0  # the shipped traffic was replayed and judged
-    assert out.gate("performance")["coverage"]["judged"] >= 6  # every budgeted metric at both levels was judged
+    perf = {c["id"]: c for c in out.gate("performance")["checks"]}
+    assert all(perf[f"performance.c{n}.{m}"]["status"] in ("PASS", "WARN") for n in (1, 8)
+               for m in ("output_tokens_per_s", "tpot_p50_s", "ttft_p95_s"))  # every budgeted metric compared, none FAILs
     assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     table = {row["dimension"]: row for row in out.summary["correctness_table"]}
     assert list(table) == ["Deterministic", "Structured", "Numerical", "Degeneration", "Long context", "Shadow traffic"]

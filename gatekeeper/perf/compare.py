@@ -2,9 +2,16 @@
 
 Blocks are measured one target at a time in counterbalanced pairs (A B, B A, A B …), so a drift
 of the machine hits both sides alike; pair i gives d_i = log(candidate_i / baseline_i). The
-ratio is exp(mean d) with Student's t interval on the mean log ratio (`scipy.stats.ttest_1samp`;
-at 6–12 pairs the bootstrap's percentile and BCa intervals cover less than they claim, the t
-interval on log ratios is exact for log-normal block noise and close otherwise).
+ratio is exp(mean d) with Student's t interval on the mean log ratio (at 6–12 pairs the
+bootstrap's percentile and BCa intervals cover less than they claim, the t interval on log ratios
+is exact for log-normal block noise and close otherwise).
+
+Two launches of one build are not equally fast: each side is one process, and the spread τ
+between processes (`launch_spread`, measured on this machine by `benchmarks/perf_noise.py`) does
+not shrink with more pairs. So the standard error of the mean log ratio is
+sqrt(s²/n + 2τ²/K) — s the pairs' spread, n pairs, K launches per side — not s/√n, which would
+turn a slower process into a significant regression given pairs enough (statistics review H3).
+With τ = 0 the test is `scipy.stats.ttest_1samp`'s exactly.
 
 The noise floor is the baseline against itself: its blocks of pairs 2k and 2k+1, which send
 requests of the same lengths in other words (`measure_level`), so their ratio is the machine's
@@ -16,11 +23,17 @@ same requests is no better: the prefix cache answers the repeat up to 5× faster
   family-wise alpha after Holm's correction over every judged metric and level (the gate does
   the correction), and
 - *material*: the estimated ratio is worse than the policy's budget, and worse than the noise
-  floor's own ratio (the baseline's drift against itself), whichever is larger.
+  floor's own ratio (the baseline's drift against itself), whichever is larger — the drift
+  widens the threshold to at most twice the budget (`NOISE_CAP`: a point estimate of a drift
+  must not excuse any regression).
 
 A baseline that drifts against itself therefore widens the threshold to its own drift (Diffy's
 rule: only what the candidate adds beyond the noise counts); `noise_unstable` says when that
 drift was itself significant and beyond the budget, and the report says so.
+
+Three outcomes: `regressed` (significant and material), `excluded` (the interval's worst end is
+within the threshold: no regression beyond it, a non-inferiority decision), or neither —
+undecided, which the gate reports as such and which holds the run where the check is blocking.
 """
 
 from __future__ import annotations
@@ -33,15 +46,19 @@ import numpy as np
 from scipy import stats
 
 MIN_PAIRS = 3
+NOISE_CAP = 2.0  # the noise floor widens a threshold to at most this many budgets
 
 
 @dataclass(frozen=True)
 class Budget:
-    """A metric and how much worse the candidate may be (a fraction: 0.02 = 2%)."""
+    """A metric and how much worse the candidate may be (a fraction: 0.02 = 2%). `family`:
+    the Holm family it is corrected in ("primary", blocking; "tail", advisory until the spread of
+    tail latencies between launches is calibrated)."""
 
     metric: str
     higher_is_better: bool
     limit: float
+    family: str = "primary"
 
     def describe(self) -> str:
         """e.g. "output_tokens_per_s −2%"."""
@@ -67,6 +84,8 @@ class Comparison:
     higher_is_better: bool
     unjudged: str | None = None  # why nothing was decided
     noise_p: float | None = None  # two-sided p-value of the baseline against itself
+    spread: float = 0.0  # τ, the launch-to-launch spread put in the standard error
+    family: str = "primary"
 
     @property
     def worse_by(self) -> float | None:
@@ -101,21 +120,28 @@ def _log_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> np.
     return np.array([math.log(a / b) for a, b in pairs], dtype=float)  # [pairs]
 
 
-def _t(d: np.ndarray, confidence: float, alternative: str = "two-sided") -> tuple[float, tuple[float, float], float]:
-    """exp(mean), its t interval, and the p-value for `alternative` (mean > 0 for "greater")."""
-    mean = float(d.mean())
-    if float(d.std()) == 0.0:  # identical blocks: no spread to test against
+def _t(d: np.ndarray, confidence: float, alternative: str = "two-sided", spread: float = 0.0,
+       launches: int = 1) -> tuple[float, tuple[float, float], float]:
+    """exp(mean), its t interval, and the p-value for `alternative` (mean > 0 for "greater"),
+    with the standard error sqrt(s²/n + 2τ²/K) on n − 1 degrees of freedom (τ = `spread`, K =
+    `launches` per side; τ = 0 is the one-sample t test)."""
+    n, mean = len(d), float(d.mean())
+    var_tau = 2 * math.log1p(spread) ** 2 / launches
+    if float(d.std()) == 0.0 and var_tau == 0.0:  # identical blocks: no spread to test against
         p = 0.0 if (mean > 0 if alternative == "greater" else mean != 0) else 1.0
         return math.exp(mean), (math.exp(mean), math.exp(mean)), p
-    res = stats.ttest_1samp(d, 0.0, alternative=alternative)
-    lo, hi = res.confidence_interval(confidence) if alternative == "two-sided" else \
-        stats.ttest_1samp(d, 0.0).confidence_interval(confidence)
-    return math.exp(mean), (math.exp(float(lo)), math.exp(float(hi))), float(res.pvalue)
+    se = math.sqrt(float(d.var(ddof=1)) / n + var_tau)
+    df = n - 1
+    t = mean / se
+    p = float(stats.t.sf(t, df)) if alternative == "greater" else float(2 * stats.t.sf(abs(t), df))
+    half = float(stats.t.ppf((1 + confidence) / 2, df)) * se
+    return math.exp(mean), (math.exp(mean - half), math.exp(mean + half)), p
 
 
 def compare(budget: Budget, level: str, baseline: Sequence[float | None], candidate: Sequence[float | None],
-            confidence: float) -> Comparison:
-    """Compare block figures (baseline[i] and candidate[i] measured back to back)."""
+            confidence: float, spread: float = 0.0, launches: int = 1) -> Comparison:
+    """Compare block figures (baseline[i] and candidate[i] measured back to back), with the
+    launch-to-launch spread `spread` (τ) of `launches` launches per side in the standard error."""
     d = _log_ratios(candidate, baseline)  # [pairs]: log(candidate / baseline)
     base_vals = [b for b in baseline if b is not None]
     cand_vals = [c for c in candidate if c is not None]
@@ -124,15 +150,17 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
     if len(d) < MIN_PAIRS:
         return Comparison(budget.metric, level, len(d), base_mean, cand_mean, None, None, None, None, budget.limit,
                           budget.limit, None, budget.higher_is_better,
-                          unjudged=f"{len(d)} comparable block pairs (at least {MIN_PAIRS} needed)")
+                          unjudged=f"{len(d)} comparable block pairs (at least {MIN_PAIRS} needed)",
+                          spread=spread, family=budget.family)
     worse = -d if budget.higher_is_better else d  # [pairs]: > 0 where the candidate is worse
-    _, _, p_worse = _t(worse, confidence, "greater")
-    ratio, ci, _ = _t(d, confidence)
+    _, _, p_worse = _t(worse, confidence, "greater", spread, launches)
+    ratio, ci, _ = _t(d, confidence, spread=spread, launches=launches)
     noise = _log_ratios(baseline[1::2], baseline[0::2])  # the baseline's two blocks of each request set
     noise_ratio = noise_ci = noise_p = None
     threshold = budget.limit
     if len(noise) >= 2:
-        noise_ratio, noise_ci, noise_p = _t(noise, confidence)
-        threshold = max(budget.limit, abs(noise_ratio - 1))
+        noise_ratio, noise_ci, noise_p = _t(noise, confidence)  # within one launch: no τ
+        threshold = max(budget.limit, min(abs(noise_ratio - 1), NOISE_CAP * budget.limit))
     return Comparison(budget.metric, level, len(d), base_mean, cand_mean, ratio, ci, noise_ratio, noise_ci,
-                      budget.limit, threshold, p_worse, budget.higher_is_better, noise_p=noise_p)
+                      budget.limit, threshold, p_worse, budget.higher_is_better, noise_p=noise_p, spread=spread,
+                      family=budget.family)

@@ -14,7 +14,7 @@ from gatekeeper.client import Endpoint
 from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.gates.performance.baseline import baseline_endpoint, choose
+from gatekeeper.gates.performance.baseline import BaselineChoice, baseline_endpoint, choose
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
@@ -41,15 +41,20 @@ class PerformanceGate(Gate):
     faults (the trusted fp32 reference is not a performance baseline), for real engines the
     reference target. A load generator streams seeded synthetic requests (controlled input and
     output lengths) to one target at a time, in counterbalanced block pairs (A B, B A, …), at each
-    judged concurrency; the baseline's blocks against each other are the noise floor.
+    judged concurrency; the baseline's blocks against each other are the noise floor. Where the gate
+    launches both sides itself, each side is launched `launches` times (the pairs split between
+    the launches), and the spread between two launches of one build (`launch_spread`, τ) is in
+    every standard error: a slower process is not a slower build.
 
     Checks: `performance.measurement` (the measurement is valid: the client kept its schedule, the
     baseline answered, the noise floor is stable); `performance.c<N>.<metric>` per concurrency N
-    for output tokens/s, TPOT p50 and TTFT p95 — FAIL when the candidate is worse than its budget
-    and the noise floor, and significantly so (one-sided t test on the pairs' log ratios, Holm
-    over every metric and level at the family-wise `alpha`), WARN when significantly worse but
-    within the budget or when the interval still allows a regression beyond it (inconclusive: more
-    pairs would tell); PASS only when the interval rules such a regression out;
+    for output tokens/s and TPOT p50 (the primary family, blocking) and TTFT p95 (the tail family,
+    advisory until tail spreads between launches are calibrated) — FAIL when the candidate is worse
+    than its budget and the noise floor, and significantly so (one-sided t test on the pairs' log
+    ratios with τ in the standard error, Holm within the family at `alpha`); PASS when the
+    interval rules out a regression beyond the budget (even if significantly worse within it);
+    otherwise undecided (WARN, not judged: a blocking one holds the run — more pairs or a quieter
+    machine would tell);
     `performance.errors_under_load`; `performance.capacity` (advisory: the knee
     of a concurrency sweep under the SLOs, goodput and cost per 1,000 requests);
     `performance.history` (advisory: the run appended to the policy's history file, and change
@@ -94,25 +99,27 @@ class PerformanceGate(Gate):
         choice = choose(s.baseline, ctx.specs["candidate"], ctx.specs["reference"])
         assert choice.kind != "none", "not_applicable() keeps this gate from running without a baseline"
         ctx.progress(f"performance: baseline is {choice.why}")
-        base_ep = baseline_endpoint(choice, ctx.reference, ctx.launch)
-        base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
-        cand_ep = ctx.candidate
-        if choice.kind == "launch" and ctx.launch is not None:
-            # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
-            # the used one's full prefix cache evicts on every allocation (a clean candidate measured
-            # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
-            cand_ep = ctx.launch("candidate-for-performance", ctx.specs["candidate"])
-            ctx.notes.append("performance: both sides are fresh launches (the candidate that served the correctness "
-                             "gates carries their cache state, which a fresh baseline does not)")
-        targets = {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
-                   "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.specs["candidate"].api_key(),
-                                           ctx.candidate.timeout_s)}
+        launches = s.launches if choice.kind == "launch" and ctx.launch is not None else 1
+        base_ep, cand_ep = self._sides(ctx, choice, 1)
+        if launches > 1:
+            ctx.notes.append(f"performance: each side launched {launches} times, the pairs split between the launches; "
+                             f"launch-to-launch spread τ = {s.launch_spread:.1%} in the standard errors")
+        else:
+            ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); "
+                             f"launch-to-launch spread τ = {s.launch_spread:.1%} assumed in the standard errors")
+        targets = self._targets(ctx, choice, base_ep, cand_ep)
         workload = _controlled(_workload(s, base_ep), targets, ctx)
-        warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
-        levels = [measure_level(targets, level, s.pairs_at(level), s.requests_per_block(level), workload, ctx.seed, s.slo(),
-                                ctx.progress) for level in s.levels]
+        levels = [LevelBlocks(level) for level in s.levels]
+        for k in range(launches):
+            if k:
+                targets = self._targets(ctx, choice, *self._sides(ctx, choice, k + 1))
+            warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
+            for blocks in levels:
+                share = _share(s.pairs_at(blocks.level), launches, k)
+                blocks.extend(measure_level(targets, blocks.level, share, s.requests_per_block(blocks.level), workload,
+                                            ctx.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
-        judged = judge(levels, s)
+        judged = judge(levels, s, launches)
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
@@ -124,6 +131,26 @@ class PerformanceGate(Gate):
                           {b.metric: b.higher_is_better for b in s.budgets()})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in levels)}")
+
+    @staticmethod
+    def _sides(ctx: GateContext, choice: BaselineChoice, launch: int) -> tuple[Endpoint, Endpoint]:
+        """The baseline's and the candidate's endpoints for launch number `launch` (1-based)."""
+        if choice.kind != "launch" or ctx.launch is None:
+            return baseline_endpoint(choice, ctx.reference, ctx.launch), ctx.candidate
+        # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
+        # the used one's full prefix cache evicts on every allocation (a clean candidate measured
+        # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
+        suffix = "" if launch == 1 else f"-{launch}"
+        assert choice.spec is not None
+        return (ctx.launch(f"baseline{suffix}", choice.spec),
+                ctx.launch(f"candidate-for-performance{suffix}", ctx.specs["candidate"]))
+
+    @staticmethod
+    def _targets(ctx: GateContext, choice: BaselineChoice, base_ep: Endpoint, cand_ep: Endpoint) -> dict[str, LoadTarget]:
+        base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
+        return {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
+                "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.specs["candidate"].api_key(),
+                                        ctx.candidate.timeout_s)}
 
     def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
                      workload: Workload) -> tuple[bool, str]:
@@ -175,27 +202,29 @@ class PerformanceGate(Gate):
             ctx.check(name, Status.SKIP, f"not judged: {c.unjudged}", metrics)
             return
         assert c.ratio is not None and c.ci is not None and c.worse_by is not None
-        shown = (f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}; noise floor "
-                 f"{c.noise_ratio:.3f}" + (" (the baseline drifted against itself: the threshold widens to it)"
-                                           if c.noise_unstable(s.alpha) else "") if c.noise_ratio is not None else
-                 f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%}")
+        shown = (f"candidate/baseline {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] at {s.confidence:.0%} "
+                 f"(τ {c.spread:.1%})" + (f"; noise floor {c.noise_ratio:.3f}" + (
+                     " (the baseline drifted against itself: the threshold widens to it)"
+                     if c.noise_unstable(s.alpha) else "") if c.noise_ratio is not None else ""))
+        advisory = c.family != "primary"
+        family = "" if not advisory else f" [{c.family} family, advisory]"
         significant = p_adj is not None and p_adj < s.alpha
+        undecided = False
         if regressed(c, p_adj, s.alpha):
             status, reason = Status.FAIL, (f"{c.worse_by:.1%} worse at concurrency {lv.level} (budget {c.limit:.0%}, "
                                            f"threshold {c.threshold:.1%}; p={p_adj:.2g} after Holm): {shown}")
-        elif significant:
-            status, reason = Status.WARN, (f"{c.worse_by:.1%} worse at concurrency {lv.level}, significant but within "
-                                           f"the {c.threshold:.1%} threshold: {shown}")
         elif c.excluded():
-            status, reason = Status.PASS, (f"no regression beyond {c.threshold:.1%} at concurrency {lv.level} "
-                                           f"({'better' if c.worse_by < 0 else 'worse'} by {abs(c.worse_by):.1%}): {shown}")
-        else:  # not significant, but the interval still allows a regression beyond the threshold
+            how = (f"worse by {c.worse_by:.1%}, significantly, but within it" if significant and c.worse_by > 0 else
+                   f"{'better' if c.worse_by < 0 else 'worse'} by {abs(c.worse_by):.1%}")
+            status, reason = Status.PASS, f"no regression beyond {c.threshold:.1%} at concurrency {lv.level} ({how}): {shown}"
+        else:  # the interval still allows a regression beyond the threshold: undecided
             assert c.worse_bound is not None
-            status, reason = Status.WARN, (f"inconclusive at concurrency {lv.level}: {'better' if c.worse_by < 0 else 'worse'} "
-                                           f"by {abs(c.worse_by):.1%}, not significantly, but the interval allows up to "
-                                           f"{c.worse_bound:.1%} worse (threshold {c.threshold:.1%}); more pairs would "
-                                           f"tell: {shown}")
-        ctx.check(name, status, reason, metrics, evidence)
+            status, undecided = Status.WARN, True
+            reason = (f"undecided at concurrency {lv.level}: {'better' if c.worse_by < 0 else 'worse'} by "
+                      f"{abs(c.worse_by):.1%}{', significantly' if significant else ''}, but the interval allows up to "
+                      f"{c.worse_bound:.1%} worse (threshold {c.threshold:.1%}); more pairs, more launches or a quieter "
+                      f"machine would tell: {shown}")
+        ctx.check(name, status, reason + family, metrics, evidence, advisory=advisory, undecided=undecided)
 
     def _errors(self, ctx: GateContext, levels: list[LevelBlocks]) -> None:
         """`performance.errors_under_load`: requests the candidate failed under load."""
@@ -254,15 +283,24 @@ class PerformanceGate(Gate):
                       [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
 
 
-def judge(levels: list[LevelBlocks], s: PerformanceSettings) -> list[tuple[Comparison, float | None]]:
-    """Every budgeted metric at every level compared, with its Holm-adjusted p-value (None for
-    a comparison not judged). A comparison FAILs when that p is below `alpha` and it is
+def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1) -> list[tuple[Comparison, float | None]]:
+    """Every budgeted metric at every level compared (τ = `launch_spread` of `launches` launches
+    per side in the standard errors), with its p-value adjusted by Holm within its family (None
+    for a comparison not judged). A comparison FAILs when that p is below `alpha` and it is
     material (`Comparison.material`)."""
     comparisons = [compare(b, f"c{lv.level}", lv.series("baseline", b.metric), lv.series("candidate", b.metric),
-                           s.confidence) for lv in levels for b in s.budgets()]
-    judged = [c for c in comparisons if c.unjudged is None]
-    adjusted = dict(zip((id(c) for c in judged), holm([c.p_worse if c.p_worse is not None else 1.0 for c in judged])))
+                           s.confidence, s.launch_spread, launches) for lv in levels for b in s.budgets()]
+    adjusted: dict[int, float] = {}
+    for family in {c.family for c in comparisons}:
+        judged = [c for c in comparisons if c.unjudged is None and c.family == family]
+        adjusted |= dict(zip((id(c) for c in judged), holm([c.p_worse if c.p_worse is not None else 1.0 for c in judged])))
     return [(c, adjusted.get(id(c))) for c in comparisons]
+
+
+def _share(pairs: int, launches: int, k: int) -> int:
+    """Launch k's share of a level's pairs: an even count (pairs 2j and 2j+1 are the noise floor)."""
+    per = pairs // 2
+    return 2 * (per // launches + (1 if k < per % launches else 0))
 
 
 def regressed(c: Comparison, p_adj: float | None, alpha: float) -> bool:

@@ -44,6 +44,12 @@ class LevelBlocks:
     figures: dict[str, list[dict[str, float | None]]] = field(default_factory=lambda: {s: [] for s in SIDES})
     results: dict[str, list[LoadResult]] = field(default_factory=lambda: {s: [] for s in SIDES})
 
+    def extend(self, more: LevelBlocks) -> None:
+        """Add the blocks of another launch (its pairs after these)."""
+        for side in SIDES:
+            self.figures[side] += more.figures[side]
+            self.results[side] += more.results[side]
+
     def series(self, side: str, metric: str) -> list[float | None]:
         """One figure over a side's blocks, in pair order; None for a block the client paced."""
         return [None if client_bound(f) else f.get(metric) for f in self.figures[side]]
@@ -60,11 +66,12 @@ def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> None
 
 
 def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_block: int, workload: Workload,
-                  seed: int, slo: Slo, progress: Callable[[str], None]) -> LevelBlocks:
-    """`pairs` counterbalanced block pairs at concurrency `level`."""
+                  seed: int, slo: Slo, progress: Callable[[str], None], first: int = 0) -> LevelBlocks:
+    """`pairs` counterbalanced block pairs at concurrency `level`, numbered from `first` (an even
+    number: a later launch's pairs go on where the earlier one's stopped)."""
     out = LevelBlocks(level)
     profile = LoadProfile("synchronous" if level == 1 else "concurrent", concurrency=level)
-    for i in range(pairs):
+    for i in range(first, first + pairs):
         requests = workload.requests(per_block, seed * 7919 + level * 131 + i // 2, variant=i % 2)
         order = SIDES if i % 2 == 0 else SIDES[::-1]
         if level == 1:  # the sides take turns request by request: the pair's halves a request apart
@@ -74,5 +81,5 @@ def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_bl
         for side in SIDES:
             out.results[side].append(results[side])
             out.figures[side].append(block_figures(results[side], slo))
-        progress(f"performance: concurrency {level}: pair {i + 1}/{pairs}")
+        progress(f"performance: concurrency {level}: pair {i + 1}/{first + pairs}")
     return out

@@ -35,10 +35,18 @@ class PerformanceSettings:
       range, sized with the baseline's /tokenize where it has one; "traffic": requests drawn from
       `traffic`, default gate 5's traffic file), `output_tokens` ([32, 32]), `ignore_eos` (true)
       so output lengths are controlled where the server supports it.
-    - budgets (fractions the candidate may be worse by): `throughput_budget` (0.02, output
-      tokens/s; seed 000 §4.1: a correctness patch may cost ~2%), `tpot_budget` (0.02, TPOT p50),
-      `ttft_budget` (0.10, TTFT p95); `alpha` (0.01): the family-wise false-FAIL rate over every
-      metric and level (Holm); `confidence` (0.98): the intervals shown.
+    - budgets (fractions the candidate may be worse by): `throughput_budget` (0.15, output
+      tokens/s), `tpot_budget` (0.15, TPOT p50) — the primary family, blocking — and `ttft_budget`
+      (0.25, TTFT p95) — the tail family, advisory; `alpha` (0.01): the false-FAIL rate of each
+      family over its metrics and levels (Holm); `confidence` (0.90, two-sided: the one-sided 95%
+      bound of a non-inferiority test, as TOST uses): the interval whose worst end must be within
+      the budget for a PASS. Seed 000 §4.1 allows a correctness patch ~2%, but a budget is only
+      worth what the machine can decide: with τ = 2.5% and the default pairs, 15% is the smallest
+      that decides ≥ 95% of clean runs (`benchmarks/perf_decidability.py`; docs/performance.md).
+    - `launches` (2): launches per side where the gate launches both (the bundled pair), the
+      pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
+      differ in these figures, put in every standard error as 2τ²/launches — measured on a 2-core
+      shared VM by `benchmarks/perf_noise.py`; measure yours and set it.
     - capacity: `sweep` ([1, 2, 4, 8, 16]) concurrencies, one block each per target, under the
       SLOs `slo_ttft_s` (1.0) and `slo_tpot_s` (0.05) (0: not an objective); the knee is the
       highest concurrency whose p95 TTFT and p95 TPOT meet them.
@@ -62,11 +70,13 @@ class PerformanceSettings:
     output_tokens: list[int] = setting(factory=lambda: [32, 32], minItems=2, maxItems=2,
                                        items={"minimum": 1, "maximum": MAX_ANSWER_TOKENS})
     ignore_eos: bool = True
-    throughput_budget: float = setting(0.02, minimum=0, exclusiveMaximum=1)
-    tpot_budget: float = setting(0.02, minimum=0, exclusiveMaximum=1)
-    ttft_budget: float = setting(0.10, minimum=0, exclusiveMaximum=1)
+    throughput_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
+    tpot_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
+    ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
-    confidence: float = setting(0.98, exclusiveMinimum=0.5, exclusiveMaximum=1)
+    launches: int = setting(2, minimum=1, maximum=8)
+    launch_spread: float = setting(0.025, minimum=0, maximum=0.5)
+    confidence: float = setting(0.90, exclusiveMinimum=0.5, exclusiveMaximum=1)
     sweep: list[int] = setting(factory=lambda: [1, 2, 4, 8, 16], minItems=1, items={"minimum": 1, "maximum": MAX_CONCURRENCY})
     slo_ttft_s: float = setting(1.0, minimum=0, maximum=3600, description="0: not an objective")
     slo_tpot_s: float = setting(0.05, minimum=0, maximum=60, description="0: not an objective")
@@ -102,7 +112,7 @@ class PerformanceSettings:
     def budgets(self) -> list[Budget]:
         """The judged metrics with their budgets."""
         return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
-                Budget("ttft_p95_s", False, self.ttft_budget)]
+                Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
 
     def slo(self) -> Slo:
         """The SLOs goodput and the knee use."""
