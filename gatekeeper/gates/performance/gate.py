@@ -115,7 +115,7 @@ class PerformanceGate(Gate):
                 targets = self._targets(ctx, choice, *self._sides(ctx, choice, k + 1))
             warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
             for blocks in levels:
-                share = _share(s.pairs_at(blocks.level), launches, k)
+                share = launch_share(s.pairs_at(blocks.level), launches, k)
                 blocks.extend(measure_level(targets, blocks.level, share, s.requests_per_block(blocks.level), workload,
                                             ctx.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
@@ -297,7 +297,7 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1) 
     return [(c, adjusted.get(id(c))) for c in comparisons]
 
 
-def _share(pairs: int, launches: int, k: int) -> int:
+def launch_share(pairs: int, launches: int, k: int) -> int:
     """Launch k's share of a level's pairs: an even count (pairs 2j and 2j+1 are the noise floor)."""
     per = pairs // 2
     return 2 * (per // launches + (1 if k < per % launches else 0))
