@@ -15,10 +15,10 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from gatekeeper.config.policy import load_policy
-from gatekeeper.config.run_config import find_file
+from gatekeeper.config.run_config import BY_NAME, find_file
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
 from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
@@ -45,7 +45,9 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
 
     reference = parse_target(values["reference"], "reference", file_of("reference"))
     candidate = parse_target(values["candidate"], "candidate", file_of("candidate"))
-    reference, candidate = _models(values, reference, candidate)
+    in_file = {"reference": bool(reference.engine_options or reference.faults),  # for the engine's errors
+               "candidate": bool(candidate.engine_options or candidate.faults)}
+    reference, candidate = _models(values, reference, candidate, file_of)
     if values["candidate_faults"] or values["candidate_opts"]:
         if candidate.kind != "bundled":
             raise ConfigError("candidate faults and engine options apply to a bundled candidate only (declare a URL or "
@@ -58,13 +60,21 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
     reference = _declared(reference, values["reference_declare"], "reference_declare")
     candidate = _declared(candidate, values["candidate_declare"], "candidate_declare")
     for role, spec in (("reference", reference), ("candidate", candidate)):
-        _check_key(role, spec)
+        _check_key(role, spec, file_of(role))
         if spec.kind == "bundled" and (spec.engine_options or spec.faults):
-            _check_engine(role, spec)
+            where = [f"{role}.options/faults"] if in_file[role] else []
+            if role == "candidate":
+                where += [_option_label(name, sources[name]) for name in ("candidate_opts", "candidate_faults") if values[name]]
+            _check_engine(role, spec, file_of(role) if in_file[role] else None, " or ".join(where))
     policy = load_policy(find_file(values["policy"]), settings_types())
     if values.get("shadow_store"):
         policy = policy.with_setting("shadow", "store", str(find_file(values["shadow_store"])))
-    selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
+    try:
+        selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
+    except ConfigError as e:
+        if file_of("gates") is None:
+            raise
+        raise ConfigError(e.message, file_of("gates"), key="gates") from None
     golden_paths = tuple(str(find_file(p)) for p in values["golden"])
     golden = load_golden(list(golden_paths)) if any(g.uses_golden_sets for g in selected) else ()
     plan = RunPlan(
@@ -85,9 +95,11 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
     return plan
 
 
-def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec) -> tuple[TargetSpec, TargetSpec]:
+def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec,
+            file_of: Callable[[str], str | None]) -> tuple[TargetSpec, TargetSpec]:
     """Apply `--model` by target kind — a checkpoint directory for bundled targets, the served
-    model id for URL and launch targets — and `--served-model` to URL and launch targets."""
+    model id for URL and launch targets — and `--served-model` to URL and launch targets
+    (`file_of`: the run config an option came from, for its errors)."""
     specs = [reference, candidate]
     if values["model"]:
         found = find_file(values["model"])
@@ -96,13 +108,13 @@ def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec
             specs = [replace(s, model=s.model or path) if s.kind == "bundled" else s for s in specs]
         elif all(s.kind == "bundled" for s in specs):
             raise ConfigError(f"model directory {values['model']!r} not found (bundled targets load a checkpoint "
-                              "directory; a served model id is for URL and launch targets)", key="model")
+                              "directory; a served model id is for URL and launch targets)", file_of("model"), key="model")
         else:
             specs = [replace(s, model=s.model or values["model"]) if s.kind != "bundled" else s for s in specs]
     if values["served_model"]:
         if all(s.kind == "bundled" for s in specs):
             raise ConfigError("applies to URL and launch targets only (a bundled target serves its checkpoint)",
-                              key="served_model")
+                              file_of("served_model"), key="served_model")
         specs = [replace(s, model=values["served_model"]) if s.kind != "bundled" else s for s in specs]
     return specs[0], specs[1]
 
@@ -119,16 +131,25 @@ def _declared(spec: TargetSpec, flags: dict[str, str], key: str) -> TargetSpec:
     return replace(spec, declared=tuple(merged.items()))
 
 
-def _check_key(role: str, spec: TargetSpec) -> None:
+def _option_label(name: str, source: str) -> str:
+    """How the user wrote a run option: its flag, its variable, or its key in the run config."""
+    option = BY_NAME[name]
+    if source == "flag":
+        return "--" + (option.flag or option.name).replace("_", "-")
+    return option.env if source == "env" else name
+
+
+def _check_key(role: str, spec: TargetSpec, path: str | None) -> None:
     """A named key variable must be set: an unset one would silently send no key."""
     if spec.api_key_env and spec.api_key_env not in os.environ:
-        raise ConfigError(f"api_key_env names {spec.api_key_env}, which is not set in the environment",
+        raise ConfigError(f"names {spec.api_key_env}, which is not set in the environment", path,
                           key=f"{role}.api_key_env", hint=f"export {spec.api_key_env}=... (the key itself never goes in a file)")
 
 
-def _check_engine(role: str, spec: TargetSpec) -> None:
+def _check_engine(role: str, spec: TargetSpec, path: str | None = None, key: str | None = None) -> None:
     """A bundled target's engine options and faults, checked by the engine's own rules in a
-    subprocess (the gate side never imports the engine)."""
+    subprocess (the gate side never imports the engine); an error names `path` and `key`, where
+    they were written."""
     request = {"profile": spec.profile, "options": dict(spec.engine_options), "faults": list(spec.faults)}
     try:
         done = subprocess.run([sys.executable, "-m", "gatekeeper.engine.validate"], input=json.dumps(request),
@@ -139,8 +160,8 @@ def _check_engine(role: str, spec: TargetSpec) -> None:
     if done.returncode != 0 or "error" not in answer:
         raise ConfigError(f"cannot check the bundled engine's options: {done.stderr.strip()[-300:]}", key=role)
     if answer["error"]:
-        flag = "--candidate-opt/--candidate-fault" if role == "candidate" else f"{role} (options/faults)"
-        raise ConfigError(answer["error"], key=flag)
+        flag = key or ("--candidate-opt/--candidate-fault" if role == "candidate" else f"{role} (options/faults)")
+        raise ConfigError(answer["error"], path, key=flag)
 
 
 def check_faults(faults: tuple[str, ...] | list[str]) -> None:

@@ -62,7 +62,7 @@ def test_settings_are_typed_values_with_the_policy_overlaid(tmp_path) -> None:
     ("  longctx:\n    decay_max_excess_slope: 0.003\n", r"policy.yaml:4: gates.longctx.decay_max_excess_slope: must be "
      r"above 0.003205, the most one \(session, round\) cell can move"),
     ("  longctx:\n    sqdr_max_excess: 0.005\n", r"policy.yaml:4: .*sqdr_max_excess.*renamed to decay_max_excess_slope"),
-    ("  numerics:\n    prompts: []\n", r"policy.yaml:4: gates.numerics.prompts: must be a list of strings \(not empty\), not \[\]"),
+    ("  numerics:\n    prompts: []\n", r"policy.yaml:4: gates.numerics.prompts: must be a non-empty list of strings, not \[\]"),
 ])
 def test_a_setting_that_would_judge_nothing_is_refused(tmp_path, body: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from gatekeeper.config.schema_check import SchemaError, check, must_be
+from gatekeeper.config.schema_check import SchemaError, check, must_be, shown
 from gatekeeper.config.yaml_lines import load_yaml, line_of
 from gatekeeper.errors import ConfigError
 from gatekeeper.hooks import parse_hooks
@@ -41,7 +41,7 @@ def _as_int(value: Any) -> int:
             return int(value.strip())
         except ValueError:
             pass
-    raise ValueError(f"must be an integer, not {value!r}")
+    raise ValueError(f"must be an integer, not {shown(value)}")
 
 
 def _as_number(value: Any) -> float:
@@ -52,7 +52,7 @@ def _as_number(value: Any) -> float:
             return float(value.strip())
         except ValueError:
             pass
-    raise ValueError(f"must be a number, not {value!r}")
+    raise ValueError(f"must be a number, not {shown(value)}")
 
 
 def _as_opts(value: Any) -> dict[str, str]:
@@ -85,8 +85,8 @@ class Option:
         try:
             check(value, self.schema)
         except SchemaError as e:
-            if isinstance(raw, str) and e.schema is not None and not e.path:  # a variable or a flag: shown as given
-                raise ValueError(must_be(e.schema, repr(raw))) from None
+            if e.schema is not None and not e.path:  # the value as the file, variable or flag gave it
+                raise ValueError(must_be(e.schema, shown(raw))) from None
             raise ValueError(e.message) from None
         return value
 
@@ -164,7 +164,7 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
         try:
             values[name] = opt.value(list(value) if isinstance(value, tuple) else value)
         except (ValueError, TypeError) as e:
-            raise ConfigError(f"--{name.replace('_', '-')}: {e}") from None
+            raise ConfigError(f"--{(opt.flag or name).replace('_', '-')}: {e}") from None
         source[name] = "flag"
     return values, source
 

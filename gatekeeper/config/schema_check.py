@@ -52,8 +52,10 @@ def shown(value: Any) -> str:
         return "true" if value else "false"
     if value is None:
         return "null"
-    if isinstance(value, (dict, list)):
-        return ("{}" if isinstance(value, dict) else "[]") if not value else "a mapping" if isinstance(value, dict) else "a list"
+    if isinstance(value, dict):
+        return "a mapping" if value else "{}"
+    if isinstance(value, list):
+        return f"a list of {len(value)}" if value else "[]"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -72,6 +74,22 @@ def _bounds(schema: dict[str, Any]) -> str:
     return " and ".join(f"{side[0]} {_number(side[1])}" for side in (low, high) if side is not None)
 
 
+def _noun(name: str, schema: dict[str, Any]) -> str:
+    """One type's noun with what is said of it alone: "a non-empty string", "a list of 2 integers"."""
+    if name == "string":
+        noun = "a non-empty string" if schema.get("minLength", 0) > 0 else "a string"
+        return noun + (f" matching {schema['pattern']}" if "pattern" in schema else "")
+    if name != "array":
+        return _NOUNS.get(name, name)
+    low, high = schema.get("minItems", 0), schema.get("maxItems")
+    items = schema.get("items")
+    of = f" of {_plural(describe(items))}" if isinstance(items, dict) and items.get("type") else ""
+    if high is not None and low == high:
+        return f"a list of {low}" + (of[3:] if of else " items")
+    counts = ([f"at least {low} items"] if low > 1 else []) + ([f"at most {high} items"] if high is not None else [])
+    return ("a non-empty list" if low == 1 else "a list") + of + (f" ({', '.join(counts)})" if counts else "")
+
+
 def describe(schema: dict[str, Any]) -> str:
     """What a fragment allows, as the end of "must be ...": "an integer from 1 to 1024"."""
     if "const" in schema:
@@ -80,24 +98,14 @@ def describe(schema: dict[str, Any]) -> str:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
     types = schema.get("type")
     names = [types] if isinstance(types, str) else list(types or [])
-    text = " or ".join(_NOUNS.get(t, t) for t in names) or "a value"
+    text = " or ".join(_noun(t, schema) for t in names) or "a value"
     bounds = _bounds(schema)
-    if bounds:
-        text += " " + bounds
-    if "array" in names and isinstance(schema.get("items"), dict) and schema["items"].get("type"):
-        text = text.replace("a list", "a list of " + _plural(describe(schema["items"])), 1)
-    if "minItems" in schema and schema["minItems"] > 0:
-        text += " (not empty)" if schema["minItems"] == 1 else f" of at least {schema['minItems']} items"
-    if "maxItems" in schema:
-        text += f" of at most {schema['maxItems']} items"
-    if "minLength" in schema and schema["minLength"] > 0:
-        text += " (not empty)"
-    return text
+    return f"{text} {bounds}" if bounds else text
 
 
 def _plural(noun: str) -> str:
-    for one, many in (("an integer", "integers"), ("a number", "numbers"), ("a string", "strings"), ("a mapping", "mappings"),
-                      ("a list", "lists")):
+    for one, many in (("an integer", "integers"), ("a number", "numbers"), ("a non-empty string", "non-empty strings"),
+                      ("a string", "strings"), ("a mapping", "mappings"), ("a list", "lists")):
         if noun.startswith(one):
             return many + noun[len(one):]
     return noun

@@ -65,11 +65,19 @@ def load_yaml(path: str | Path) -> Any:
     """Parse a YAML file; syntax errors become one-line ConfigErrors with file and line."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError("file not found", str(p)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read: {e}", str(p)) from None
+    except IsADirectoryError:
+        raise ConfigError("is a directory, not a YAML file", str(p)) from None
+    except OSError as e:
+        raise ConfigError(f"cannot read: {e.strerror or e}", str(p)) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        raise ConfigError(f"not UTF-8 (byte {e.start - line_start + 1} of the line)", str(p),
+                          data.count(b"\n", 0, e.start) + 1) from None
     try:
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.MarkedYAMLError as e:

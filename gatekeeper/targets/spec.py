@@ -39,7 +39,8 @@ KEY_SCHEMAS: dict[str, dict[str, Any]] = {
                         "description": "seconds to wait for the target to answer, at most a day"},
     "command": {"type": "string", "pattern": "\\{port\\}"},
     "env": {"type": ["object", "null"], "additionalProperties": {"type": ["string", "number", "boolean"]}},
-    "cwd": _TEXT, "health_path": {"type": "string", "pattern": "^/"}, "log_file": _TEXT, "log_command": _TEXT,
+    "cwd": _TEXT, "health_path": {"type": "string", "pattern": "^/", "description": "a URL path, e.g. /health"},
+    "log_file": _TEXT, "log_command": _TEXT,
     "declare": {},  # parse_declared's (the schema's own in gatekeeper/schemas)
 }
 
