@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy.stats import binomtest, wilcoxon
 
 from gatekeeper.gates.shadow.measures import Measures, Pair
 from gatekeeper.gates.shadow.sequential import PairedEProcess
@@ -250,6 +249,8 @@ class Analysis:
                                 st.fired_at)
         if not st.eligible:
             return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
+        from scipy.stats import binomtest  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
+
         b, c = st.candidate_only, st.twin_only  # non-critical: McNemar's exact test, fixed horizon
         p = binomtest(b, b + c, 0.5, alternative="greater").pvalue if b + c else 1.0
         high = p < 1 - self.t.confidence and st.margin(self.t)
@@ -260,6 +261,8 @@ class Analysis:
         if sum(1 for d in deltas if d != 0.0) < 5:
             return MetricResult(name, False, "Pass" if deltas else "Nodata", None, None, len(deltas), None, None,
                                 0.0 if deltas else None)
+        from scipy.stats import wilcoxon  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
+
         alt = "less" if direction == "decrease" else "two-sided"
         values = np.frombuffer(deltas, dtype=float)
         p = float(wilcoxon(values, alternative=alt, zero_method="zsplit").pvalue)

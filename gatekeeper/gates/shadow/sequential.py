@@ -29,8 +29,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.special import betaincc, betaln
-
 _LN2 = math.log(2.0)
 
 
@@ -38,6 +36,8 @@ PRIORS = ((0.5, 0), (0.5, 20))  # (weight, k): the mixture of priors π_k
 
 
 def _log_e_k(ones: int, discordant: int, k: int) -> float:
+    from scipy.special import betaincc, betaln  # imported when a gate judges, not when a plan is made
+
     a, b = ones + k + 1, discordant - ones + 1
     upper = betaincc(a, b, 0.5)  # the Beta(a, b) mass above 1/2: the prior's support
     if upper <= 0.0:
