@@ -112,7 +112,7 @@ def _run(case: dict[str, Any], tmp_path: Path) -> Outcome:
 def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     """Every selected case's outcome, run two at a time: each is a process of its own that spends
     most of its half second starting Python and importing gatekeeper, and one at a time the corpus
-    would take about two and a half minutes."""
+    would take about two minutes of CPU (half that, two at a time, on an idle machine)."""
     selected = {item.callspec.params["case"]["id"] for item in request.session.items
                 if item.originalname == "test_a_bad_input_is_one_line_and_an_exit_code"}
     todo = [c for c in CASES if c["id"] in selected and not c.get("pending")]
