@@ -19,6 +19,8 @@ from pathlib import Path
 
 import click
 
+from gatekeeper.cli_types import Finite
+
 from gatekeeper import __version__, exit_codes
 from gatekeeper.cli_exit import crashed, fail as _fail, json_errors, stop_on_signals
 from gatekeeper.errors import GatekeeperError, Terminated
@@ -330,9 +332,9 @@ def perf_history(path: str, metrics: tuple[str, ...], last: int, as_json: bool) 
 @click.option("--model", default=None, help="Model id to send. [the first /v1/models lists]")
 @click.option("--profile", type=click.Choice(["synchronous", "concurrent", "rate", "poisson"]), default="concurrent",
               show_default=True)
-@click.option("--concurrency", type=click.IntRange(min=0), default=8, show_default=True,
+@click.option("--concurrency", type=click.IntRange(min=0, max=1024), default=8, show_default=True,
               help="Requests in flight (for rate/poisson: the cap; 0 = none).")
-@click.option("--rate", type=click.FloatRange(min=0, min_open=True), default=None, help="Requests/s for rate and poisson.")
+@click.option("--rate", type=Finite(min=0, min_open=True, max=100_000), default=None, help="Requests/s for rate and poisson.")
 @click.option("--requests", "num_requests", type=click.IntRange(min=1), default=64, show_default=True)
 @click.option("--warmup", type=click.IntRange(min=0), default=4, show_default=True, help="Leading requests not measured.")
 @click.option("--input-tokens", nargs=2, type=int, default=(48, 160), show_default=True)

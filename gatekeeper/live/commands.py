@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from gatekeeper.cli_types import Finite
+
 from gatekeeper.errors import ConfigError
 
 
@@ -65,9 +67,9 @@ def _with(options: list[Any], f: Any) -> Any:
 @click.option("--upstream", required=True, help="The OpenAI-compatible server to pass traffic to.")
 @click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT to accept clients on (port 0: any).")
 @click.option("--out", "out_path", required=True, help="Traffic file (JSONL) to append records to.")
-@click.option("--rotate-mb", type=click.FloatRange(min=0), default=0, show_default=True,
+@click.option("--rotate-mb", type=Finite(min=0, max=1_000_000), default=0, show_default=True,
               help="Start a new segment when the file reaches this size (0: never).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True, help="Upstream request timeout (s).")
+@click.option("--timeout", type=Finite(min=1, max=86400), default=600, show_default=True, help="Upstream request timeout (s).")
 def record(upstream: str, listen: str, out_path: str, rotate_mb: float, timeout: float, tenant_header: str | None,
            redact: tuple[str, ...], no_default_pii: bool) -> None:
     """A pass-through proxy that records chat/completions traffic in the traffic format
@@ -100,18 +102,18 @@ record = _with(_REDACT, record)
               help="A replica of the reference for the noise floor (twin); in --sink mode, the reference itself "
                    "(once: it answers twice; twice: one answer each).")
 @click.option("--sink", is_flag=True, help="Mirror-sink mode: accept requests a gateway mirrors (no primary).")
-@click.option("--sample", type=click.FloatRange(0, 1), default=0.05, show_default=True, help="Share of requests mirrored.")
+@click.option("--sample", type=Finite(0, 1), default=0.05, show_default=True, help="Share of requests mirrored.")
 @click.option("--store", "store_path", required=True, help="The pair store (SQLite) to commit pairs to.")
 @click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT clients (or the gateway) send to.")
 @click.option("--admin", default="127.0.0.1:8101", show_default=True, help="HOST:PORT for /verdict and /metrics.")
-@click.option("--queue", "queue_size", type=click.IntRange(min=1), default=256, show_default=True,
+@click.option("--queue", "queue_size", type=click.IntRange(min=1, max=1_000_000), default=256, show_default=True,
               help="Mirror copies waiting at most; beyond, copies are dropped (counted).")
-@click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True, help="Concurrent mirrored requests.")
+@click.option("--workers", type=click.IntRange(min=1, max=1024), default=4, show_default=True, help="Concurrent mirrored requests.")
 @click.option("--policy", default="gates/default.yaml", show_default=True, help="Policy whose gate-5 settings judge the pairs.")
 @click.option("--min-pairs", type=click.IntRange(min=1), default=None, help="Judged pairs before PROMOTE. [the stage budgets]")
 @click.option("--shadow-model", default="", help="Model id for the shadow's requests. [the request's own]")
 @click.option("--shadow-api-key-env", default=None, metavar="NAME", help="Environment variable with the shadow's API key.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Per mirrored request (s).")
+@click.option("--timeout", type=Finite(min=1, max=86400), default=120, show_default=True, help="Per mirrored request (s).")
 @click.option("--session-header", default=None, metavar="NAME",
               help="Request header naming the client's session (long-session SQDR in /verdict and /metrics).")
 def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink: bool, sample: float, store_path: str,
