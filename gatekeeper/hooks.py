@@ -12,6 +12,7 @@ reason per line); a webhook gets the same as JSON. Descriptions and output are r
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -64,6 +65,9 @@ def parse_hooks(value: Any) -> list[str]:
     if not isinstance(items, list) or not all(isinstance(v, str) and v.strip() for v in items):
         raise ValueError("must be a command or webhook URL, or a list of them")
     for v in items:
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", v)
+        if scheme and scheme.group(1).lower() not in ("http", "https"):
+            raise ValueError(f"{scheme.group(0)} is not a webhook (http:// or https://), and a command does not start so")
         if not v.startswith(("http://", "https://")):
             try:
                 shlex.split(v)
