@@ -115,8 +115,8 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
 
 def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     """A ROLLBACK latches in the store; while latched, the live verdict stays ROLLBACK whatever
-    the recomputed one says (new slices re-split alpha, so a recompute alone can forget), and says
-    why; the operator's reset judges afresh."""
+    the recomputed one says (the score, say, recovers as clean pairs arrive), and says why; the
+    operator's reset judges afresh."""
     store = PairStore(tmp_path / "s.db")
     for i in range(40):  # the candidate answers otherwise in one pair in four
         ref = Answer(f"answer {i}")
@@ -168,3 +168,36 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
         assert httpx.post(url + "/elsewhere").status_code == 404
     finally:
         server.shutdown()
+
+
+def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_changes_between_looks(tmp_path: Path):
+    """The live verdict's alpha split is fixed by its first judgement: a tenant that appears later
+    gets its alpha from the reserve (the j-th: alpha × reserve × 2^-j), the first slices keep
+    theirs, and the whole stays within alpha however many slices appear."""
+    from gatekeeper.gates.shadow.analysis import SliceKey, Thresholds, allocate_with_reserve
+    from gatekeeper.gates.shadow.judge import facts_of, slice_plan
+    from gatekeeper.gates.shadow.store import pairs
+    from gatekeeper.live.verdict import RESERVE
+
+    def record(i: int, tenant: str):
+        return parse_record({"endpoint": "chat", "id": f"{tenant}{i}", "tenant": tenant,
+                             "request": {"messages": [{"role": "user", "content": f"q{i}"}], "temperature": 0}}, i)
+
+    store = PairStore(tmp_path / "s.db")
+    t = Thresholds()
+    splits = []
+    for look, tenant in enumerate(["acme", "beta", "gamma", "delta", "eps", "zeta"]):
+        for i in range(30):
+            ref = Answer(f"answer {tenant} {i}")
+            store.add(record(i, tenant), ref, ref, ref)
+        assert judge_store(store, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] in ("HOLD", "PROMOTE")
+        plan = slice_plan((facts_of(p) for p in pairs(store)), ShadowSettings().min_slice_requests)
+        order, first = store.slice_order([str(k) for k, _ in plan])
+        splits.append(allocate_with_reserve(plan, t, order, first, RESERVE))
+        assert sum(splits[-1].values()) <= t.alpha + 1e-12, look
+    assert order[:first] == ["all"]  # one tenant at the first look: only `all` was a slice
+    for before, after in zip(splits, splits[1:]):  # a slice's alpha, once given, never changes
+        assert all(after[key] == a for key, a in before.items()), (before, after)
+    acme, beta = (SliceKey("tenant", "acme"), "disagreement"), (SliceKey("tenant", "beta"), "disagreement")
+    assert splits[-1][acme] > splits[-1][(SliceKey("tenant", "gamma"), "disagreement")]
+    assert splits[-1][beta] < t.alpha * RESERVE

@@ -7,10 +7,14 @@
   given) and nothing fired;
 - HOLD: still collecting (fewer judged pairs), or nothing could be judged.
 - a ROLLBACK is sticky in the live proxy: latched in the store, it stays until an operator
-  resets it, whatever later pairs show (the alpha split over slices changes as new slices
-  appear, so a recomputed verdict alone could forget it). A pair whose
+  resets it, whatever later pairs show. A pair whose
   reference failed says nothing about the candidate and is not counted as judged; a twin that
   failed counts as the candidate's failures do (the noise floor of transient errors).
+
+The live verdict is recomputed as pairs arrive, and new tenants or kinds bring new slices. The
+alpha split is fixed by the first judgement: its slices share alpha × (1 − `RESERVE`); each slice
+that appears later draws on the reserve (the j-th gets alpha × RESERVE × 2^−j), its order kept in
+the store, so no slice's alpha changes between looks and together they never exceed alpha.
 
 `stage` names the policy's canary stage the judged count has reached (stages fill in order,
 by their budgets); the stages' tenant and kind filters are applied by `gatekeeper run --gates
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gatekeeper.gates.shadow.analysis import SliceKey, allocate_with_reserve
 from gatekeeper.gates.shadow.judge import judge_pairs
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings
@@ -29,6 +34,7 @@ from gatekeeper.gates.shadow.store import PairStore, pair_of, pairs
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+RESERVE = 0.2  # of alpha, for the slices that appear after the first live judgement
 
 
 def default_min_pairs(s: ShadowSettings) -> int:
@@ -49,7 +55,7 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
     """The verdict JSON for the pairs stored so far. `sticky` (the live proxy): a ROLLBACK is
     latched in the store, and later pairs — clean ones from a new tenant, say — do not turn it
     back into HOLD or PROMOTE until an operator resets it (`POST /verdict/reset`)."""
-    data = _judge(store, s, min_pairs)
+    data = _judge(store, s, min_pairs, fixed_split=sticky)
     if not sticky:
         return data
     if data["verdict"] == "ROLLBACK":
@@ -63,13 +69,19 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
     return data
 
 
-def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None) -> dict[str, Any]:
+def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed_split: bool = False) -> dict[str, Any]:
     need = default_min_pairs(s) if min_pairs is None else min_pairs
     if len(store) == 0:
         return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
                 "pairs": 0, "judged": 0, "min_pairs": need, "unjudged": {}, "score": None, "rules": {}, "rates": {},
                 "fired": [], "slices": [], "sessions": None}
-    analysis = judge_pairs(lambda: pairs(store), s.thresholds(), s.min_slice_requests)
+    t = s.thresholds()
+
+    def split(plan: list[tuple[SliceKey, frozenset[str]]]) -> dict[tuple[SliceKey, str], float]:
+        order, first = store.slice_order([str(k) for k, _ in plan])
+        return allocate_with_reserve(plan, t, order, first, RESERVE)
+
+    analysis = judge_pairs(lambda: pairs(store), t, s.min_slice_requests, split if fixed_split else None)
     slices = analysis.results()
     overall = next(sl for sl in slices if sl.key == "all")
     rules = {name: pair_rule(name, slices) for name in PAIR_RULES}

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,25 @@ def allocate(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -
     for group in secondary:
         for key in group:
             out[key] = t.alpha * left / len(secondary) / len(group)
+    return out
+
+
+def allocate_with_reserve(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds, order: Sequence[str],
+                          first: int, reserve: float) -> dict[tuple[SliceKey, str], float]:
+    """alpha per (slice, critical measure) for a judgement repeated as pairs arrive (the live
+    verdict): the slices of the first judgement (`order[:first]`) split alpha × (1 − reserve) as
+    `allocate` does, and the j-th slice that appeared later gets alpha × reserve × 2^−j, evenly
+    over its measures. A slice's alpha never changes once given and the whole never exceeds
+    alpha, however many slices appear (Bonferroni over a summable sequence)."""
+    slices = list(slices)
+    early = [(k, ms) for k, ms in slices if str(k) in order[:first]]
+    out = allocate(early, replace(t, alpha=t.alpha * (1 - reserve)))
+    for k, ms in slices:
+        if str(k) in order[:first] or not ms:
+            continue
+        j = order.index(str(k)) - first + 1
+        for m in ms:
+            out[(k, m)] = t.alpha * reserve * 2.0 ** -j / len(ms)
     return out
 
 
@@ -182,10 +201,11 @@ def hodges_lehmann(values: Any) -> float:
 class Analysis:
     """The canary analysis, fed pair by pair in replay order (`add`), read per slice (`results`)."""
 
-    def __init__(self, slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -> None:
+    def __init__(self, slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds,
+                 alphas: dict[tuple[SliceKey, str], float] | None = None) -> None:
         self.t = t
         plan = list(slices)
-        alphas = allocate(plan, t)
+        alphas = allocate(plan, t) if alphas is None else alphas
         self.slices: dict[SliceKey, SliceState] = {}
         for key, _ in plan:
             states = {}

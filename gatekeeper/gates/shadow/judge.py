@@ -49,10 +49,14 @@ def facts_of(p: Pair) -> RequestFacts:
     return RequestFacts(p.tenant, p.kind, p.model_alias, p.sampled, p.wants_json, bool(p.tools), p.wants_logprobs)
 
 
-def judge_pairs(pairs: Callable[[], Iterable[Pair]], t: Thresholds, min_slice_requests: int) -> Analysis:
+def judge_pairs(pairs: Callable[[], Iterable[Pair]], t: Thresholds, min_slice_requests: int,
+                split: Callable[[list[tuple[SliceKey, frozenset[str]]]], dict[tuple[SliceKey, str], float]] | None = None,
+                ) -> Analysis:
     """The analysis of stored pairs; `pairs()` is called twice and must yield the same pairs
-    in the same order (the order is the sequential test's looks)."""
-    analysis = Analysis(slice_plan((facts_of(p) for p in pairs()), min_slice_requests), t)
+    in the same order (the order is the sequential test's looks). `split` gives the alpha per
+    (slice, measure) for the plan (default: `allocate`, fixed by this judgement alone)."""
+    plan = slice_plan((facts_of(p) for p in pairs()), min_slice_requests)
+    analysis = Analysis(plan, t, split(plan) if split is not None else None)
     for p in pairs():
         analysis.add(p, measure(p))
     return analysis

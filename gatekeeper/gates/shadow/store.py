@@ -144,6 +144,19 @@ class PairStore:
         assert found is not None
         return found
 
+    def slice_order(self, keys: list[str]) -> tuple[list[str], int]:
+        """The slices in the order the live verdict first judged them, with `keys` (this
+        judgement's) appended where new, and how many the first judgement had: the alpha split is
+        fixed then, later slices draw on a reserve (live/verdict.py)."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key='slice_order'").fetchone()
+            known: dict[str, Any] = json.loads(row[0]) if row else {"order": [], "first": len(keys)}
+            added = [k for k in keys if k not in known["order"]]
+            if added or row is None:
+                known["order"] += added
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('slice_order', ?)", (json.dumps(known),))
+        return list(known["order"]), int(known["first"])
+
     def latched(self) -> dict[str, Any] | None:
         """The latched ROLLBACK, or None."""
         with self._lock:
