@@ -1,0 +1,112 @@
+"""`gatekeeper perf`: performance history and a load generator for one server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from gatekeeper.cli_types import Finite
+
+
+@click.group()
+def perf() -> None:
+    """Performance tools (docs/perf-history.md)."""
+
+
+@perf.command("history")
+@click.argument("path")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="Only this metric (repeatable). [all]")
+@click.option("--last", type=click.IntRange(min=0), default=200, show_default=True,
+              help="Analyse each metric's newest N runs (0: all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the trends as JSON.")
+def perf_history(path: str, metrics: tuple[str, ...], last: int, as_json: bool) -> None:
+    """Each metric's trend across the runs of a history file, and the runs where it changed."""
+    import difflib
+
+    from gatekeeper.errors import ConfigError
+    from gatekeeper.perf.history import FORMAT_VERSION, MIN_RUNS, load_history, metric_names, trend
+
+    if not Path(path).exists():
+        raise ConfigError("no such history file (the performance gate appends a run to it)", path)
+    entries = load_history(Path(path))
+    known = metric_names(entries)
+    for name in metrics:
+        if name not in known:
+            near = difflib.get_close_matches(name, known, n=1)
+            raise ConfigError(f"no run has metric {name!r}" + (f" (did you mean {near[0]!r}?)" if near else ""), path)
+    found = [trend(entries, name, last or None) for name in metrics or known]
+    if as_json:
+        click.echo(json.dumps({"version": FORMAT_VERSION, "path": path, "num_runs": len(entries), "min_runs": MIN_RUNS,
+                               "trends": [t.to_json() for t in found]}, indent=2))
+    elif not entries:
+        click.echo(f"{path}: no runs recorded yet (the file is empty)")
+    else:
+        click.echo(f"{path}: {len(entries)} run{'s' * (len(entries) != 1)}, {len(known)} metric{'s' * (len(known) != 1)}")
+        for t in found:
+            click.echo(t.summary())
+            for change in t.changes():
+                click.echo(f"  {change.describe()}")
+
+
+@perf.command("load")
+@click.argument("url")
+@click.option("--model", default=None, help="Model id to send. [the first /v1/models lists]")
+@click.option("--profile", type=click.Choice(["synchronous", "concurrent", "rate", "poisson"]), default="concurrent",
+              show_default=True)
+@click.option("--concurrency", type=click.IntRange(min=0, max=1024), default=8, show_default=True,
+              help="Requests in flight (for rate/poisson: the cap; 0 = none).")
+@click.option("--rate", type=Finite(min=0, min_open=True, max=100_000), default=None, help="Requests/s for rate and poisson.")
+@click.option("--requests", "num_requests", type=click.IntRange(min=1), default=64, show_default=True)
+@click.option("--warmup", type=click.IntRange(min=0), default=4, show_default=True, help="Leading requests not measured.")
+@click.option("--input-tokens", nargs=2, type=int, default=(48, 160), show_default=True)
+@click.option("--output-tokens", nargs=2, type=int, default=(32, 32), show_default=True)
+@click.option("--no-ignore-eos", is_flag=True, help="Do not send vLLM's ignore_eos (output lengths uncontrolled).")
+@click.option("--api-key-env", default=None, metavar="NAME", help="Environment variable holding the API key.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def perf_load(url: str, model: str | None, profile: str, concurrency: int, rate: float | None, num_requests: int,
+              warmup: int, input_tokens: tuple[int, int], output_tokens: tuple[int, int], no_ignore_eos: bool,
+              api_key_env: str | None, seed: int, as_json: bool) -> None:
+    """Load one OpenAI-compatible server with the performance gate's generator and print its
+    figures (definitions: gatekeeper/perf/figures.py)."""
+    import os
+
+    from gatekeeper.errors import ConfigError
+    from gatekeeper.perf.figures import Slo, block_figures
+    from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
+    from gatekeeper.perf.workload import Workload
+    from gatekeeper.runner import served_model
+    from gatekeeper.targets.interface import TargetSpec
+    from gatekeeper.targets.spec import normalise_url
+
+    if profile in ("rate", "poisson") and rate is None:
+        raise ConfigError(f"--profile {profile} needs --rate", key="--rate")
+    for name, (lo, hi) in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
+        if not 1 <= lo <= hi:
+            raise ConfigError("needs LOW HIGH with 1 <= LOW <= HIGH", key=name)
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and key is None:
+        raise ConfigError(f"the environment variable {api_key_env} is not set", key="--api-key-env")
+    base = normalise_url(url)
+    name = model or served_model(base, TargetSpec("url", url=base), key)
+    if not name:
+        raise ConfigError(f"no model read from {base}/v1/models (unreachable, or it lists none); pass --model",
+                          key="--model")
+    workload = Workload(input_tokens, output_tokens, not no_ignore_eos)
+    result = run_load(LoadTarget(base, name, key), workload.requests(num_requests + warmup, seed),
+                      LoadProfile(profile, concurrency=concurrency, rate=rate, warmup=warmup, seed=seed))
+    figures = block_figures(result, Slo())
+    errors = [r.error for r in result.measured if r.error]
+    if as_json:
+        click.echo(json.dumps({"url": base, "model": name, "profile": result.profile.describe(), "figures": figures,
+                               "client_bound": result.client_bound, "errors": errors[:10]}, indent=2))
+        return
+    click.echo(f"{base} model {name}: {result.profile.describe()}, {len(result.measured)} measured requests "
+               f"({warmup} warm-up), {len(errors)} failed" + (f" — first: {errors[0]}" if errors else ""))
+    for k, v in figures.items():
+        if v is not None:
+            click.echo(f"  {k:<26} {v * 1000:10.2f} ms" if k.endswith("_s") and "_p" in k else f"  {k:<26} {v:10.4g}")
+    if result.client_bound:
+        click.echo("  warning: the load generator fell behind its schedule; the figures describe the client", err=True)

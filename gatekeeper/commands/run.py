@@ -1,0 +1,98 @@
+"""`gatekeeper run`: the gates on a candidate beside a reference, and the verdict's exit code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gatekeeper import exit_codes
+from gatekeeper.cli_exit import crashed, fail, json_errors
+from gatekeeper.commands.options import discard, env_help, run_options
+from gatekeeper.errors import GatekeeperError
+
+
+@click.command()
+@run_options
+@click.option("--matrix", default=None, help=env_help("matrix", "Matrix file (matrices/*.yaml): run one of its cells (--cell)."))
+@click.option("--cell", default=None, help=env_help("cell", "The matrix cell to run, by id (`gatekeeper matrix plan M` lists them)."))
+@click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+@click.option("--resume", "resume_dir", default=None, metavar="RUN_DIR",
+              help="Continue the interrupted run in RUN_DIR (it has incomplete.json): give the same options; its "
+                   "finished gates are reused, the rest run again, one report is written.")
+def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str | None, **flags) -> None:
+    """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.
+
+    Options come from built-in defaults, then the run config (-c), then GATEKEEPER_<OPTION>
+    environment variables, then these flags. With --matrix and --cell, the cell's candidate,
+    declared path and policy fragments go on top, and cell.json marks the run directory as the
+    cell's (docs/matrices.md). Exit codes: 0 PROMOTE, 1 ROLLBACK, 2 HOLD, 3 usage or
+    configuration error.
+    """
+    import os
+    import tempfile
+
+    from gatekeeper.config.run_config import resolve
+    from gatekeeper.errors import ConfigError
+    from gatekeeper.plan import build_plan, new_run_id
+    from gatekeeper.progress import Progress
+    from gatekeeper.runner import Runner
+
+    from gatekeeper.run_dir import check_resumable, fingerprint
+
+    if as_json:
+        json_errors()
+    if resume_dir and dry_run:
+        fail("--resume and --dry-run do not go together", exit_codes.USAGE)
+    run_id = Path(resume_dir).name if resume_dir else new_run_id()
+    run_dir: Path | None = None
+    cell_run = None
+    resumable = None
+    try:
+        values, sources = resolve(config_path, os.environ, flags)
+        if resume_dir:
+            values["out"] = str(Path(resume_dir).parent)
+        run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-dry-run-")) if dry_run else Path(values["out"]) / run_id
+        if values["matrix"] or values["cell"]:
+            from gatekeeper.matrix.cell_run import apply_cell
+
+            values, sources, cell_run = apply_cell(values, sources, run_dir)  # may write the cell's policy there
+        plan = build_plan(values, sources, run_id)
+        parts = fingerprint(plan, values)
+        if resume_dir:
+            resumable = check_resumable(Path(resume_dir), parts)
+    except ConfigError as e:
+        if run_dir is not None and not resume_dir:
+            discard(run_dir)
+        fail(str(e), exit_codes.USAGE, e.hint)
+    if dry_run:
+        from gatekeeper.plan import describe_plan
+
+        if cell_run is not None:
+            click.echo(f"matrix {cell_run.matrix.path} cell {cell_run.cell.id} (expected: {cell_run.expected or 'nothing'})")
+        click.echo(plan.redactor().text(describe_plan(plan, sources)))
+        discard(run_dir)
+        sys.exit(exit_codes.OK)
+    progress = Progress(plan.redactor())
+    if cell_run is not None:
+        cell_run.write(run_dir, run_id)
+        progress(f"matrix {cell_run.matrix.name} cell {cell_run.cell.id}"
+                 + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
+    try:
+        result = Runner(plan, progress, parts, resumable).run()
+    except GatekeeperError as e:
+        fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
+    except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: exit INTERNAL_ERROR, the run dir stays incomplete
+        crashed(e, plan.redactor())
+    progress.summary(result, plan.out_dir / plan.run_id)
+    if cell_run is not None:
+        from gatekeeper.matrix.record import write_record
+
+        write_record(plan.out_dir / plan.run_id)  # seed 002 §7's record of the path this cell ran
+    if as_json:
+        from gatekeeper.report.summary_json import SummaryJsonRenderer
+
+        click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())  # redacted when written
+    sys.exit(result.exit_code)
