@@ -60,8 +60,9 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
             values, sources, cell_run = apply_cell(values, sources, run_dir)  # may write the cell's policy there
         plan = build_plan(values, sources, run_id)
-        parts = fingerprint(plan, values)
+        parts = None if dry_run else fingerprint(plan, values)  # hashing the model and code: not for a dry run
         if resume_dir:
+            assert parts is not None  # --resume and --dry-run were refused together above
             resumable = check_resumable(Path(resume_dir), parts)
     except ConfigError as e:
         if run_dir is not None and not resume_dir:
