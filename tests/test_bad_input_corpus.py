@@ -15,12 +15,14 @@ handlers, environment, working directory, stdout and stderr (files), and its exi
 from __future__ import annotations
 
 import hashlib
+import signal
 import importlib
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,8 +161,14 @@ def _forked(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path) -> 
                 except Exception:  # noqa: BLE001
                     pass
             os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
+    deadline = time.monotonic() + 120  # the bound subprocess.run(timeout=120) gave: a hung case fails, the suite goes on
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail(f"gatekeeper {' '.join(args)} did not end within 120 s")
+        time.sleep(0.005)
+    code = os.waitstatus_to_exitcode(done[1])
     return subprocess.CompletedProcess(args, code, out.read_text(errors="replace"), err.read_text(errors="replace"))
 
 

@@ -37,29 +37,25 @@ def _config(tmp_path: Path) -> Path:
     return config
 
 
-def _processes(marker: bytes) -> list[int]:
+def _pids(match) -> list[int]:
+    """Every process `match(pid)` is true for (one that went meanwhile is left out)."""
     found = []
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                argv = (d / "cmdline").read_bytes().split(b"\0")
-            except OSError:
+                if match(int(d.name)):
+                    found.append(int(d.name))
+            except (OSError, ProcessLookupError):
                 continue
-            if marker in argv:
-                found.append(int(d.name))
     return found
 
 
+def _processes(marker: bytes) -> list[int]:
+    return _pids(lambda pid: marker in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
+
+
 def _pids_in_group(pgid: int) -> list[int]:
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if os.getpgid(int(d.name)) == pgid:
-                    out.append(int(d.name))
-            except (ProcessLookupError, PermissionError):
-                pass
-    return out
+    return _pids(lambda pid: os.getpgid(pid) == pgid)
 
 
 def _watchdogs(parent: int) -> list[int]:
