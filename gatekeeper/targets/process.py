@@ -73,8 +73,7 @@ class ProcessTarget(Target):
         port = free_port()
         base_url = f"http://127.0.0.1:{port}"
         self.log_path = Path(log_dir) / f"{self.role}.log"
-        key = self.api_key()
-        env = {**os.environ, **dict(self.spec.env), SECRETS_ENV: json.dumps([key] if key else [])}
+        env = {**os.environ, **dict(self.spec.env), SECRETS_ENV: json.dumps(self.spec.secrets())}
         argv = self._argv(port)
         t0 = time.perf_counter()
         log = open(self.log_path, "wb")
