@@ -1,6 +1,7 @@
 """The performance gate's false alarms, decided share and power on the bundled engines, over seeds.
 
     python benchmarks/perf_gate_power.py [--seeds 20] [--candidates clean,decode-slowdown=23,...]
+                                         [--history FILE]
 
 Every seed and every candidate gets fresh processes, as a run does: for each of the policy's
 `launches` (2 by default) a new baseline (the optimized path, no faults) and a new candidate server
@@ -11,7 +12,10 @@ policy's performance settings, seed s: other requests, other block order) decide
 measurement: FAIL (a primary metric regressed by the gate's rule), PASS (every primary metric's
 interval within its budget) or undecided. Printed per candidate: the three shares, which metrics
 failed, the requests per side, the median worse-by per metric and the wall time. The capacity
-sweep is not part of the verdict and is not run here.
+sweep is not part of the verdict and is not run here. With `--history`, τ per figure comes from
+the A/A launch pairs `gatekeeper perf calibrate` stored there for this machine, as the gate takes
+it (CPU time per token is then a blocking primary figure); without, the policy's τ is assumed. CPU time per output token is read from
+each server's threads (`gatekeeper/perf/cpu.py`), as the gate reads it for targets it launches.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from server_util import running_server  # noqa: E402
 
 from gatekeeper.config.policy import load_policy  # noqa: E402
 from gatekeeper.gates.performance.gate import judge, launch_share, regressed  # noqa: E402
+from gatekeeper.gates.performance.spread import calibrated_spreads  # noqa: E402
 from gatekeeper.gates.registry import settings_types  # noqa: E402
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up  # noqa: E402
+from gatekeeper.perf.cpu import CpuMeter  # noqa: E402
 from gatekeeper.perf.loadgen import LoadTarget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +51,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--candidates", default=DEFAULT)
     ap.add_argument("--policy", default=str(ROOT / "gates" / "default.yaml"))
+    ap.add_argument("--history", type=Path, default=None, help="a performance history holding this machine's calibration")
     args = ap.parse_args()
     s = load_policy(args.policy, settings_types()).settings("performance")
+    taus, note = calibrated_spreads(args.history, s) if args.history else ({}, "τ assumed: no --history")
+    print(note, flush=True)
     names = args.candidates.split(",")
     outcomes: dict[str, list[dict]] = {n: [] for n in names}
     for seed in range(args.seeds):
@@ -58,21 +67,23 @@ def main() -> None:
                     base = stack.enter_context(running_server(GK_TINY, "--profile", "optimized"))
                     cand = stack.enter_context(running_server(GK_TINY, "--profile", "optimized",
                                                               *([] if n == "clean" else ["--fault", n])))
-                    targets = {"baseline": LoadTarget(base.url, "gk-tiny"), "candidate": LoadTarget(cand.url, "gk-tiny")}
+                    targets = {"baseline": LoadTarget(base.url, "gk-tiny", cpu=CpuMeter.of_process(base.proc.pid)),
+                               "candidate": LoadTarget(cand.url, "gk-tiny", cpu=CpuMeter.of_process(cand.proc.pid))}
                     warm_up(targets, s.workload().requests(s.warmup_requests, seed + 1))
                     for blocks in levels:
                         blocks.extend(measure_level(targets, blocks.level, launch_share(s.pairs_at(blocks.level), s.launches, k),
                                                     s.requests_per_block(blocks.level), s.workload(), seed, s.slo(),
                                                     lambda m: None, first=len(blocks.figures["baseline"])))
-            judged = [(c, p) for c, p in judge(levels, s, s.launches) if c.family == "primary"]
+            judged = [(c, p) for c, p in judge(levels, s, s.launches, taus) if c.family == "primary"]
             failed = [f"{c.level}.{c.metric}" for c, p in judged if regressed(c, p, s.alpha)]
             outcome = "FAIL" if failed else "PASS" if all(c.excluded() for c, _ in judged) else "undecided"
             per_side = sum(len(r.measured) for lv in levels for r in lv.results["candidate"])
             worse = {f"{c.level}.{c.metric}": c.worse_by for c, _ in judged}
             outcomes[n].append({"outcome": outcome, "failed": failed, "per_side": per_side, "worse": worse,
                                 "wall": time.perf_counter() - t0})
-            print(f"seed {seed:2d} {n:22s} {outcome:9s} {','.join(failed) or '-':50s} "
-                  f"{per_side} req/side {time.perf_counter() - t0:5.1f}s", flush=True)
+            figures = " ".join(f"{k} {v:+.1%}" for k, v in worse.items() if v is not None)
+            print(f"seed {seed:2d} {n:22s} {outcome:9s} {','.join(failed) or '-':40s} "
+                  f"{per_side} req/side {time.perf_counter() - t0:5.1f}s  worse-by: {figures}", flush=True)
     print()
     print(f"{'candidate':22s} {'FAIL':>6s} {'PASS':>6s} {'undecided':>9s} {'req/side':>9s} {'median worse-by per metric':s}")
     for n in names:

@@ -9,8 +9,9 @@ does; each request streams 32 output tokens with ignore_eos. Per request and per
 
 - `tpot`: (end − first token) / (tokens − 1), vLLM's TPOT, the gate's decode figure today;
 - `median_itl`: the median gap between output chunks (robust to a contention spike);
-- `cpu_per_token`: the server process's CPU time (utime + stime, /proc) over the request, per
-  output token — blind to run-queue waiting and steal, and to regressions that wait (sleeps,
+- `cpu_per_token`: the server process's CPU time (the scheduler's nanosecond on-CPU time of
+  its threads, `/proc/<pid>/task/*/schedstat`, as the gate's `gatekeeper/perf/cpu.py` reads it)
+  over the request, per output token — blind to run-queue waiting and steal, and to regressions that wait (sleeps,
   locks, I/O) rather than compute.
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
@@ -37,18 +37,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from server_util import running_server  # noqa: E402
 
+from gatekeeper.perf.cpu import process_cpu_ns  # noqa: E402
 from gatekeeper.perf.workload import Workload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GK_TINY = ROOT / "gatekeeper" / "models" / "gk-tiny"
 MEASURES = ("tpot", "median_itl", "cpu_per_token", "e2e")
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_s(pid: int) -> float:
-    """A process's CPU time so far (all its threads), from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    """A process's CPU time so far (all its live threads), in seconds, at nanosecond resolution."""
+    return process_cpu_ns(pid) / 1e9
 
 
 def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float] | None:
@@ -69,7 +68,7 @@ def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float] 
     n = body["max_tokens"]
     gaps = [b - a for a, b in zip(chunks, chunks[1:])]
     return {"tpot": (end - chunks[0]) / (n - 1), "median_itl": statistics.median(gaps),
-            "cpu_per_token": max(c1 - c0, 1.0 / TICK) / n, "e2e": end - t0}
+            "cpu_per_token": max(c1 - c0, 1e-6) / n, "e2e": end - t0}
 
 
 def launch_pair(pairs: int, seed: int, model: Path) -> dict[str, list[float]]:

@@ -192,7 +192,8 @@ class Runner:
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions, observed=observed, earlier=tuple(results),
                               judgement=gate.judgement, specs={"reference": plan.reference, "candidate": plan.candidate},
-                              launch=self._launch, out_dir=plan.out_dir, run_id=plan.run_id)
+                              launch=self._launch, process_group=self._process_group, out_dir=plan.out_dir,
+                              run_id=plan.run_id)
             t0 = time.perf_counter()
             coverage = None
             if stopped_by is not None:
@@ -230,6 +231,11 @@ class Runner:
                       self.plan.timeout_s, key_source=spec.key_source)
         self._extra.append(ep)
         return ep
+
+    def _process_group(self, role: str) -> int | None:
+        """The process group of the target `role`, where this run launched it (for CPU time)."""
+        target = self.targets.get(role)
+        return target.process_group() if target is not None else None
 
     def _stop_extra(self) -> None:
         """Stop the targets gates started (`_launch`): they must not load the machine, or hold its

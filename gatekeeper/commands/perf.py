@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 import click
@@ -110,3 +112,69 @@ def perf_load(url: str, model: str | None, profile: str, concurrency: int, rate:
             click.echo(f"  {k:<26} {v * 1000:10.2f} ms" if k.endswith("_s") and "_p" in k else f"  {k:<26} {v:10.4g}")
     if result.client_bound:
         click.echo("  warning: the load generator fell behind its schedule; the figures describe the client", err=True)
+
+
+_CALIBRATE_OPTIONS = ("--config", "--candidate", "--model", "--served-model", "--policy", "--out", "--candidate-opt",
+                      "--candidate-fault", "--seed", "--timeout")
+
+
+def _calibrate_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The run options that say which build to launch and how to measure it."""
+    from gatekeeper.commands.options import RUN_OPTIONS
+
+    for option in reversed(RUN_OPTIONS):
+        probe = option(lambda: None)  # click stores the Option on the function: read its flags
+        params = getattr(probe, "__click_params__", [])
+        if params and any(flag in _CALIBRATE_OPTIONS for flag in params[-1].opts):
+            command = option(command)
+    return command
+
+
+@perf.command("calibrate")
+@_calibrate_options
+@click.option("--pairs", type=click.IntRange(min=1, max=100), default=10, show_default=True,
+              help="A/A launch pairs to measure (the gate uses a calibration from 10 on).")
+def perf_calibrate(config_path: str | None, pairs: int, **flags: Any) -> None:
+    """Launch the candidate's build twice per pair, measure both as the performance gate does, and
+    append each pair to the performance history: the gate then puts this machine's launch-to-launch
+    spread τ in its standard errors instead of the policy's assumed `launch_spread`
+    (docs/performance.md). Takes about a minute per pair with the default policy."""
+    import os
+    import shutil
+    import sys
+    import tempfile
+
+    from gatekeeper.cli_exit import crashed, fail
+    from gatekeeper.config.run_config import resolve
+    from gatekeeper.errors import ConfigError, GatekeeperError
+    from gatekeeper.exit_codes import HOLD, OK, USAGE
+    from gatekeeper.commands.calibrate import calibrate, calibration_target
+    from gatekeeper.perf.calibration import MIN_PAIRS, machine_class
+    from gatekeeper.plan import build_plan, new_run_id
+    from gatekeeper.progress import Progress
+
+    run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-calibrate-"))
+    try:
+        try:
+            values, sources = resolve(config_path, os.environ, flags)
+            plan = build_plan(values, sources, new_run_id())
+            calibration_target(plan)
+        except ConfigError as e:
+            fail(str(e), USAGE, e.hint)
+        progress = Progress(plan.redactor())
+        try:
+            path, found = calibrate(plan, pairs, run_dir, progress)
+        except ConfigError as e:
+            fail(str(e), USAGE, e.hint)
+        except GatekeeperError as e:
+            fail(str(e), HOLD, "the calibration stopped; the pairs measured so far are in the history")
+        except Exception as e:  # noqa: BLE001 — gatekeeper's own failure
+            crashed(e, plan.redactor())
+    finally:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    click.echo(f"{path}: calibration for {machine_class()}")
+    for figure, sp in sorted(found.items()):
+        used = f"τ {sp.bound:.2%} used (90% upper bound)" if sp.bound is not None else \
+            f"not used yet ({sp.pairs} of {MIN_PAIRS} pairs)"
+        click.echo(f"  {figure:<28} {sp.pairs:3d} pairs  τ estimate {sp.estimate or 0.0:.2%}  {used}")
+    sys.exit(OK)

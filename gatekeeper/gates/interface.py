@@ -128,6 +128,7 @@ class GateContext:
     judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
     specs: dict[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
     launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
+    process_group: Callable[[str], int | None] = lambda role: None  # a target's process group, where this run launched it
     out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
     run_id: str = ""
 

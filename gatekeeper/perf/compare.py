@@ -52,12 +52,15 @@ NOISE_CAP = 2.0  # the noise floor widens a threshold to at most this many budge
 class Budget:
     """A metric and how much worse the candidate may be (a fraction: 0.02 = 2%). `family`:
     the Holm family it is corrected in ("primary", blocking; "tail", advisory until the spread of
-    tail latencies between launches is calibrated)."""
+    tail latencies between launches is calibrated). `needs_calibration`: the budget is tighter
+    than an assumed τ can decide, so the metric is judged in the advisory "uncalibrated" family
+    until this machine's τ for it is calibrated (`gatekeeper perf calibrate`)."""
 
     metric: str
     higher_is_better: bool
     limit: float
     family: str = "primary"
+    needs_calibration: bool = False
 
     def describe(self) -> str:
         """e.g. "output_tokens_per_s −2%"."""

@@ -3,7 +3,13 @@
 - TTFT: send to the first chunk carrying output text.
 - TPOT: vLLM's definition — (E2E − TTFT) / (output tokens − 1), the first token excluded
   (guidellm's includes it: E2E / output tokens; `tpot_incl_first` is that one).
-- ITL: the gaps between consecutive output chunks.
+- ITL: the gaps between consecutive output chunks. `itl_median_s`: each request's median gap,
+  their geometric mean over the block — the decode measure a contention spike moves least (one
+  stalled gap moves a request's median by one rank); the mean log of a block pair is then the
+  mean over its request pairs of log(candidate / baseline), the requests paired as sent.
+- `cpu_s_per_token`: the server's CPU seconds over the block's requests (`perf/cpu.py`: its
+  threads' on-CPU time, for a target launched here) per output token, prefill included — blind
+  to waiting (sleeps, locks, I/O) and to GPU time, not to contention on the cores it runs on.
 - E2E: send to the last byte.
 - output tokens/s and requests/s: the *server's* throughput — output tokens (the server's
   `usage` count where it reports one) and successful requests over the block's wall time, from
@@ -74,6 +80,10 @@ def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:
     out["requests_per_s"] = len(ok) / wall if wall > 0 else None
     out["goodput_rps"] = sum(1 for r in ok if slo.met(r)) / wall if wall > 0 else None
     out["error_rate"] = (len(rows) - len(ok)) / len(rows) if rows else None
+    medians = [float(np.median(r.itl_s)) for r in ok if len(r.itl_s) >= 2]
+    out["itl_median_s"] = float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 else None
+    tokens = sum(r.output_tokens for r in ok)
+    out["cpu_s_per_token"] = result.cpu_s / tokens if result.cpu_s is not None and tokens and result.cpu_s > 0 else None
     out["lateness_p99_s"] = result.lateness_p99_s
     out["requests"] = float(len(rows))
     return out

@@ -5,6 +5,10 @@ that name the run where a slow drift or a step began.
      "label": "vllm 0.9.1 + patch 4411", "baseline": "vllm 0.9.0",
      "metrics": {"c1.output_tokens_per_s": 1012.5, "c8.tpot_p50_s": 0.0213}}
 
+A calibration line (`gatekeeper perf calibrate`, docs/performance.md) has `"kind": "calibration"`,
+the `machine` it was measured on and `aa`: per figure, the mean log ratio between two launches of
+one build and that mean's sampling variance; its `metrics` are empty. Trends read run lines only.
+
 Runs are kept in the order they were appended; a metric may be missing from some runs and its
 trend is then the runs that have it, still numbered by their place in the file (run 1 is the
 first line). Change points come from Apache Otava's E-Divisive means, in two passes: the
@@ -34,6 +38,8 @@ ONSET_PVALUE = 0.05  # the Hunter pass's level for the candidate onsets of a con
 ONSET_MIN_MAGNITUDE = 0.02  # ... and the relative step an onset must mark (smaller ones are noise at 1-2% CV)
 SEED = 0  # the permutation test's seed: the same history always gives the same answer
 _KEYS = ("version", "run_id", "finished_at", "label", "baseline", "metrics")
+_OPTIONAL = ("kind", "machine", "aa")
+KINDS = ("run", "calibration")
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,9 @@ class HistoryEntry:
     label: str
     baseline: str
     metrics: dict[str, float] = field(hash=False)
+    kind: str = "run"  # "calibration": an A/A launch pair (`aa`), not a run
+    machine: str = ""  # the machine class a calibration was measured on (`perf/calibration.py`)
+    aa: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False)  # figure -> (mean log ratio, its variance)
 
     def __post_init__(self) -> None:
         for key in ("run_id", "finished_at", "label", "baseline"):
@@ -59,27 +68,47 @@ class HistoryEntry:
                 raise ValueError("metrics: a metric name must be a non-empty string")
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
                 raise ValueError(f"metrics.{name} must be a finite number (got {value!r})")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {self.kind!r})")
+        if not isinstance(self.machine, str):
+            raise ValueError("machine must be a string")
+        if not isinstance(self.aa, dict):
+            raise ValueError("aa must be an object of figure name to {log_ratio, var}")
+        for name, pair in self.aa.items():
+            if not (isinstance(pair, tuple) and len(pair) == 2 and all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)) or pair[1] < 0:
+                raise ValueError(f"aa.{name} must have a finite log_ratio and a finite var ≥ 0")
 
     def to_json(self) -> dict[str, Any]:
         """The entry as a history line (the inverse of `parse_entry`)."""
-        return {"version": FORMAT_VERSION, "run_id": self.run_id, "finished_at": self.finished_at,
-                "label": self.label, "baseline": self.baseline,
-                "metrics": {name: float(value) for name, value in self.metrics.items()}}
+        out: dict[str, Any] = {"version": FORMAT_VERSION, "run_id": self.run_id, "finished_at": self.finished_at,
+                               "label": self.label, "baseline": self.baseline,
+                               "metrics": {name: float(value) for name, value in self.metrics.items()}}
+        if self.kind != "run":
+            out |= {"kind": self.kind, "machine": self.machine,
+                    "aa": {k: {"log_ratio": float(r), "var": float(v)} for k, (r, v) in self.aa.items()}}
+        return out
 
 
 def parse_entry(obj: Any) -> HistoryEntry:
     """One decoded history line as an entry; ValueError naming the problem."""
     if not isinstance(obj, dict):
         raise ValueError("a line must be a JSON object")
-    unknown = [k for k in obj if k not in _KEYS]
+    unknown = [k for k in obj if k not in _KEYS + _OPTIONAL]
     if unknown:
-        raise ValueError(f"unknown key {unknown[0]!r} (a line has {', '.join(_KEYS)})")
+        raise ValueError(f"unknown key {unknown[0]!r} (a line has {', '.join(_KEYS)}; a calibration also "
+                         f"{', '.join(_OPTIONAL)})")
     if obj.get("version") != FORMAT_VERSION:
         raise ValueError(f"version {obj.get('version')!r}: this gatekeeper reads history version {FORMAT_VERSION}")
     missing = [k for k in _KEYS if k not in obj]
     if missing:
         raise ValueError(f"missing key {missing[0]!r}")
-    return HistoryEntry(obj["run_id"], obj["finished_at"], obj["label"], obj["baseline"], obj["metrics"])
+    aa = obj.get("aa", {})
+    if not isinstance(aa, dict) or not all(isinstance(v, dict) and set(v) == {"log_ratio", "var"} for v in aa.values()):
+        raise ValueError("aa must be an object of figure name to {\"log_ratio\": number, \"var\": number}")
+    return HistoryEntry(obj["run_id"], obj["finished_at"], obj["label"], obj["baseline"], obj["metrics"],
+                        obj.get("kind", "run"), obj.get("machine", ""),
+                        {k: (v["log_ratio"], v["var"]) for k, v in aa.items()})
 
 
 def append_entry(path: Path, entry: HistoryEntry) -> None:
@@ -109,10 +138,10 @@ def _last_byte(path: Path, size: int) -> bytes:
         return handle.read(1)
 
 
-def load_history(path: Path) -> list[HistoryEntry]:
-    """Every run in the history at `path`, in file order; [] when the file does not exist.
-    Blank lines and lines starting with `#` are skipped; a bad line raises ConfigError
-    `file:line: problem`."""
+def load_history(path: Path, kind: str = "run") -> list[HistoryEntry]:
+    """Every line of `kind` (runs, or calibrations) in the history at `path`, in file order; []
+    when the file does not exist. Blank lines and lines starting with `#` are skipped; a bad line
+    raises ConfigError `file:line: problem`."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -134,7 +163,7 @@ def load_history(path: Path) -> list[HistoryEntry]:
             entries.append(parse_entry(obj))
         except ValueError as e:
             raise ConfigError(str(e), str(path), number) from None
-    return entries
+    return [e for e in entries if e.kind == kind]
 
 
 def change_points(values: Sequence[float]) -> list[int]:

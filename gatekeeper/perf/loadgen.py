@@ -30,10 +30,13 @@ import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import httpx
+
+if TYPE_CHECKING:
+    from gatekeeper.perf.cpu import CpuMeter
 
 MAX_LATENESS_S = 0.010  # p99 send lateness above this: the client was the bottleneck
 KINDS = ("synchronous", "concurrent", "rate", "poisson")
@@ -49,6 +52,7 @@ class LoadTarget:
     model: str
     api_key: str | None = None
     timeout_s: float = 120.0
+    cpu: CpuMeter | None = field(default=None, compare=False)  # the server's CPU clock, for a target launched here
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,7 @@ class LoadResult:
     records: list[RequestRecord] = field(default_factory=list)
     started_s: float = 0.0
     ended_s: float = 0.0
+    cpu_s: float | None = None  # the server's CPU seconds over the measured requests (None: no meter)
 
     @property
     def measured(self) -> list[RequestRecord]:
@@ -171,6 +176,7 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
     slots = 1 if profile.kind == "synchronous" else max(profile.concurrency, 1) if fixed else profile.concurrency
     queue = iter(range(len(requests)))  # for fixed slots: one shared iterator, each slot takes the next request
     async with _ClientPool(target, slots) as pool:
+        cpu0 = target.cpu.seconds() if target.cpu else None
         start = time.perf_counter()
         result.started_s = start
 
@@ -206,6 +212,8 @@ async def run_load_async(target: LoadTarget, requests: Sequence[LoadRequest], pr
         else:
             await dispatch()
         result.ended_s = time.perf_counter()
+        if target.cpu and cpu0 is not None and not profile.warmup:
+            result.cpu_s = target.cpu.seconds() - cpu0
     result.records = [r for r in records if r is not None]
     return result
 
@@ -227,10 +235,16 @@ async def _alternating(targets: dict[str, LoadTarget], requests: Sequence[LoadRe
         clients = {side: await pool.acquire() for side, pool in pools.items()}
         for res in results.values():
             res.started_s = time.perf_counter()
+        cpu = {side: 0.0 for side in order}  # each side's CPU over its own requests, not the other side's turns
         for j, req in enumerate(requests):
             for side in (order if j % 2 == 0 else order[::-1]):
+                meter = targets[side].cpu
+                cpu0 = meter.seconds() if meter else 0.0
                 ready = time.perf_counter()
                 results[side].records.append(await _send(clients[side], targets[side].model, req, j, ready, False, ready))
+                cpu[side] += (meter.seconds() - cpu0) if meter else 0.0
+        for side, res in results.items():
+            res.cpu_s = cpu[side] if targets[side].cpu else None
         for res in results.values():
             res.ended_s = time.perf_counter()
     return results

@@ -149,6 +149,11 @@ class Target(ABC):
         """Whether gatekeeper can read this engine's log."""
         return False
 
+    def process_group(self) -> int | None:
+        """The process group the engine runs in, where gatekeeper started it on this machine
+        (None: a URL target, or not running)."""
+        return None
+
     def api_key(self) -> str | None:
         """The API key, read from the environment variable the spec names."""
         return self.spec.api_key()

@@ -148,3 +148,8 @@ class ProcessTarget(Target):
     def alive(self) -> bool:
         """Whether the process is still running."""
         return self.proc is not None and self.proc.poll() is None
+
+    def process_group(self) -> int | None:
+        """The watchdog's process group (start_new_session: the watchdog leads it, the engine
+        and whatever it forks are in it)."""
+        return self.proc.pid if self.alive() and self.proc is not None else None

@@ -8,6 +8,9 @@ statistics `perf/compare.py`, the measurement design `measure.py`, capacity and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 import numpy as np
 
 from gatekeeper.client import Endpoint
@@ -19,11 +22,14 @@ from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.gates.performance.spread import calibrated_spreads
+from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
 from gatekeeper.gates.shadow.settings import ShadowSettings
 from gatekeeper.multiple import holm
-from gatekeeper.perf.compare import Comparison, compare
-from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
-from gatekeeper.perf.workload import Workload, calibrated, from_traffic
+from gatekeeper.perf.cpu import CpuMeter
+from gatekeeper.perf.compare import Budget, Comparison, compare
+from gatekeeper.perf.loadgen import LoadTarget
+from gatekeeper.perf.workload import Workload
 from gatekeeper.results import Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import load_traffic
@@ -44,11 +50,17 @@ class PerformanceGate(Gate):
     judged concurrency; the baseline's blocks against each other are the noise floor. Where the gate
     launches both sides itself, each side is launched `launches` times (the pairs split between
     the launches), and the spread between two launches of one build (`launch_spread`, τ) is in
-    every standard error: a slower process is not a slower build.
+    every standard error: a slower process is not a slower build. τ is this machine's where
+    `gatekeeper perf calibrate` measured it (A/A launch pairs in the performance history), else
+    the policy's `launch_spread`, assumed — the run's notes say which.
 
     Checks: `performance.measurement` (the measurement is valid: the client kept its schedule, the
     baseline answered, the noise floor is stable); `performance.c<N>.<metric>` per concurrency N
-    for output tokens/s and TPOT p50 (the primary family, blocking) and TTFT p95 (the tail family,
+    for output tokens/s and TPOT p50 (the primary family, blocking), the server's CPU seconds per
+    output token where both sides run on this machine (primary once this machine's τ for it is
+    calibrated — its 5% budget needs that; until then the advisory "uncalibrated" family: CPU time
+    is what contention on a shared runner inflates least, and is blind to waiting and to GPU
+    time, `perf/cpu.py`) and TTFT p95 (the tail family,
     advisory until tail spreads between launches are calibrated) — FAIL when the candidate is worse
     than its budget and the noise floor, and significantly so (one-sided t test on the pairs' log
     ratios with τ in the standard error, Holm within the family at `alpha`); PASS when the
@@ -101,14 +113,14 @@ class PerformanceGate(Gate):
         ctx.progress(f"performance: baseline is {choice.why}")
         launches = s.launches if choice.kind == "launch" and ctx.launch is not None else 1
         base_ep, cand_ep = self._sides(ctx, choice, 1)
+        taus, tau_note = calibrated_spreads(history_path(s.history, ctx.out_dir), s)
         if launches > 1:
             ctx.notes.append(f"performance: each side launched {launches} times, the pairs split between the launches; "
-                             f"launch-to-launch spread τ = {s.launch_spread:.1%} in the standard errors")
+                             f"{tau_note}")
         else:
-            ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); "
-                             f"launch-to-launch spread τ = {s.launch_spread:.1%} assumed in the standard errors")
+            ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); {tau_note}")
         targets = self._targets(ctx, choice, base_ep, cand_ep)
-        workload = _controlled(_workload(s, base_ep), targets, ctx)
+        workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]
         for k in range(launches):
             if k:
@@ -119,7 +131,7 @@ class PerformanceGate(Gate):
                 blocks.extend(measure_level(targets, blocks.level, share, s.requests_per_block(blocks.level), workload,
                                             ctx.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
-        judged = judge(levels, s, launches)
+        judged = judge(levels, s, launches, taus)
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
@@ -148,9 +160,13 @@ class PerformanceGate(Gate):
     @staticmethod
     def _targets(ctx: GateContext, choice: BaselineChoice, base_ep: Endpoint, cand_ep: Endpoint) -> dict[str, LoadTarget]:
         base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
-        return {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s),
+        meters = {ep.role: CpuMeter.of_group(ctx.process_group(ep.role)) for ep in (base_ep, cand_ep)}
+        if None in meters.values():  # CPU time compares only where both sides run here
+            meters = {role: None for role in meters}
+        return {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s,
+                                       meters[base_ep.role]),
                 "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.specs["candidate"].api_key(),
-                                        ctx.candidate.timeout_s)}
+                                        ctx.candidate.timeout_s, meters[cand_ep.role])}
 
     def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
                      workload: Workload) -> tuple[bool, str]:
@@ -207,7 +223,9 @@ class PerformanceGate(Gate):
                      " (the baseline drifted against itself: the threshold widens to it)"
                      if c.noise_unstable(s.alpha) else "") if c.noise_ratio is not None else ""))
         advisory = c.family != "primary"
-        family = "" if not advisory else f" [{c.family} family, advisory]"
+        family = "" if not advisory else f" [{c.family} family, advisory" + (
+            ": `gatekeeper perf calibrate` measures this machine's τ and makes it blocking]"
+            if c.family == "uncalibrated" else "]")
         significant = p_adj is not None and p_adj < s.alpha
         undecided = False
         if regressed(c, p_adj, s.alpha):
@@ -263,38 +281,53 @@ class PerformanceGate(Gate):
                  _fmt(sum(p.engine.get("num_preemptions", 0.0) for p in points[side])),
                  _fmt(max((p.engine.get("num_requests_waiting_max", 0.0) for p in points[side]), default=None)))
                 for side in SIDES]
-        table = Table("capacity under the SLOs", ("side", "knee (concurrency)", "requests/s at knee", "goodput at knee",
+        table = Table(f"capacity under the SLOs ({SINGLE})", ("side", "knee (concurrency)", "requests/s at knee", "goodput at knee",
                                                   "cost per 1,000 requests", "KV cache peak", "preemptions",
                                                   "queue peak"), rows)
         metrics = {"slo": {"ttft_p95_s": slo.ttft_s, "tpot_p95_s": slo.tpot_s}, "knee": {k: _lvl(v) for k, v in knees.items()},
                    "cost_per_1000": costs, "price_per_accelerator_hour": s.price_per_accelerator_hour,
-                   "accelerators": s.accelerators, "sweep": {side: describe_points(points[side]) for side in SIDES}}
+                   "accelerators": s.accelerators, "sweep": {side: describe_points(points[side]) for side in SIDES},
+                   "single_measurement": True}
         kb, kc = knees["baseline"], knees["candidate"]
         if kb is None:
             ctx.check("capacity", Status.SKIP, "not judged: the baseline meets the SLOs at no swept concurrency",
                       metrics, [table, *curves], advisory=True)
         elif kc is None or kc.level < kb.level:
             ctx.check("capacity", Status.WARN, f"the candidate's knee is concurrency {_lvl(kc)}, the baseline's {kb.level} "
-                      "(the highest concurrency meeting the SLOs)", metrics, [table, *curves], advisory=True,
+                      f"(the highest concurrency meeting the SLOs; {SINGLE})", metrics, [table, *curves], advisory=True,
                       judgement=Judgement.TOLERANCE)
         else:
             ctx.check("capacity", Status.PASS, f"knee at concurrency {kc.level} (baseline {kb.level}); cost per 1,000 "
-                      f"requests {_fmt(costs['candidate'])} (baseline {_fmt(costs['baseline'])})", metrics,
+                      f"requests {_fmt(costs['candidate'])} (baseline {_fmt(costs['baseline'])}); {SINGLE}", metrics,
                       [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
 
 
-def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1) -> list[tuple[Comparison, float | None]]:
-    """Every budgeted metric at every level compared (τ = `launch_spread` of `launches` launches
-    per side in the standard errors), with its p-value adjusted by Holm within its family (None
-    for a comparison not judged). A comparison FAILs when that p is below `alpha` and it is
-    material (`Comparison.material`)."""
-    comparisons = [compare(b, f"c{lv.level}", lv.series("baseline", b.metric), lv.series("candidate", b.metric),
-                           s.confidence, s.launch_spread, launches) for lv in levels for b in s.budgets()]
+SINGLE = "one block per side per concurrency: single measurements, no interval"
+
+
+def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1,
+          spreads: Mapping[str, float] | None = None) -> list[tuple[Comparison, float | None]]:
+    """Every budgeted metric at every level compared, with its p-value adjusted by Holm within
+    its family (None for a comparison not judged). τ in the standard errors: `spreads["c<N>.<metric>"]`
+    (calibrated: `gatekeeper perf calibrate`) or the policy's `launch_spread`, for `launches`
+    launches per side. A metric no block measured (CPU time where a side is not launched here)
+    is not compared at all. A comparison FAILs when its p is below `alpha` and it is material
+    (`Comparison.material`)."""
+    taus = spreads or {}
+    comparisons = [compare(_family(b, f"c{lv.level}.{b.metric}" in taus), f"c{lv.level}", lv.series("baseline", b.metric),
+                           lv.series("candidate", b.metric), s.confidence, taus.get(f"c{lv.level}.{b.metric}", s.launch_spread),
+                           launches)
+                   for lv in levels for b in s.budgets() if lv.measured(b.metric)]
     adjusted: dict[int, float] = {}
     for family in {c.family for c in comparisons}:
         judged = [c for c in comparisons if c.unjudged is None and c.family == family]
         adjusted |= dict(zip((id(c) for c in judged), holm([c.p_worse if c.p_worse is not None else 1.0 for c in judged])))
     return [(c, adjusted.get(id(c))) for c in comparisons]
+
+
+def _family(b: Budget, calibrated: bool) -> Budget:
+    """A budget that needs this machine's τ is advisory ("uncalibrated") without it."""
+    return replace(b, family="uncalibrated") if b.needs_calibration and not calibrated else b
 
 
 def launch_share(pairs: int, launches: int, k: int) -> int:
@@ -306,41 +339,6 @@ def launch_share(pairs: int, launches: int, k: int) -> int:
 def regressed(c: Comparison, p_adj: float | None, alpha: float) -> bool:
     """The FAIL rule: significant after Holm and material."""
     return p_adj is not None and p_adj < alpha and c.material()
-
-
-def _controlled(workload: Workload, targets: dict[str, LoadTarget], ctx: GateContext) -> Workload:
-    """The workload both sides answer, probed with one request each: synthetic prompts go to
-    /v1/chat/completions where a side has no /v1/completions, and `ignore_eos` is dropped where
-    a side refuses it (the report then says output lengths were not controlled)."""
-    for _ in range(3):
-        refusal = None
-        for side, target in targets.items():
-            rec = run_load(target, workload.requests(1, ctx.seed), LoadProfile("synchronous")).records[0]
-            if rec.error and rec.error.startswith("HTTP 4"):
-                refusal = (side, rec.error)
-                break
-        if refusal is None:
-            return workload
-        side, error = refusal
-        if not workload.recorded and not workload.chat and error.startswith(("HTTP 404", "HTTP 405")):
-            ctx.notes.append(f"performance: the {side} has no /v1/completions ({error[:60]}); synthetic prompts go to "
-                             "/v1/chat/completions")
-            workload = workload.as_chat()
-        elif workload.ignore_eos:
-            ctx.notes.append(f"performance: the {side} refused a request with ignore_eos ({error[:80]}); output lengths "
-                             "are not controlled")
-            workload = workload.uncontrolled()
-        else:
-            break
-    return workload
-
-
-def _workload(s: PerformanceSettings, baseline: Endpoint) -> Workload:
-    """The configured request source: synthetic (calibrated by the baseline's /tokenize) or traffic."""
-    if s.source == "traffic":
-        records = load_traffic(find_file(s.traffic or ShadowSettings().traffic), skip_bad=True).records
-        return from_traffic(s.workload(), [(r.endpoint, r.request) for r in records])
-    return calibrated(s.workload(), baseline)
 
 
 def _quantile_series(lv: LevelBlocks, metric: str) -> Series:

@@ -54,6 +54,10 @@ class LevelBlocks:
         """One figure over a side's blocks, in pair order; None for a block the client paced."""
         return [None if client_bound(f) else f.get(metric) for f in self.figures[side]]
 
+    def measured(self, metric: str) -> bool:
+        """Whether any block of either side has the figure (CPU time only where both run here)."""
+        return any(f.get(metric) is not None for side in SIDES for f in self.figures[side])
+
     def late_pairs(self) -> int:
         """Pairs with a block the client paced (left out of the comparison)."""
         return sum(1 for a, b in zip(self.figures["baseline"], self.figures["candidate"]) if client_bound(a) or client_bound(b))

@@ -72,6 +72,7 @@ class PerformanceSettings:
     ignore_eos: bool = True
     throughput_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
     tpot_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
+    cpu_budget: float = setting(0.05, minimum=0, exclusiveMaximum=1)
     ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
     launches: int = setting(2, minimum=1, maximum=8)
@@ -112,6 +113,7 @@ class PerformanceSettings:
     def budgets(self) -> list[Budget]:
         """The judged metrics with their budgets."""
         return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
+                Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True),
                 Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
 
     def slo(self) -> Slo:
