@@ -12,6 +12,11 @@ stores of several proxy hosts merge into one judgement: import skips a request i
 holds. An import is all or nothing: one transaction over every file, rolled back on the first
 bad line, and a store the import created is removed again (`import_pairs`).
 
+The live proxy's verdict keeps each pair's measures once taken (`measured`, a table of its own
+keyed by the pair's `seq`, created by `use_measure_cache` and emptied when the measures' version
+changes: live/measured.py), so a `/verdict` measures only the pairs stored since the last one.
+Nothing else reads or writes it; stores without it are as before.
+
 Judging never writes. `PairStore.open_readonly` opens the file with `mode=ro`, and with
 `immutable=1` when no `-wal` file lies beside it: a read-only open of a WAL database would
 otherwise create `-wal` and `-shm` files and leave them behind. When a `-wal` file exists (a
@@ -34,7 +39,6 @@ What is refused, as a ConfigError naming the file (exit code 3), by readers and 
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 import time
@@ -46,6 +50,8 @@ from typing import Any
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.measures import Pair
+from gatekeeper.gates.shadow.stored_answer import answer_of_json as _answer
+from gatekeeper.gates.shadow.stored_answer import json_of_text as _json
 from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
 
 SCHEMA_VERSION = 1
@@ -70,7 +76,6 @@ COMMIT;
 _COLUMNS = {"pairs": ("seq", "id", "stored_at", "record", "reference", "candidate", "twin"), "meta": ("key", "value")}
 _SHAPE = " and ".join(f"{table}({', '.join(cols)})" for table, cols in _COLUMNS.items())
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_ANSWER_KEYS = ("text", "calls", "finish_reason", "tokens", "e2e_s", "ttft_s", "nonfinite", "error")
 _HINT = "a pair store is the file `gatekeeper shadow --store` or `gatekeeper pairs import --store` writes"
 
 
@@ -182,14 +187,84 @@ class PairStore:
                 rows = self._db.execute("SELECT id, record, reference, candidate, twin FROM pairs ORDER BY seq").fetchall()
         except sqlite3.DatabaseError as e:
             raise ConfigError(f"corrupted: {e}", str(self.path), hint=_HINT) from None
-        for i, (pair_id, record, ref, cand, twin) in enumerate(rows, 1):
+        for i, row in enumerate(rows, 1):
+            yield self._decoded(i, *row)
+
+    def last_seq(self) -> int:
+        """The `seq` of the last pair stored (0: none). Pairs are numbered in the order they are
+        committed, so the pairs after a look that saw up to n are those with seq > n."""
+        with self._lock:
+            return int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM pairs").fetchone()[0])
+
+    def numbered_rows(self, after: int, upto: int, unmeasured: bool = False,
+                      chunk: int = 1000) -> Iterator[tuple[int, TrafficRecord, Answer, Answer, Answer | None]]:
+        """The pairs with `after` < seq ≤ `upto` in stored order, each with its seq (also the
+        record's line); `unmeasured`: only those the measure cache lacks. Read `chunk` rows at a
+        time, so a writer waits for one chunk at most."""
+        lacking = " AND seq NOT IN (SELECT seq FROM measured)" if unmeasured else ""
+        while True:
             try:
-                yield (parse_record(_json(record, "record"), i), _answer(_json(ref, "reference"), "reference"),
-                       _answer(_json(cand, "candidate"), "candidate"),
-                       None if twin is None else _answer(_json(twin, "twin"), "twin"))
-            except ValueError as e:
-                where = "record: " if isinstance(e, TrafficLineError) else ""
-                raise ConfigError(f"pair {pair_id!r} is not a valid stored pair: {where}{e}", str(self.path)) from None
+                with self._lock:
+                    rows = self._db.execute("SELECT seq, id, record, reference, candidate, twin FROM pairs "
+                                            f"WHERE seq > ? AND seq <= ?{lacking} ORDER BY seq LIMIT ?",
+                                            (after, upto, chunk)).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise ConfigError(f"corrupted: {e}", str(self.path), hint=_HINT) from None
+            if not rows:
+                return
+            for seq, *row in rows:
+                yield (seq, *self._decoded(seq, *row))
+            after = rows[-1][0]
+
+    def _decoded(self, line: int, pair_id: Any, record: Any, ref: Any, cand: Any,
+                 twin: Any) -> tuple[TrafficRecord, Answer, Answer, Answer | None]:
+        try:
+            return (parse_record(_json(record, "record"), line), _answer(_json(ref, "reference"), "reference"),
+                    _answer(_json(cand, "candidate"), "candidate"),
+                    None if twin is None else _answer(_json(twin, "twin"), "twin"))
+        except ValueError as e:
+            where = "record: " if isinstance(e, TrafficLineError) else ""
+            raise ConfigError(f"pair {pair_id!r} is not a valid stored pair: {where}{e}", str(self.path)) from None
+
+    def use_measure_cache(self, version: str) -> None:
+        """Create the measure cache when missing, and empty it when it holds measures of another
+        `version` (a gatekeeper whose measures changed measures every pair again)."""
+        assert not self.readonly, "a read-only pair store is never written"
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("CREATE TABLE IF NOT EXISTS measured (seq INTEGER PRIMARY KEY, data TEXT NOT NULL)")
+                row = self._db.execute("SELECT value FROM meta WHERE key='measured_version'").fetchone()
+                if row is None or row[0] != version:
+                    self._db.execute("DELETE FROM measured")
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('measured_version', ?)", (version,))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def cached_measures(self, after: int, upto: int, chunk: int = 1000) -> Iterator[tuple[int, str]]:
+        """The measure cache's rows (seq, data) with `after` < seq ≤ `upto`, in stored order."""
+        while True:
+            with self._lock:
+                rows = self._db.execute("SELECT seq, data FROM measured WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                                        (after, upto, chunk)).fetchall()
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+    def cache_measures(self, rows: Sequence[tuple[int, str]]) -> None:
+        """Keep pairs' measures (seq, data), in one transaction."""
+        assert not self.readonly, "a read-only pair store is never written"
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany("INSERT OR REPLACE INTO measured VALUES (?, ?)", rows)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def export(self, path: str | Path) -> int:
         """Write every pair as a traffic file with `pair` keys (atomically); the number written."""
@@ -269,51 +344,6 @@ def _exported_pairs(path: str | Path) -> Iterator[tuple[TrafficRecord, Answer, A
                    _answer(pair["candidate"], "candidate"), None if twin is None else _answer(twin, "twin"))
         except ValueError as e:
             raise ConfigError(str(e), str(path), record.line, "pair") from None
-
-
-def _answer(value: Any, what: str) -> Answer:
-    """A stored answer (`Answer.to_dict`'s shape: every key, each of its type) as an Answer;
-    ValueError saying what is wrong, `what` (reference, candidate, twin) first."""
-    if not isinstance(value, dict):
-        raise ValueError(f"{what}: an answer must be an object (got {type(value).__name__})")
-    missing = [k for k in _ANSWER_KEYS if k not in value]
-    unknown = sorted(set(value) - set(_ANSWER_KEYS))
-    if missing or unknown:
-        raise ValueError(f"{what}: " + (f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]!r}")
-                         + f" (an answer holds {', '.join(_ANSWER_KEYS)})")
-    calls = value["calls"]
-    checks = {"text": isinstance(value["text"], str),
-              "calls": isinstance(calls, list) and all(isinstance(c, list) and len(c) == 2 and all(isinstance(x, str) for x in c)
-                                                        for c in calls),
-              "finish_reason": value["finish_reason"] is None or isinstance(value["finish_reason"], str),
-              "tokens": value["tokens"] is None or (isinstance(value["tokens"], int) and not isinstance(value["tokens"], bool)),
-              "e2e_s": _seconds(value["e2e_s"]) and value["e2e_s"] is not None,
-              "ttft_s": value["ttft_s"] is None or _seconds(value["ttft_s"]),
-              "nonfinite": isinstance(value["nonfinite"], bool),
-              "error": value["error"] is None or isinstance(value["error"], str)}
-    wanted = {"text": "a string", "calls": "a list of [name, arguments] strings", "finish_reason": "a string or null",
-              "tokens": "an integer or null", "e2e_s": "seconds (a finite number >= 0)",
-              "ttft_s": "seconds (a finite number >= 0) or null", "nonfinite": "true or false", "error": "a string or null"}
-    for key, ok in checks.items():
-        if not ok:
-            raise ValueError(f"{what}: {key} must be {wanted[key]} (got {json.dumps(value[key])[:40]})")
-    return Answer.from_dict(value)
-
-
-def _seconds(value: Any) -> bool:
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
-                             and math.isfinite(value) and value >= 0)
-
-
-def _json(text: Any, what: str) -> Any:
-    if not isinstance(text, str):
-        raise ValueError(f"{what} is not JSON text (a {type(text).__name__} value)")
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{what} is not JSON ({e.args[0].split(':')[0]})") from None
-    except RecursionError:
-        raise ValueError(f"{what} is JSON nested too deeply") from None
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
