@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gatekeeper.gates.longctx.decay import sqdr
-from gatekeeper.gates.shadow.measures import Pair, measure
+from gatekeeper.gates.shadow.measures import Measures, Pair, measure
 from gatekeeper.traffic.format import TrafficRecord
 
 TAG = "session:"
@@ -33,25 +33,41 @@ def round_of(record: TrafficRecord) -> int:
     return max(1, sum(1 for m in msgs if isinstance(m, dict) and m.get("role") == "user"))
 
 
+class SessionDecay:
+    """SQDR's tallies, pair by pair (`add`, in stored order), read at any time (`result`): the
+    live verdict keeps one and adds the pairs stored since its last look."""
+
+    def __init__(self) -> None:
+        self.rounds: dict[int, list[int]] = {}  # round -> [judged pairs, candidate passes, twin passes]
+        self.sessions: set[str] = set()
+
+    def add(self, session: str | None, round_: int, m: Measures) -> None:
+        """One pair's measures; only judged pairs of a session count (a judged pair has a twin)."""
+        if session is None or not m.judged:
+            return
+        self.sessions.add(session)
+        cand_bad, twin_bad = m.bad["disagreement"]
+        tally = self.rounds.setdefault(round_, [0, 0, 0])
+        tally[0] += 1
+        tally[1] += not cand_bad
+        tally[2] += not twin_bad
+
+    def result(self, min_pairs: int = 5) -> dict[str, Any] | None:
+        """SQDR per target over the rounds with at least `min_pairs` pairs; None when no stored
+        request names a session."""
+        if not self.sessions:
+            return None
+        rounds = sorted(r for r, (n, _, _) in self.rounds.items() if n >= min_pairs)
+        rates = {target: [self.rounds[r][i] / self.rounds[r][0] for r in rounds] for i, target in ((1, "candidate"), (2, "twin"))}
+        return {"sessions": len(self.sessions), "rounds": rounds, "pass_rate": rates,
+                "sqdr": {target: round(sqdr(v), 5) if len(v) > 1 else None for target, v in rates.items()}}
+
+
 def session_decay(rows: Iterable[tuple[TrafficRecord, Pair]], min_pairs: int = 5) -> dict[str, Any] | None:
     """SQDR per target over the sessions' rounds; None when no stored request names a session."""
-    passes: dict[int, list[tuple[bool, bool | None]]] = {}
-    sessions: set[str] = set()
+    tallies = SessionDecay()
     for record, pair in rows:
         sid = session_of(record)
-        if sid is None:
-            continue
-        m = measure(pair)
-        if not m.judged:
-            continue
-        sessions.add(sid)
-        cand_bad, twin_bad = m.bad["disagreement"]
-        passes.setdefault(round_of(record), []).append((not cand_bad, None if pair.twin is None else not twin_bad))
-    if not sessions:
-        return None
-    rounds = sorted(r for r, v in passes.items() if len(v) >= min_pairs)
-    rates = {"candidate": [sum(c for c, _ in passes[r]) / len(passes[r]) for r in rounds]}
-    if all(t is not None for r in rounds for _, t in passes[r]):
-        rates["twin"] = [sum(bool(t) for _, t in passes[r]) / len(passes[r]) for r in rounds]
-    return {"sessions": len(sessions), "rounds": rounds, "pass_rate": rates,
-            "sqdr": {target: round(sqdr(v), 5) if len(v) > 1 else None for target, v in rates.items()}}
+        if sid is not None:
+            tallies.add(sid, round_of(record), measure(pair))
+    return tallies.result(min_pairs)

@@ -26,22 +26,48 @@ class RequestFacts:
     wants_logprobs: bool
 
 
-def slice_plan(requests: Iterable[RequestFacts], min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
-    """The slices judged and the critical measures that apply to each, from the requests alone
-    (the alpha split must not depend on outcomes). A slice with fewer than `min_requests`, or
-    the same requests as `all`, is not judged on its own."""
-    count: dict[SliceKey, int] = {}
-    applies: dict[SliceKey, set[str]] = {}
-    total = 0
-    for r in requests:
-        total += 1
+class SlicePlanner:
+    """The slices a stream of requests makes, counted as the requests arrive (`add`): the live
+    verdict keeps one and adds only the pairs stored since its last look. `plan` is what
+    `slice_plan` returns for the requests added so far."""
+
+    def __init__(self) -> None:
+        self.count: dict[SliceKey, int] = {}
+        self.applies: dict[SliceKey, set[str]] = {}
+        self.total = 0
+
+    def add(self, r: RequestFacts) -> None:
+        """One more request."""
+        self.total += 1
         extra = {m for m, on in (("json_parse", r.wants_json), ("tool_parse", r.has_tools),
                                  ("nonfinite", r.wants_logprobs)) if on}
         for key in slice_keys(r.tenant, r.kind, r.model_alias, r.sampled):
-            count[key] = count.get(key, 0) + 1
-            applies.setdefault(key, {"disagreement", "degeneration", "error"}).update(extra)
-    return [(key, frozenset(m for m in CRITICAL if m in applies[key])) for key, n in count.items()
-            if key.dimension == "all" or (n >= min_requests and n != total)]
+            self.count[key] = self.count.get(key, 0) + 1
+            # task_failure applies to every request: each can be checked for a refusal where the reference answers
+            self.applies.setdefault(key, {"disagreement", "task_failure", "degeneration", "error"}).update(extra)
+
+    def copy(self) -> SlicePlanner:
+        """An independent planner with the same counts (to plan ahead without committing)."""
+        out = SlicePlanner()
+        out.count, out.total = dict(self.count), self.total
+        out.applies = {key: set(ms) for key, ms in self.applies.items()}
+        return out
+
+    def plan(self, min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
+        """The slices judged, in the order they first appeared, with the critical measures that
+        apply to each. A slice with fewer than `min_requests`, or the same requests as `all`,
+        is not judged on its own."""
+        return [(key, frozenset(m for m in CRITICAL if m in self.applies[key])) for key, n in self.count.items()
+                if key.dimension == "all" or (n >= min_requests and n != self.total)]
+
+
+def slice_plan(requests: Iterable[RequestFacts], min_requests: int) -> list[tuple[SliceKey, frozenset[str]]]:
+    """The slices judged and the critical measures that apply to each, from the requests alone
+    (the alpha split must not depend on outcomes); see `SlicePlanner.plan`."""
+    planner = SlicePlanner()
+    for r in requests:
+        planner.add(r)
+    return planner.plan(min_requests)
 
 
 def facts_of(p: Pair) -> RequestFacts:
