@@ -1,6 +1,6 @@
 """The performance gate in performance.html: seed 002 §5's table from the gate's checks.
 
-Rows by dimension — Startup, Latency, Throughput, Capacity, Cost — with the baseline's and the
+Rows by dimension — Startup, Latency, Throughput, Compute, Capacity, Cost — with the baseline's and the
 candidate's figure, the candidate/baseline ratio with its interval, and the check's status.
 Everything is read from the checks' metrics; nothing is measured or judged here.
 """
@@ -14,11 +14,13 @@ from gatekeeper.results import CheckResult, GateResult, RunResult
 
 PERFORMANCE_GATE = "performance"
 _REPORTED = (("e2e_p50_s", "Latency", "E2E p50"), ("e2e_p95_s", "Latency", "E2E p95"), ("itl_p99_s", "Latency", "ITL p99"),
+             ("itl_median_s", "Latency", "median ITL per request (geometric mean)"),
              ("tpot_incl_first_p50_s", "Latency", "TPOT p50, first token included (guidellm's)"),
              ("requests_per_s", "Throughput", "requests/s"))
 _LATENCY = re.compile(r"_p\d+_s$")  # a latency percentile in seconds (not "…_per_s")
 _LABELS = {"output_tokens_per_s": ("Throughput", "output tokens/s"), "tpot_p50_s": ("Latency", "TPOT p50"),
-           "ttft_p95_s": ("Latency", "TTFT p95")}
+           "cpu_s_per_token": ("Compute", "server CPU time per output token"), "ttft_p95_s": ("Latency", "TTFT p95")}
+_UNITS = {"cpu_s_per_token": "s"}
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
         metric = c.metrics.get("metric")
         if metric in _LABELS:
             dim, label = _LABELS[metric]
-            unit = "s" if _LATENCY.search(str(metric)) else ""
+            unit = "s" if _LATENCY.search(str(metric)) else _UNITS.get(str(metric), "")
             rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
                                     _num(c.metrics.get("candidate"), unit), _ratio(c), c.status.value))
     measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
