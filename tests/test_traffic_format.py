@@ -41,6 +41,8 @@ def _write(tmp_path: Path, *lines: str) -> Path:
     (json.dumps({**GOOD, "timestamp": float("nan")}), "not JSON: NaN is not a JSON number"),
     (json.dumps({**GOOD, "request": {**GOOD["request"], "temperature": float("inf")}}), "Infinity is not a JSON number"),
     (json.dumps({**GOOD, "id": "line-2"}), "id 'line-2' is already used on line 2 (ids are unique)"),
+    (json.dumps({**GOOD, "expected": 23}), "expected must be the exact answer, a non-empty string"),
+    (json.dumps({**GOOD, "expected": "  "}), "expected must be the exact answer, a non-empty string"),
 ])
 def test_a_bad_line_is_one_error_naming_file_and_line(tmp_path, line, problem):
     path = _write(tmp_path, "# a comment", json.dumps(GOOD), "", line)
@@ -94,6 +96,9 @@ def test_the_shipped_sample_is_what_the_generator_writes():
     assert tenants == {"internal", "support", "agents", "data", "assistant"}
     agents = [r for r in shipped if r["tenant"] == "agents"]
     assert all(len(r["request"]["tools"]) >= 5 for r in agents)  # the wide menus the tool-overflow fault hits
+    exact = {r["tags"][0] for r in shipped if "expected" in r}  # gate 5 checks these answers for task success
+    assert exact == {"echo", "arithmetic", "eos", "multilingual", "refusal", "multi_turn", "long_output", "tool_call"}
+    assert all(r["expected"] == r["expected"].strip() != "" for r in shipped if "expected" in r)
 
 
 def test_openai_batch_files_import_with_their_answers(tmp_path):

@@ -2,15 +2,16 @@
 
     {"endpoint": "chat", "request": {"messages": [...], "max_tokens": 64, "tools": [...]},
      "id": "req-17", "tenant": "acme", "model_alias": "chat-small", "timestamp": 1733050000.5,
-     "tags": ["beta"], "response": {...the recorded OpenAI response...}, "format": 1}
+     "tags": ["beta"], "response": {...the recorded OpenAI response...}, "expected": "...", "format": 1}
 
 `endpoint` and `request` are required; `request` is the OpenAI request body as the client sent
-it (`model` is replaced by the target's served model at replay). Blank lines and lines starting
-with `#` are ignored. A bad line is one `file:line: problem`; the policy says whether it aborts
-the load or is skipped and counted. Bad lines include `NaN` and `Infinity` (not JSON, though
-Python writes them), a timestamp that is not a finite time, and an id an earlier line used (a
-line without an id is `line-<n>`). A file without a single request is an error too: a check or a
-replay of nothing would pass having judged nothing.
+it (`model` is replaced by the target's served model at replay). `expected`, where given, is the
+exact answer the request should get (gate 5 counts an answer that is not it as a failed task).
+Blank lines and lines starting with `#` are ignored. A bad line is one `file:line: problem`; the
+policy says whether it aborts the load or is skipped and counted. Bad lines include `NaN` and
+`Infinity` (not JSON, though Python writes them), a timestamp that is not a finite time, and an
+id an earlier line used (a line without an id is `line-<n>`). A file without a single request is
+an error too: a check or a replay of nothing would pass having judged nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from gatekeeper.errors import ConfigError
 
 FORMAT_VERSION = 1
 ENDPOINTS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-_KEYS = ("endpoint", "request", "id", "tenant", "model_alias", "timestamp", "tags", "response", "pair", "format")
+_KEYS = ("endpoint", "request", "id", "tenant", "model_alias", "timestamp", "tags", "response", "pair", "expected",
+         "format")
 _ROLES = ("system", "user", "assistant", "tool", "developer", "function")
 
 
@@ -40,7 +42,7 @@ class TrafficLineError(ValueError):
 class TrafficRecord:
     """One recorded request. `kind` is derived from the request: "tool" (it offers tools),
     "json" (it asks for a JSON response_format), "long_chat" (six or more messages),
-    "chat" or "completion"."""
+    "chat" or "completion". `expected`: the exact answer the request should get (None: not known)."""
 
     line: int
     id: str
@@ -52,6 +54,7 @@ class TrafficRecord:
     tags: tuple[str, ...] = ()
     response: dict[str, Any] | None = field(default=None, hash=False)
     pair: dict[str, Any] | None = field(default=None, hash=False)  # a pair store's answers (export/import)
+    expected: str | None = None
 
     @property
     def kind(self) -> str:
@@ -86,6 +89,8 @@ class TrafficRecord:
             out["response"] = self.response
         if self.pair is not None:
             out["pair"] = self.pair
+        if self.expected is not None:
+            out["expected"] = self.expected
         return out
 
 
@@ -168,9 +173,12 @@ def parse_record(obj: Any, line: int) -> TrafficRecord:
     if pair is not None and not (isinstance(pair, dict) and isinstance(pair.get("reference"), dict)
                                  and isinstance(pair.get("candidate"), dict)):
         raise TrafficLineError("pair must be an object with `reference` and `candidate` answers (a pair store's export)")
+    expected = obj.get("expected")
+    if expected is not None and (not isinstance(expected, str) or not expected.strip()):
+        raise TrafficLineError("expected must be the exact answer, a non-empty string (or absent)")
     return TrafficRecord(line, obj.get("id") or f"line-{line}", endpoint, req, obj.get("tenant") or "default",
                          obj.get("model_alias", ""), _timestamp(obj["timestamp"]) if "timestamp" in obj else None,
-                         tuple(tags), response, pair)
+                         tuple(tags), response, pair, expected)
 
 
 def _not_json(constant: str) -> Any:

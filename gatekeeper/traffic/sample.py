@@ -9,6 +9,10 @@ Five tenants with different mixes, arriving as a Poisson process (2 requests/s):
 - `agents` (20%): tool calls from a wide menu of 5-6 tools, some with a tool result to answer;
 - `data` (20%): JSON answers asked with `response_format: json_object`, and code;
 - `assistant` (20%, model alias `chat-long`): long multi-turn chats and long answers.
+
+A request whose family is scored by exact match (echo, arithmetic, EOS, multilingual, refusal,
+multi-turn, long output, and a tool call's answer after its result) carries its answer as
+`expected`: gate 5 judges task success on it.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ TENANTS: tuple[tuple[str, float, tuple[str, ...]], ...] = (
     ("assistant", 0.20, ("multi_turn", "long_output")),
 )
 MAX_TOKENS = {"long_output": 96, "multi_turn": 48, "code": 96, "tool_call": 96, "json": 80}
+EXACT = ("echo", "arithmetic", "eos", "multilingual", "refusal", "multi_turn", "long_output")
+"""Families scored by exact match (`tasks.sample.exact`): their answer is the request's `expected`."""
 
 
 def _wide_menu(rng: random.Random, tools: tuple[dict[str, Any], ...] | None) -> list[dict[str, Any]]:
@@ -71,8 +77,9 @@ def record(rng: random.Random, i: int, t: float) -> TrafficRecord:
     tags = [family] + (["stream"] if rng.random() < 0.1 else [])
     if "stream" in tags:
         request["stream"] = True
+    exact = family in EXACT or (family == "tool_call" and sample.meta["with_result"])
     return TrafficRecord(0, f"req-{i:04d}", "chat", request, tenant, "chat-long" if tenant == "assistant" else "chat-small",
-                         round(t, 3), tuple(tags))
+                         round(t, 3), tuple(tags), expected=sample.answer.strip() if exact else None)
 
 
 def generate(n: int, seed: int = 0) -> list[TrafficRecord]:
