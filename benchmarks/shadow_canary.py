@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from gatekeeper.gates.shadow.rules import PAIR_RULES  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,17 +46,16 @@ def run(args: list[str], out: Path) -> dict:
 
 def shadow_facts(summary: dict) -> dict:
     """Verdict, fired rules, the requests replayed (a stage stops at the first firing, so for a
-    ROLLBACK this is what the sequential test needed, to the chunk), gate 5's time."""
+    ROLLBACK this is what the sequential test needed, to the chunk), the failed pair rules'
+    reasons (the slice they name), gate 5's time."""
     gate = next((g for g in summary["gates"] if g["id"] == "shadow"), None)
     checks = gate["checks"] if gate else []
     fired = [c["id"].removeprefix("shadow.rule.") for c in checks if c["id"].startswith("shadow.rule.") and c["status"] == "FAIL"]
-    needed = None
-    for c in checks:
-        if c["id"] == "shadow.rule.task_success_down" and c["status"] == "FAIL":
-            needed = c["reason"]
+    pair_rules = {f"shadow.rule.{name}" for name in PAIR_RULES}
+    needed = "; ".join(c["reason"] for c in checks if c["id"] in pair_rules and c["status"] == "FAIL")
     stages = [c for c in checks if c["id"].startswith("shadow.stage.") and c["metrics"].get("requests")]
     replayed = sum(c["metrics"]["requests"] for c in stages)
-    return {"verdict": summary["verdict"], "fired": fired, "replayed": replayed, "reason": needed or "",
+    return {"verdict": summary["verdict"], "fired": fired, "replayed": replayed, "reason": needed,
             "gate_s": gate["duration_s"] if gate else None}
 
 

@@ -94,7 +94,7 @@ def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_e
                 break
         metrics = httpx.get(sh.admin + "/metrics", timeout=30).text
         healthy = httpx.get(sh.admin + "/verdict/healthy", timeout=30).status_code
-    assert data["verdict"] == "ROLLBACK" and data["rules"]["task_success_down"]["status"] == "FAIL", seen
+    assert data["verdict"] == "ROLLBACK" and data["rules"]["answers_differ"]["status"] == "FAIL", seen
     print(f"verdict by judged pairs: {seen}")
     assert seen[0][1] == "HOLD", seen  # not before the evidence is there
     assert data["rates"]["disagreement"]["candidate"] > data["rates"]["disagreement"]["twin"]
@@ -115,7 +115,7 @@ def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_e
     out = gk_run(tmp_path / "runs", "--gates", "shadow", "--shadow-store", str(tmp_path / "merged.db"),
                  "--policy", _policy(tmp_path))
     assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]
-    assert out.check("shadow.rule.task_success_down")["status"] == "FAIL"
+    assert out.check("shadow.rule.answers_differ")["status"] == "FAIL"
     assert f"{len(PairStore(store))} requests" in out.check("shadow.traffic")["reason"]
 
 

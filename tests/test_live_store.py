@@ -109,7 +109,7 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
     judged = out.gate("shadow")["coverage"]["judged"]
     assert judged < 40 if garbled else judged == 40  # a fired measure stops the stage early (stop_early)
     if garbled:
-        assert out.check("shadow.rule.task_success_down")["status"] == "FAIL"
+        assert out.check("shadow.rule.answers_differ")["status"] == "FAIL"
         assert out.check("shadow.rule.garbage_rate_up")["status"] == "FAIL"
 
 
@@ -152,7 +152,7 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
     for i in range(80):
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref, ref)
-    store.latch({"reason": "task_success_down: disagreement in all", "judged": 40, "pairs": 40})
+    store.latch({"reason": "answers_differ: disagreement in all", "judged": 40, "pairs": 40})
     cfg = MirrorConfig(str(tmp_path / "s.db"), Upstream("http://127.0.0.1:9"), min_pairs=60, judge_interval_s=0.0)
     mirror = SimpleNamespace(store=store, stats={"stored": len(store)})  # the admin server reads only these
     server = serve_admin(cfg, mirror, Counters())  # type: ignore[arg-type]

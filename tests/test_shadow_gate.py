@@ -32,6 +32,15 @@ def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: st
     return str(path)
 
 
+def _evidence(out, check_id: str) -> list[dict]:
+    """A check's evidence, as records.jsonl holds it."""
+    for line in (out.run_dir / "records.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["id"] == check_id:
+            return rec["evidence"]
+    raise AssertionError(f"no record of {check_id}")
+
+
 def _rules(out) -> dict[str, str]:
     return {c["id"].removeprefix("shadow.rule."): c["status"] for c in out.gate("shadow")["checks"]
             if c["id"].startswith("shadow.rule.")}
@@ -72,7 +81,7 @@ def test_a_fault_only_production_load_shows_is_caught_by_the_sequential_test(tmp
                  "--gates", "startup,shadow", "--policy", _policy(tmp_path, budget=160))
     assert out.summary["verdict"] == "ROLLBACK"
     assert out.gate("startup")["status"] == "PASS"
-    assert _rules(out)["task_success_down"] == "FAIL"
+    assert _rules(out)["answers_differ"] == "FAIL"  # garbled answers differ; most still parse, few tasks check them
     stage = out.check("shadow.stage.all")
     assert stage["status"] == "FAIL" and stage["metrics"]["stopped_early"], stage["metrics"]["requests"]
 
@@ -84,10 +93,16 @@ def test_a_fault_that_hits_one_tenant_is_localised_to_its_slice(tmp_path, refere
     out = gk_run(tmp_path, "--reference", reference.url, "--candidate-fault", "tool-overflow",
                  "--gates", "startup,shadow", "--policy", _policy(tmp_path, stages=stages))
     assert out.check("shadow.stage.low-risk-tenant")["status"] == "PASS"  # no tools there: the canary widens
-    rule = out.check("shadow.rule.task_success_down")
+    rule = out.check("shadow.rule.answers_differ")
     assert rule["status"] == "FAIL" and "concentrated in tenant=agents" in rule["reason"], rule["reason"]
     assert out.check("shadow.stage.wide")["status"] == "FAIL"
     assert out.summary["verdict"] == "ROLLBACK"
+    # The candidate never saw the dropped tools: asked again with logprobs, the answers part
+    # confidently, and the evidence shows where, with both sides' top tokens.
+    assert rule["metrics"]["stands"].get("a confident divergence", 0) > 0, rule["metrics"]
+    (table,) = [e["data"] for e in _evidence(out, "shadow.rule.answers_differ") if e["title"].startswith("confident")]
+    rows = [dict(zip(table["columns"], row)) for row in table["rows"]]
+    assert rows and all(r["tenant"] == "agents" and r["reference top-k"] and r["candidate top-k"] for r in rows), rows
 
 
 @pytest.mark.slow  # suite time; tests/test_live_store.py fires garbage_rate_up on stored pairs through the same rule

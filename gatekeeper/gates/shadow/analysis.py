@@ -5,14 +5,16 @@ Slices are the whole traffic (`all`) and every tenant, request kind, model alias
 mode (`greedy` / `sampled`) with at least `min_slice_requests` selected requests. Each slice
 judges:
 
-- the **critical** measures (`disagreement`, `degeneration`, `json_parse`, `tool_parse`, `error`,
-  `nonfinite`) with the anytime-valid paired e-process of `sequential.py`, updated after every
-  pair. A measure *fires* when its e-value crosses 1/alpha_i and Diffy's noise rule holds: the
-  candidate's count exceeds the twin's by more than `noise_absolute` of the pairs and by more than
-  `noise_relative` of the two counts together. alpha is split before the replay starts (Bonferroni
-  over e-values, valid at every look): `primary_share` of it to `disagreement` over all traffic
-  (the main measure: task success against the reference), half of the rest evenly over the
-  other measures of all traffic, the other half evenly over every (slice, measure) test.
+- the **critical** measures (`disagreement`, `task_failure`, `degeneration`, `json_parse`,
+  `tool_parse`, `error`, `nonfinite`) with the anytime-valid paired e-process of
+  `sequential.py`, updated after every pair. A measure *fires* when its e-value crosses 1/alpha_i
+  and Diffy's noise rule holds: the candidate's count exceeds the twin's by more than
+  `noise_absolute` of the pairs and by more than `noise_relative` of the two counts together.
+  alpha is split before the replay starts (Bonferroni over e-values, valid at every look):
+  `primary_share` of it to `disagreement` over all traffic (the main measure: answers that differ
+  from the reference's beyond a near tie, the one most faults show in soonest), half of the rest
+  evenly over the other measures of all traffic, the other half evenly over every (slice,
+  measure) test.
 - the **non-critical** measures at the end of each stage, at Kayenta's fixed 98% confidence:
   `finish_reason` and `refusal` by McNemar's exact test (scipy's binomtest on the discordant
   pairs); `similarity` (candidate's minus the twin's, to the reference) and `length` (log length
@@ -36,7 +38,7 @@ import numpy as np
 from gatekeeper.gates.shadow.measures import Measures, Pair
 from gatekeeper.gates.shadow.sequential import PairedEProcess
 
-CRITICAL = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
 HL_SAMPLE = 1000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)

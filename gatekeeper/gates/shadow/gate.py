@@ -19,15 +19,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
-from gatekeeper.evidence import Series, Table, TextPair
+from gatekeeper.evidence import Evidence, Series, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
-from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render
+from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render, with_task
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
-from gatekeeper.gates.shadow.review import review
-from gatekeeper.gates.shadow.rules import EARLIER_RULES, PAIR_RULES, RuleOutcome, earlier_rule, localise, pair_rule
+from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review
+from gatekeeper.gates.shadow.rules import (ANSWERS_DIFFER, EARLIER_RULES, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome,
+                                           earlier_rule, localise, pair_rule)
+from gatekeeper.gates.shadow.task import CHECKS
 from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
 from gatekeeper.gates.shadow.store import PairStore, pair_of, wants_json
 from gatekeeper.results import Judgement, Status
@@ -36,6 +38,7 @@ from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
 
 WORST_PAIRS = 5
+MAX_DIVERGENCES = 30  # confident divergences listed in answers_differ's evidence
 _ORDER = itertools.count()
 
 
@@ -47,10 +50,13 @@ class ShadowGate(Gate):
     to the candidate, to the reference, and to the reference again in another order (its twin:
     the noise floor; a second launch of the reference where gatekeeper starts it). Per pair:
     exact agreement, similarity and first divergence, degeneration, JSON and tool-call
-    parse/schema validity, finish reason, length ratio, refusal, NaN/Inf logprobs, errors, latency.
-    A greedy answer that differs from the reference's is asked of both again with logprobs
-    (`review.py`): the same tokens rendered differently (two tool parsers reading one malformed
-    call), or a divergence at a near tie, is no disagreement.
+    parse/schema validity, task success where the request has a checkable outcome (`task.py`:
+    JSON or a tool call that must be valid, no refusal where the reference answered, the expected
+    answer where the traffic gives one), finish reason, length ratio, refusal, NaN/Inf logprobs,
+    errors, latency. A greedy answer that differs from the reference's is asked of both again with
+    logprobs (`review.py`): the same tokens rendered differently (two tool parsers reading one
+    malformed call), or a divergence at a near tie within the declared dtype's `near_tie_gap`, is
+    no disagreement; a confident divergence is shown with both sides' top tokens and logprobs.
 
     Per slice (all traffic, each tenant, request kind, model alias, greedy/sampled), the
     candidate's failure rate on each measure is compared with the twin's — the same requests,
@@ -63,7 +69,9 @@ class ShadowGate(Gate):
 
     Checks: `shadow.traffic` (what was loaded, bad lines skipped); `shadow.stage.<name>` per stage
     (FAIL when a measure fired or the score is below `score_marginal`, WARN when marginal);
-    `shadow.rule.<name>` — seed 002 §8's rollback conditions (`rules.py`).
+    `shadow.rule.<name>` — seed 002 §8's rollback conditions (`rules.py`): `task_success_down`,
+    `answers_differ`, `structured_parse_drop`, `garbage_rate_up`, `errors_up` on the pairs, and
+    three read from the earlier gates.
 
     A failure looks like: an engine that garbles one answer in thirty under batching, or breaks
     only the one tenant whose requests carry many tools, while every offline gate passes.
@@ -101,6 +109,9 @@ class ShadowGate(Gate):
         """Replay stage by stage, judge as the pairs arrive, then the rules."""
         s: ShadowSettings = ctx.settings
         self.reviewed: Counter[str] = Counter()  # why differing answers were no disagreement, counted
+        self.stands: Counter[str] = Counter()  # why reviewed differences stand as disagreements, counted
+        self.divergences: list[tuple[str, ...]] = []  # confident divergences with their logprobs (Review.row)
+        self.task_failed: Counter[tuple[str, str]] = Counter()  # (task check, candidate / twin) failures
         stored = _stored(s) if s.store else None
         traffic = stored[0] if stored else _load(s)
         kinds = Counter(r.kind for r in traffic.records)
@@ -146,6 +157,9 @@ class ShadowGate(Gate):
         if self.reviewed:
             ctx.notes.append("shadow: candidate answers that differ from the reference's but are no disagreement (asked "
                              "again with logprobs): " + ", ".join(f"{n} {why}" for why, n in self.reviewed.most_common()))
+        if self.stands:
+            ctx.notes.append("shadow: differences that stand after the token review: "
+                             + ", ".join(f"{n} {why}" for why, n in self.stands.most_common()))
         ctx.notes.append(f"shadow: {analysis.pairs} {'stored pairs judged' if stored else 'requests replayed'}; "
                          "the sequential test "
                          + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
@@ -168,10 +182,13 @@ class ShadowGate(Gate):
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for i, (r, c, a, b) in enumerate(zip(chunk, cand, ref, twin)):
-                pair = replace(pair_of(r, a, c, b), reviewed=reviewed.get(i))
-                if pair.reviewed:
-                    self.reviewed[pair.reviewed] += 1
+                rv = reviewed.get(i)
+                pair = with_task(replace(pair_of(r, a, c, b), reviewed=rv.forgiven if rv else None), r)
+                if rv is not None:
+                    self._count_review(r, rv)
                 measured = measure(pair)
+                for role, failed in zip(("candidate", "twin"), measured.task):
+                    self.task_failed.update((check, role) for check in failed)
                 analysis.add(pair, measured)
                 _keep_worst(worst, pair, measured)
                 ep = analysis.slices[SliceKey("all", "")].measures["disagreement"].eproc
@@ -215,24 +232,52 @@ class ShadowGate(Gate):
         ctx.check(f"stage.{stage.name}", status, reason, metrics, evidence, started=t0)
         return status is Status.FAIL
 
+    def _count_review(self, record: TrafficRecord, rv: Review) -> None:
+        """Count one reviewed difference; keep a confident divergence's logprobs for the evidence."""
+        if rv.forgiven:
+            self.reviewed[rv.forgiven] += 1
+            return
+        self.stands[rv.stands] += 1
+        if rv.divergence is not None and len(self.divergences) < MAX_DIVERGENCES:
+            self.divergences.append(rv.row(record))
+
     def _rule(self, ctx: GateContext, outcome: RuleOutcome) -> None:
-        evidence = [Table(f"rule {outcome.name}", ("where", "what", "candidate", "twin", "pairs", "e-value", "fired after")
-                          if outcome.name in PAIR_RULES else ("check", "detail"), outcome.evidence_rows)] \
-            if outcome.evidence_rows else []
-        ctx.check(f"rule.{outcome.name}", outcome.status, outcome.reason, {"rule": outcome.name}, evidence,
-                  advisory=outcome.status is Status.SKIP)
+        evidence: list[Evidence] = []
+        if outcome.evidence_rows:
+            columns = (("where", "what", "candidate", "twin", "pairs", "e-value", "fired after") if outcome.name in PAIR_RULES
+                       else ("check", "detail"))
+            evidence.append(Table(f"rule {outcome.name}", columns, outcome.evidence_rows))
+        metrics: dict[str, object] = {"rule": outcome.name}
+        reason = outcome.reason
+        if outcome.name == TASK_SUCCESS_DOWN:
+            failed = {c: {role: self.task_failed[(c, role)] for role in ("candidate", "twin")} for c in CHECKS}
+            metrics["failed_checks"] = failed
+            evidence.append(Table("task checks failed (every judged pair): candidate / the reference's second run",
+                                  ("check", "candidate", "twin"), tuple((c, n["candidate"], n["twin"]) for c, n in failed.items())))
+        if outcome.name == ANSWERS_DIFFER:
+            metrics.update(forgiven=dict(self.reviewed), stands=dict(self.stands))
+            if self.divergences:
+                evidence.append(Table("confident divergences: both sides asked again with logprobs, at the first token "
+                                      "where they part", ROW_COLUMNS, tuple(self.divergences)))
+            n = self.stands.get("a confident divergence", 0)
+            if outcome.status is Status.FAIL and n:
+                reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
+        ctx.check(f"rule.{outcome.name}", outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP)
 
 
-Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, str]]
+Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review]]
 AnswerSource = Callable[[list[TrafficRecord], int, int], Answers]
 """(candidate, reference, twin) answers for a chunk of requests at (concurrency, noise-floor concurrency),
-and for the chunk's indices whose differing candidate answer is no disagreement, why (gates/shadow/review.py)."""
+and the token review of the chunk's indices whose candidate answer differs (gates/shadow/review.py)."""
 
 
 def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> AnswerSource:
     """Answers by replaying: the candidate and the reference are separate servers, so their first
     passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
-    the reference, else after them to the reference itself."""
+    the reference, else after them to the reference itself. A differing greedy answer is reviewed
+    at the near-tie gap of the candidate's declared dtype (the policy's `near_tie_gap`)."""
+    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+
     def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
         offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
         with ThreadPoolExecutor(max_workers=3) as pool:
@@ -243,7 +288,7 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
             twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
         differs = [i for i, (r, c, a) in enumerate(zip(chunk, cand, ref))
                    if not c.failed and not a.failed and disagrees(pair_of(r, a, c, None))]
-        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc)
+        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc, gap)
     return answers
 
 

@@ -6,10 +6,15 @@ reference's first answer — so that the analysis compares the candidate with an
 reference, never with an ideal (Diffy's primary/secondary/candidate rule):
 
 - `disagreement`: the answer differs from the reference's (stripped text, tool names, decoded
-  arguments; decoded JSON where JSON was asked for or the reference answered JSON);
+  arguments; decoded JSON where JSON was asked for or the reference answered JSON). A greedy
+  answer that gate 5's token review (`review.py`) found to part from the reference's at a near
+  tie, or to be the same tokens rendered differently, is no disagreement;
+- `task_failure`: the request's checkable outcome failed (`task.py`): JSON asked and not valid
+  (against the json_schema where given), a tool call expected and none valid, a refusal where the
+  reference answered, not the `expected` answer where the traffic gives one;
 - `degeneration`: empty, looping, one symbol repeated, U+FFFD (gate 3's detector);
-- `json_parse`: JSON that does not parse, where the request asked for JSON (`response_format`) or
-  the reference answered with JSON;
+- `json_parse`: JSON that does not parse (or breaks the request's json_schema), where the request
+  asked for JSON (`response_format`) or the reference answered with JSON;
 - `tool_parse`: where the request offers tools and the reference called one: no call, a call to
   a tool not offered, arguments that are not a JSON object or break the tool's schema;
 - `error`: the request failed (HTTP error, timeout, malformed answer);
@@ -25,21 +30,18 @@ here, judged by the performance gate).
 from __future__ import annotations
 
 import difflib
-import functools
 import json
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-import jsonschema
-
 from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.golden.answer import strip_fences
-from gatekeeper.golden.assertions import REFUSAL_MARKERS
+from gatekeeper.gates.shadow.task import NOT_JSON, Task, json_schema_of, parsed_json, refused, valid_calls, valid_json
 from gatekeeper.golden.degeneration import find_degeneration
 from gatekeeper.text import first_divergence
+from gatekeeper.traffic.format import TrafficRecord
 
-BINARY = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite", "finish_reason", "refusal")
+BINARY = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite",
+          "finish_reason", "refusal")
 """The binary measures, each observed on the candidate and on the twin."""
 
 # Why a candidate answer that differs from the reference's is no disagreement (set by gate 5's
@@ -47,15 +49,15 @@ BINARY = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "
 SAME_TOKENS = "same tokens, rendered differently"
 NEAR_TIE = "differs at a near tie"
 
-_REFUSAL = re.compile("|".join(REFUSAL_MARKERS), re.I)
-
 
 @dataclass(frozen=True)
 class Pair:
     """One replayed request and its answers. `wants_json`: the request asked for JSON;
     `tools`: the tools it offered (None: none); `twin`: the reference's second answer (None
     when the noise floor was not measured for it); `sampled`: temperature above 0;
-    `wants_logprobs`: the request asked for logprobs."""
+    `wants_logprobs`: the request asked for logprobs; `json_schema`: the schema of its
+    json_schema response_format; `expected`: the exact answer its traffic record gives
+    (`with_task` sets these two from the record)."""
 
     id: str
     tenant: str
@@ -69,6 +71,8 @@ class Pair:
     sampled: bool = False
     wants_logprobs: bool = False
     reviewed: str | None = None  # why a candidate answer that differs is no disagreement (gates/shadow/review.py)
+    json_schema: dict[str, Any] | None = None
+    expected: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (records, the pair store)."""
@@ -76,7 +80,9 @@ class Pair:
                 "wants_json": self.wants_json, "tools": list(self.tools) if self.tools is not None else None,
                 "candidate": self.candidate.to_dict(), "reference": self.reference.to_dict(),
                 "twin": self.twin.to_dict() if self.twin is not None else None, "sampled": self.sampled,
-                "wants_logprobs": self.wants_logprobs, **({"reviewed": self.reviewed} if self.reviewed else {})}
+                "wants_logprobs": self.wants_logprobs, **({"reviewed": self.reviewed} if self.reviewed else {}),
+                **({"json_schema": self.json_schema} if self.json_schema is not None else {}),
+                **({"expected": self.expected} if self.expected is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Pair:
@@ -86,7 +92,8 @@ class Pair:
                    str(d.get("model_alias") or ""), bool(d.get("wants_json")),
                    tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
                    Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None,
-                   bool(d.get("sampled")), bool(d.get("wants_logprobs")), d.get("reviewed") or None)
+                   bool(d.get("sampled")), bool(d.get("wants_logprobs")), d.get("reviewed") or None,
+                   d.get("json_schema"), d.get("expected"))
 
 
 @dataclass(frozen=True)
@@ -94,7 +101,8 @@ class Measures:
     """A pair's measures. `judged` is False when the reference failed (or no twin was asked):
     the pair says nothing about the candidate; a failed twin counts like a failed candidate.
     `bad[m]` is (candidate bad, twin bad) per binary measure that applies to this pair
-    (json_parse only for JSON pairs, tool_parse only for tool pairs)."""
+    (json_parse only for JSON pairs, tool_parse only for tool pairs, task_failure only where the
+    request's task has a check); `task` the task checks (`task.py`) the candidate and the twin failed."""
 
     judged: bool
     why_not: str
@@ -104,25 +112,16 @@ class Measures:
     length_ratio: float | None
     twin_length_ratio: float | None
     divergence: int | None
+    task: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
 
 def _key(a: Answer, as_json: bool) -> Any:
     calls = tuple((name, _decoded(args)) for name, args in a.calls)
     text: Any = a.text.strip()
     if as_json:
-        parsed = _json(a.text)
-        text = json.dumps(parsed, sort_keys=True) if parsed is not _BAD else text
+        parsed = parsed_json(a.text)
+        text = json.dumps(parsed, sort_keys=True) if parsed is not NOT_JSON else text
     return text, calls
-
-
-_BAD = object()
-
-
-def _json(text: str) -> Any:
-    try:
-        return json.loads(strip_fences(text.strip()))
-    except ValueError:
-        return _BAD
 
 
 def _decoded(args: str) -> Any:
@@ -144,41 +143,7 @@ def similarity(a: str, b: str) -> float:
 
 def _answered_json(a: Answer) -> bool:
     text = a.text.strip()
-    return bool(text) and text[0] in "{[" and _json(text) is not _BAD
-
-
-def _tool_bad(a: Answer, tools: tuple[dict[str, Any], ...]) -> bool:
-    if not a.calls:
-        return True
-    schemas = {t.get("function", {}).get("name"): t.get("function", {}).get("parameters") for t in tools}
-    for name, args in a.calls:
-        if name not in schemas:
-            return True
-        try:
-            value = json.loads(args)
-        except ValueError:
-            return True
-        if not isinstance(value, dict):
-            return True
-        schema = schemas[name]
-        if isinstance(schema, dict):
-            validator = _validator(json.dumps(schema, sort_keys=True))
-            if validator is not None and not validator.is_valid(value):
-                return True
-    return False
-
-
-@functools.lru_cache(maxsize=1024)
-def _validator(schema_json: str) -> Any:
-    """A compiled validator per tool schema (checking the schema once, not once per answer);
-    None for a schema that is itself broken — not the answer's fault."""
-    schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None
-    return cls(schema)
+    return bool(text) and text[0] in "{[" and parsed_json(text) is not NOT_JSON
 
 
 def _ratio(a: Answer, ref: Answer) -> float | None:
@@ -215,19 +180,42 @@ def measure(p: Pair) -> Measures:
 
     both("error", lambda a: a.failed)
     both("disagreement", lambda a: a.failed or _key(a, as_json) != want, p.reviewed is not None)
+    task = task_of(p)
+    # The same generation rendered differently: a tool-call parser's choice is not the engine's lost task.
+    failed = (tuple(c for c in task.failures(cand) if not (rendered_alike and c == "tool_call")), task.failures(twin))
+    if task.checks:
+        bad["task_failure"] = (bool(failed[0]), bool(failed[1]))
     both("degeneration", lambda a: not a.failed and find_degeneration(render(a)) is not None)
     if as_json:
-        both("json_parse", lambda a: a.failed or _json(a.text) is _BAD)
+        both("json_parse", lambda a: a.failed or not valid_json(a.text, p.json_schema))
     if p.tools and ref.calls:
         tools = p.tools
-        both("tool_parse", lambda a: a.failed or _tool_bad(a, tools), rendered_alike)
+        both("tool_parse", lambda a: a.failed or not valid_calls(a, tools), rendered_alike)
     if cand.nonfinite or twin.nonfinite or ref.nonfinite:
         both("nonfinite", lambda a: a.nonfinite)
     both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason, rendered_alike)
-    if not _REFUSAL.search(ref.text):
-        both("refusal", lambda a: not a.failed and not a.calls and _REFUSAL.search(a.text) is not None)
+    if not refused(ref):
+        both("refusal", refused)
     r_ref = render(ref)
     r_cand = render(cand)
     return Measures(True, "", bad, 0.0 if cand.failed else similarity(r_cand, r_ref),
                     0.0 if twin.failed else similarity(render(twin), r_ref),
-                    _ratio(cand, ref), _ratio(twin, ref), None if cand.failed else first_divergence(r_ref, r_cand))
+                    _ratio(cand, ref), _ratio(twin, ref), None if cand.failed else first_divergence(r_ref, r_cand),
+                    failed)
+
+
+def with_task(p: Pair, record: TrafficRecord) -> Pair:
+    """The pair with what its traffic record says of the task beyond the pair's fields: the
+    json_schema's schema and the expected answer."""
+    schema = json_schema_of(record.request)
+    if schema is None and record.expected is None:
+        return p
+    return replace(p, json_schema=schema, expected=record.expected)
+
+
+def task_of(p: Pair) -> Task:
+    """What the pair's request can be checked for (`task.py`): JSON where it asked for JSON, a
+    valid tool call where it offers tools and the reference called one, no refusal where the
+    reference answered, the expected answer where its record gives one."""
+    return Task(p.wants_json, p.json_schema, p.tools if p.tools and p.reference.calls else None,
+                not refused(p.reference), p.expected)

@@ -1,15 +1,33 @@
 """Seed 002 §8's automatic rollback conditions as named rules, each a check `shadow.rule.<name>`
-with its evidence.
+with its evidence. Every one is blocking under the default policy.
 
-Four are judged on the replayed pairs (the slices' critical measures, `analysis.py`):
-`task_success_down` (answers differ from the reference's beyond its own noise), `structured_parse_drop`
-(JSON or tool calls stop parsing / validating), `garbage_rate_up` (degenerate output, NaN/Inf
-logprobs), `errors_up` (requests the reference answers and the candidate fails). Three read what
-the earlier gates of this run found: `deterministic_probe` (the `Reply with exactly: OK` canary
-of gates 1 and 3), `logit_drift` (gate 2's checks beyond their approved tolerances),
-`kernel_or_dtype_change` (gate 1: an unexplained execution-path change, `startup.path_change` — a
-fallback line the reference does not print, another backend or switch — or an execution path other
-than the one declared).
+Five are judged on the replayed pairs (the slices' critical measures, `analysis.py`), each
+against the reference's own second run on the same requests:
+
+- `task_success_down` (measure `task_failure`): requests whose checkable outcome failed — JSON
+  asked for and not valid (against the json_schema where one is given), a tool call expected
+  (the reference made one) and none valid, a refusal where the reference answered, not the
+  `expected` answer where the traffic gives one (`task.py`). Seed 002's "task success rate of
+  shadow traffic drops". A broken JSON answer or tool call fails its task here and its structure
+  in `structured_parse_drop`: one counts requests, the other parse rates;
+- `answers_differ` (measure `disagreement`): answers that differ from the reference's — other
+  text, other tool calls or arguments, other JSON — where the token review (`review.py`) did not
+  find a near tie within the declared dtype's gap or the same tokens rendered differently. Not a
+  task-success figure (another answer may serve as well), and blocking all the same: a confident
+  divergence beyond the reference's own run-to-run noise is a change of behaviour that no
+  checkable outcome may show — a stale KV block or a garbled batch answering fluent, wrong text;
+  the check's evidence lists each confident divergence with both sides' top tokens and logprobs
+  at the first differing token;
+- `structured_parse_drop` (`json_parse`, `tool_parse`): JSON or tool calls stop parsing /
+  validating against their schemas;
+- `garbage_rate_up` (`degeneration`, `nonfinite`): degenerate output, NaN/Inf logprobs;
+- `errors_up` (`error`): requests the reference answers and the candidate fails.
+
+Three read what the earlier gates of this run found: `deterministic_probe` (the `Reply with
+exactly: OK` canary of gates 1 and 3), `logit_drift` (gate 2's checks beyond their approved
+tolerances), `kernel_or_dtype_change` (gate 1: an unexplained execution-path change,
+`startup.path_change` — a fallback line the reference does not print, another backend or switch —
+or an execution path other than the one declared).
 
 A rule whose evidence does not exist in this run (no JSON or tool requests were replayed; gate 2
 did not run) is a SKIP saying so, never a PASS.
@@ -24,12 +42,26 @@ from dataclasses import dataclass
 from gatekeeper.gates.shadow.analysis import SliceResult
 from gatekeeper.results import CheckResult, GateResult, Status
 
+TASK_SUCCESS_DOWN = "task_success_down"
+ANSWERS_DIFFER = "answers_differ"
 PAIR_RULES: dict[str, tuple[str, ...]] = {
-    "task_success_down": ("disagreement",),
+    TASK_SUCCESS_DOWN: ("task_failure",),
+    ANSWERS_DIFFER: ("disagreement",),
     "structured_parse_drop": ("json_parse", "tool_parse"),
     "garbage_rate_up": ("degeneration", "nonfinite"),
     "errors_up": ("error",),
 }
+"""Each pair rule and the critical measures it is judged on (a rule's check id: `shadow.rule.<name>`)."""
+MEASURES = {
+    "task_failure": "requests whose checkable outcome failed",
+    "disagreement": "answers that differ from the reference's beyond a near tie",
+    "json_parse": "JSON that does not parse or validate",
+    "tool_parse": "tool calls that do not parse or validate",
+    "degeneration": "degenerate answers",
+    "nonfinite": "NaN/Inf logprobs",
+    "error": "failed requests",
+}
+"""What each critical measure counts, as a rule's reason says it."""
 EARLIER_RULES = ("deterministic_probe", "logit_drift", "kernel_or_dtype_change")
 _NOT_DRIFT = ("numerics.coverage", "numerics.scoring", "numerics.tokenization")
 _FALLBACK = re.compile(r"(?i)fall(ing)? ?back|not supported|naive")
@@ -64,16 +96,17 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
         key, m = fired[0]
         more = f" (and {len(fired) - 1} more)" if len(fired) > 1 else ""
         where = localise(m.name, slices)
-        return RuleOutcome(name, Status.FAIL, f"{m.name} in {key}: the candidate {m.candidate_rate:.1%} vs the reference's "
-                           f"own second run {m.twin_rate:.1%} of {m.eligible} pairs, e-value {m.e_value:.3g} (crossed "
-                           f"after {m.fired_at} pairs){more}" + (f"; {where}" if where else ""), rows)
+        return RuleOutcome(name, Status.FAIL, f"{m.name} ({MEASURES[m.name]}) in {key}: the candidate "
+                           f"{m.candidate_rate:.1%} vs the reference's own second run {m.twin_rate:.1%} of {m.eligible} "
+                           f"pairs, e-value {m.e_value:.3g} (crossed after {m.fired_at} pairs){more}"
+                           + (f"; {where}" if where else ""), rows)
     if judged == 0:
         what = {"structured_parse_drop": "no replayed request asked for JSON or offered tools the reference called",
-                "garbage_rate_up": "no pair was judged", "task_success_down": "no pair was judged",
-                "errors_up": "no pair was judged"}[name]
+                TASK_SUCCESS_DOWN: "no judged request had a checkable outcome"}.get(name, "no pair was judged")
         return RuleOutcome(name, Status.SKIP, f"not judged: {what}")
-    return RuleOutcome(name, Status.PASS, f"not fired: {', '.join(measures)} within the noise floor over {judged} "
-                       "judged measurements (every slice)" + (f"; {stopped}" if stopped else ""))
+    what = "; ".join(f"{m} ({MEASURES[m]})" for m in measures)
+    return RuleOutcome(name, Status.PASS, f"not fired: {what} within the noise floor over {judged} judged measurements "
+                       "(every slice)" + (f"; {stopped}" if stopped else ""))
 
 
 def localise(measure: str, slices: Sequence[SliceResult]) -> str:
