@@ -8,13 +8,17 @@ every streamed event, as some real servers do; "rate_limit_first" answers each d
 429 with `Retry-After` the first time and passes it on the retry; "unavailable_first" answers each
 distinct POST body 503 without `Retry-After` the first time, as an overloaded proxy does, and
 passes it on after; "rate_limit" answers every POST
-429 with `Retry-After: 1`). With `record`, every request's (method, path, body) is appended to it;
-with `rewrite`, every non-streamed JSON answer is passed through it first.
+429 with `Retry-After: 1`; "unavailable_random" answers any request, GET or POST, 503 without
+`Retry-After` with probability `rate`, drawn from a generator seeded with `seed`, as a real server
+behind an overloaded balancer does now and then). With `record`, every request's (method, path,
+body) is appended to it; with `injected`, the (method, path) of every request unavailable_random
+answered 503; with `rewrite`, every non-streamed JSON answer is passed through it first.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 import time
@@ -24,6 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 import httpx
+
+
+_UNAVAILABLE = b'{"error": {"message": "upstream overloaded", "type": "ServiceUnavailable", "code": 503}}'
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -56,9 +63,23 @@ class _Handler(BaseHTTPRequestHandler):
                     if self.server.mode == "cut_stream" and self.server.misbehaving and b"data:" in chunk:
                         return  # drop the connection mid-stream
 
+    def _unavailable_now(self, method: str) -> bool:
+        """In mode unavailable_random: whether this request draws a 503 (counted in `injected`)."""
+        srv = self.server
+        if srv.mode != "unavailable_random":
+            return False
+        with srv.lock:
+            hit = srv.rng.random() < srv.rate
+            if hit:
+                srv.injected.append((method, self.path))
+        return hit
+
     def do_GET(self) -> None:  # noqa: N802
         with self.server.lock:
             self.server.record.append(("GET", self.path, b""))
+        if self._unavailable_now("GET"):
+            self._reply(503, _UNAVAILABLE)
+            return
         if self.server.mode == "no_health" and self.path.startswith("/health"):
             self._reply(404, b'{"detail": "Not Found"}')
             return
@@ -68,19 +89,24 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers.get("content-length", 0)))
         srv = self.server
         with srv.lock:
-            repeat = any(m == "POST" and b == body for m, _, b in srv.record)
+            repeat = srv.mode in ("fail_repeats", "rate_limit_first", "unavailable_first") and any(
+                m == "POST" and b == body for m, _, b in srv.record)
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
-            srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health")
+            srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health",
+                                                                         "unavailable_random")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
             if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
                 srv.misbehaving = not repeat
+        if self._unavailable_now("POST"):
+            self._reply(503, _UNAVAILABLE)
+            return
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
             return
         if srv.mode in ("unavailable_first", "http503"):
-            self._reply(503, b'{"error": {"message": "upstream overloaded", "type": "ServiceUnavailable", "code": 503}}')
+            self._reply(503, _UNAVAILABLE)
         elif srv.mode in ("http500", "fail_repeats"):
             self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
         elif srv.mode in ("rate_limit", "rate_limit_first"):
@@ -112,11 +138,14 @@ class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
-                 rewrite: Callable[[str, dict], dict] | None = None) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+                 rewrite: Callable[[str, dict], dict] | None = None, rate: float = 0.0, seed: int | str = 0,
+                 injected: list | None = None, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
         self.rewrite = rewrite
         self.record: list = record if record is not None else []
+        self.rate, self.rng = rate, random.Random(seed)
+        self.injected: list = injected if injected is not None else []
         self.posts = 0
         self.misbehaving = False
         self.lock = threading.Lock()
@@ -129,12 +158,15 @@ class _ProxyServer(ThreadingHTTPServer):
 
 @contextmanager
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
-                record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None) -> Iterator[str]:
+                record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None, *,
+                rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
-    unavailable_first, http503 (every POST), rate_limit or no_health (GET /health answers 404, everything else passes);
-    `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for real)."""
-    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite)
+    unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
+    requests, each appended to `injected`), rate_limit or no_health (GET /health answers 404, everything
+    else passes); `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for
+    real); `port` 0 lets the OS choose."""
+    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:
