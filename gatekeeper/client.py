@@ -7,8 +7,10 @@ the other API's shape, an answer naming another model) are returned as `protocol
 the gates to report.
 
 What a misbehaving server can do and what it becomes:
-- 429 or 503 with `Retry-After`: waited out and retried while the retry budget lasts, then
-  `rate_limited` (429) or `http` (503);
+- 502, 503 or 504 without `Retry-After` (a balancer or an engine briefly overloaded): asked again
+  up to three times in all with a short backoff, every retry counted in `retried`, then `http`;
+- 429, 502, 503 or 504 with `Retry-After`: waited out and retried while the retry budget lasts,
+  then `rate_limited` (429) or `http` (the policy and its bounds: `gatekeeper/retry.py`);
 - 401/403: `auth`, naming the variable the key should come from;
 - a body that drips, or a stream of keep-alive comments: every request has one overall deadline
   (`timeout_s`), checked on every chunk, not only a per-read timeout → `timeout`;
@@ -23,12 +25,14 @@ import email.utils
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Iterator
 
 import httpx
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, TRANSIENT_STATUSES, Retried, backoff_wait, note
 from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, shaped, sse_events
 from gatekeeper.responses import ChatResponse, CompletionResponse
 from gatekeeper.results import RequestTiming
@@ -49,18 +53,23 @@ class Endpoint:
     """A target's OpenAI-compatible surface: chat, completions, tokenize, raw GETs.
 
     Thread-safe: gates fan requests out over threads. Every request's latency is recorded in
-    `timings` (for the performance report), tagged with the role and the current gate.
-    `timeout_s` is each request's overall deadline; `key_source` names where the API key comes
-    from (e.g. "the environment variable PROD_KEY"), for the hint of an `auth` error.
+    `timings` (for the performance report), and every retry after a transient failure in
+    `retried`, both tagged with the role and the current gate. `timeout_s` is each request's
+    overall deadline; `transient_attempts` how many times a 502/503/504 without Retry-After is
+    sent in all (1: never again); `key_source` names where the API key comes from (e.g. "the
+    environment variable PROD_KEY"), for the hint of an `auth` error.
     """
 
     def __init__(self, role: str, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
                  *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, retry_budget_s: float = DEFAULT_RETRY_BUDGET_S,
-                 key_source: str | None = None):
+                 transient_attempts: int = ATTEMPTS, key_source: str | None = None):
         self.role = role
         self.base_url = without_userinfo(base_url) if api_key else base_url.rstrip("/")
         self.model = model
         self.timeout_s, self.max_body_bytes, self.retry_budget_s = timeout_s, max_body_bytes, retry_budget_s
+        self.transient_attempts = transient_attempts
+        self.retried: list[Retried] = []
+        self._failing_in_a_row = 0  # requests that still failed transiently after their retries
         self._key_sent, self._key_source = bool(api_key), key_source
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)))
@@ -84,22 +93,46 @@ class Endpoint:
             return EndpointError(kind, self._url(path), str(e) or type(e).__name__)
         return EndpointError("connect", self._url(path), f"{type(e).__name__}: {e}")
 
-    def _retry_wait(self, r: httpx.Response, waited: float, deadline: float) -> float | None:
-        """Seconds to wait before retrying a 429/503 that says when to come back, or None."""
-        if r.status_code not in (429, 503):
+    def _retry_wait(self, r: httpx.Response, waited: float, retries: int, deadline: float) -> float | None:
+        """Seconds to wait before sending again after `r` (the `retries`-th retry, 0-based), or None
+        to keep the answer: gatekeeper/retry.py's policy."""
+        if r.status_code != 429 and r.status_code not in TRANSIENT_STATUSES:
             return None
-        wait = _retry_after(r.headers.get("retry-after"))
-        if wait is None or waited + wait > self.retry_budget_s or time.monotonic() + wait >= deadline:
-            return None
-        return wait
+        after = _retry_after(r.headers.get("retry-after"))
+        if after is not None:  # the server says when: honoured within the budget, the deadline and MAX_WAITS
+            wait, allowed = after, waited + after <= self.retry_budget_s and retries < MAX_WAITS
+        else:  # a transient failure that does not say: a few quick retries, unless this server keeps failing
+            with self._lock:
+                giving_up = self._failing_in_a_row >= GIVE_UP_AFTER
+            wait = backoff_wait(retries)
+            allowed = r.status_code != 429 and retries < self.transient_attempts - 1 and not giving_up
+        return wait if allowed and time.monotonic() + wait < deadline else None
 
-    def _status_error(self, path: str, r: httpx.Response, body: bytes, waited: float) -> EndpointError:
-        """The EndpointError for a final status >= 400."""
+    def _settled(self, status: int, retries: int) -> None:
+        """Count a request's last answer: a transient failure kept after retries, or a success."""
+        with self._lock:
+            if status in TRANSIENT_STATUSES and retries:
+                self._failing_in_a_row += 1
+            elif status < 400:
+                self._failing_in_a_row = 0
+
+    def _note_retry(self, method: str, path: str, r: httpx.Response, body: bytes, wait: float) -> None:
+        retried = Retried(self.role, self.gate, method, path, r.status_code, round(wait, 3),
+                          _error_message(r.status_code, r.reason_phrase, body))
+        with self._lock:
+            self.retried.append(retried)
+        note(retried)
+
+    def _status_error(self, path: str, r: httpx.Response, body: bytes, waited: float, retries: int = 0) -> EndpointError:
+        """The EndpointError for a final status >= 400 (after `retries` retries, `waited` seconds)."""
         message = _error_message(r.status_code, r.reason_phrase, body)
         url = self._url(path)
         if r.status_code == 429:
             after = f" (still after {waited:.0f} s of retries)" if waited else ""
             return EndpointError("rate_limited", url, f"rate limited{after}: {message}", 429)
+        if r.status_code in TRANSIENT_STATUSES:
+            again = f" (still after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
+            return EndpointError("http", url, message + again, r.status_code, retries_done=True)
         if r.status_code in (401, 403):
             hint = (f"the key from {self._key_source} was refused" if self._key_sent and self._key_source else
                     "the key was refused" if self._key_sent else
@@ -128,22 +161,28 @@ class Endpoint:
                                     "(the request's overall deadline; the server kept the connection open)")
             yield chunk
 
-    def _exchange(self, method: str, path: str, body: dict[str, Any] | None) -> Iterator[tuple[httpx.Response, Iterator[bytes]]]:
-        """Send with retries for 429/503 Retry-After; yields once: the final response (status
-        < 400) and its capped, deadline-bound chunks. Raises EndpointError for everything else."""
+    def _exchange(self, method: str, path: str, body: dict[str, Any] | None,
+                  keep: Callable[[int], bool] = lambda status: status < 400) -> Iterator[tuple[httpx.Response, Iterator[bytes]]]:
+        """Send, retrying as gatekeeper/retry.py says; yields once: the final response (a status
+        `keep` accepts: below 400 unless told otherwise) and its capped, deadline-bound chunks.
+        Raises EndpointError for everything else. Retries happen before any of a body is
+        yielded: a stream is never read twice."""
         deadline = time.monotonic() + self.timeout_s
-        waited = 0.0
+        waited, retries = 0.0, 0
         try:
             while True:
                 with self._http.stream(method, path, json=body) as r:
-                    wait = self._retry_wait(r, waited, deadline)
+                    wait = self._retry_wait(r, waited, retries, deadline)
                     if wait is None:
-                        if r.status_code >= 400:
-                            raise self._status_error(path, r, b"".join(self._chunks(path, r, deadline)), waited)
+                        self._settled(r.status_code, retries)
+                        if not keep(r.status_code):
+                            raise self._status_error(path, r, b"".join(self._chunks(path, r, deadline)), waited, retries)
                         yield r, self._chunks(path, r, deadline)
                         return
+                    self._note_retry(method, path, r, b"".join(self._chunks(path, r, deadline)), wait)
                 time.sleep(wait)
                 waited += wait
+                retries += 1
         except httpx.HTTPError as e:
             raise self._classify(path, e) from None
 
@@ -154,17 +193,13 @@ class Endpoint:
         raise AssertionError("unreachable")  # _exchange yields once or raises
 
     def get(self, path: str) -> httpx.Response:
-        """GET a path; raises EndpointError for transport failures, rate limits, auth refusals
-        and oversized bodies; any other status returns (its body readable as usual)."""
-        deadline = time.monotonic() + self.timeout_s
-        try:
-            with self._http.stream("GET", path) as r:
-                content = b"".join(self._chunks(path, r, deadline))
-                if r.status_code == 429 or r.status_code in (401, 403):
-                    raise self._status_error(path, r, content, 0.0)
-                return httpx.Response(r.status_code, headers=r.headers, content=content, request=r.request)
-        except httpx.HTTPError as e:
-            raise self._classify(path, e) from None
+        """GET a path, retried like any request; raises EndpointError for transport failures,
+        rate limits, auth refusals and oversized bodies; any other status returns (its body
+        readable as usual: a /health that still answers 503 after the retries is the caller's to judge)."""
+        for r, chunks in self._exchange("GET", path, None, keep=lambda status: status not in (401, 403, 429)):
+            content = b"".join(chunks)
+            return httpx.Response(r.status_code, headers=r.headers, content=content, request=r.request)
+        raise AssertionError("unreachable")  # _exchange yields once or raises
 
     def get_json(self, path: str) -> dict[str, Any]:
         """GET a path and return the decoded JSON object; HTTP errors (status >= 400) and bodies

@@ -60,12 +60,15 @@ class EndpointError(GatekeeperError):
 
     Kinds: "connect" (refused / DNS), "timeout", "http" (status >= 400), "malformed" (body is
     not the JSON shape expected), "stream" (SSE cut or garbled), "unsupported" (the endpoint
-    says it does not do this: 404/405/501 or a 400 naming the feature).
+    says it does not do this: 404/405/501 or a 400 naming the feature). `retries_done`: the client
+    already applied its bounded retry to this answer (gatekeeper/retry.py), so asking again would
+    multiply the bound.
     """
 
-    def __init__(self, kind: str, url: str, message: str, status: int | None = None):
+    def __init__(self, kind: str, url: str, message: str, status: int | None = None, *, retries_done: bool = False):
         super().__init__(f"{kind} error at {url}" + (f" (HTTP {status})" if status else "") + f": {message}")
         self.kind, self.url, self.status, self.detail = kind, url, status, message
+        self.retries_done = retries_done
 
     @property
     def refusal(self) -> bool:

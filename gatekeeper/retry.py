@@ -1,17 +1,34 @@
-"""A bounded retry for the few requests a whole gate hangs on (the capability probe, the canary).
+"""The retry policy for transient server failures, applied once, in the client, for every gate.
 
-Real servers answer an occasional 502/503/504 (a proxy restarting a worker, a queue briefly
-full) without `Retry-After`; the client retries only what says when to come back. One such answer
-to a probe request must not ERROR gate 1 and HOLD the run, so these requests are tried up to
-`ATTEMPTS` times with a short backoff. Each retry is counted and shown; a server that keeps
-failing still fails (the last error is raised). Refusals (4xx) and dead servers (connect,
-timeout) are not retried: the same request gets the same answer, or costs another timeout.
+Real servers answer an occasional 502/503/504 (a proxy restarting a worker, a queue briefly full,
+a balancer with no healthy backend for a moment), often without `Retry-After`. One such answer
+must not ERROR a gate and HOLD the run, nor count as an error of the target it came from, so
+`gatekeeper.client.Endpoint` asks again:
+
+- a 502/503/504 without `Retry-After`: up to `ATTEMPTS` sends in all, after `BACKOFF_S`, then
+  twice that (at most 0.75 s of waiting per request);
+- a 429/502/503/504 with `Retry-After`: waited out while the endpoint's retry budget (seconds)
+  and the request's deadline last, at most `MAX_WAITS` times (a server saying "now" forever is
+  not asked forever);
+- nothing else: a refusal (4xx) gets the same answer again, a 500 is a bug, and a dead server
+  (refused connection, timeout) would cost another timeout.
+
+Every retry is counted where it happened (`Endpoint.retried`, by role and gate) and in every list a
+`with_retries` around the call collects into (gate 1 shows its probe's and canary's). A server that
+keeps failing still fails: the last answer is raised, saying how often it was asked. After
+`GIVE_UP_AFTER` requests in a row that failed even so, the endpoint stops retrying until one
+succeeds: a server that answers 503 to everything costs one send per request, not three.
+
+The performance gate's load generator (gatekeeper/perf/loadgen.py) has its own HTTP client and
+never retries: there a failed request is a measured error.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from gatekeeper.errors import EndpointError
@@ -21,6 +38,27 @@ T = TypeVar("T")
 ATTEMPTS = 3
 BACKOFF_S = 0.25  # then 0.5 s: at most 0.75 s spent waiting per request
 TRANSIENT_STATUSES = (502, 503, 504)
+MAX_WAITS = 10  # retries a request's Retry-After answers may ask for, within the retry budget
+GIVE_UP_AFTER = 3  # requests in a row still failing after their retries: the endpoint stops retrying
+
+_collecting: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("gatekeeper_retry_lists", default=())
+
+
+@dataclass(frozen=True)
+class Retried:
+    """One retry the client made: which target and gate, what it asked, what came back, how long it waited."""
+
+    role: str
+    gate: str
+    method: str
+    path: str
+    status: int
+    wait_s: float
+    detail: str
+
+    def describe(self) -> str:
+        """e.g. "HTTP 503: upstream overloaded" (what gate 1's tables show)."""
+        return f"HTTP {self.status}: {self.detail}"[:200]
 
 
 def transient(e: EndpointError) -> bool:
@@ -28,15 +66,32 @@ def transient(e: EndpointError) -> bool:
     return e.kind == "http" and e.status in TRANSIENT_STATUSES
 
 
+def backoff_wait(retry: int) -> float:
+    """The wait before the `retry`-th retry (0-based) of an answer without Retry-After."""
+    return BACKOFF_S * 2 ** retry
+
+
+def note(retried: Retried) -> None:
+    """Count a retry in every list the `with_retries` calls around this one collect into."""
+    for into in _collecting.get():
+        into.append(retried.describe())
+
+
 def with_retries(fn: Callable[[], T], retried: list[str], attempts: int = ATTEMPTS, backoff_s: float = BACKOFF_S) -> T:
-    """`fn()`, tried again after a transient failure up to `attempts` times in all; each retried
-    failure is appended to `retried` (what the report counts); the last failure is raised."""
-    for attempt in range(attempts):
-        try:
-            return fn()
-        except EndpointError as e:
-            if not transient(e) or attempt == attempts - 1:
-                raise
-            retried.append(f"HTTP {e.status}: {e.detail}"[:200])
-            time.sleep(backoff_s * 2 ** attempt)
-    raise AssertionError("unreachable")  # the loop returns or raises
+    """`fn()`, with every retry the client makes for it appended to `retried` (what the report
+    counts). A transient failure the client did not already retry (`EndpointError.retries_done`
+    false: an error raised elsewhere) is retried here, up to `attempts` tries in all; the last
+    failure is raised."""
+    token = _collecting.set((*_collecting.get(), retried))
+    try:
+        for attempt in range(attempts):
+            try:
+                return fn()
+            except EndpointError as e:
+                if not transient(e) or e.retries_done or attempt == attempts - 1:
+                    raise
+                retried.append(f"HTTP {e.status}: {e.detail}"[:200])
+                time.sleep(backoff_s * 2 ** attempt)
+        raise AssertionError("unreachable")  # the loop returns or raises
+    finally:
+        _collecting.reset(token)

@@ -36,10 +36,11 @@ def test_429_forever_is_rate_limited_once_the_budget_is_spent():
     assert 3 <= len(seen) <= 7  # retried within the budget, then gave up
 
 
-def test_a_503_without_retry_after_is_not_retried():
+def test_a_503_without_retry_after_is_not_retried_when_retries_are_off():
+    """By default it is retried a bounded number of times (tests/test_transient_retries.py)."""
     with scripted_server(lambda req: Reply.json({"error": {"message": "overloaded"}}, 503)) as (url, seen):
         with pytest.raises(EndpointError) as e:
-            _ep(url).chat(MSG)
+            _ep(url, transient_attempts=1).chat(MSG)
     assert e.value.kind == "http" and e.value.status == 503 and len(seen) == 1
 
 
