@@ -35,7 +35,7 @@ class Progress:
     def summary(self, result: RunResult, run_dir: Path) -> None:
         """The verdict, its reasons and where the reports are."""
         style = _STYLE[result.verdict]
-        self.console.print(f"verdict: [{style}]{result.verdict.value}[/{style}] (exit {result.exit_code})", markup=True)
+        self.console.print(f"verdict: [{style}]{result.headline}[/{style}] (exit {result.exit_code})", markup=True)
         for reason in result.reasons[:10]:
             self.console.print(f"  - {self.redact(reason)}", markup=False)
         if len(result.reasons) > 10:

@@ -104,6 +104,7 @@ class GateResult:
     notes: tuple[str, ...] = ()
     coverage: Coverage | None = None  # None: the gate did not run (disabled, stopped, or a target did not start)
     reused: bool = False  # taken from the records of the interrupted run this one resumed (run_dir.py)
+    excluded: str | None = None  # why the run left this gate out (not selected by --gates, disabled by the policy)
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,18 @@ class RunResult:
     golden_sets: tuple[str, ...] = ()
     seed: int = 0
     hooks: tuple[Any, ...] = ()  # HookOutcome per rollback hook that ran (gatekeeper/hooks.py)
+
+    @property
+    def partial(self) -> tuple[GateResult, ...]:
+        """The gates this run left out (by --gates or the policy): its verdict does not cover them."""
+        return tuple(g for g in self.gates if g.excluded is not None)
+
+    @property
+    def headline(self) -> str:
+        """The verdict as every report's headline shows it: "PROMOTE", or for a run that left gates
+        out "PROMOTE (partial: 2 of 6 gates ran)"."""
+        ran = len(self.gates) - len(self.partial)
+        return self.verdict.value + (f" (partial: {ran} of {len(self.gates)} gates ran)" if self.partial else "")
 
     @property
     def exit_code(self) -> int:

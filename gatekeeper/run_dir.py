@@ -171,7 +171,7 @@ def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
         coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"])
         gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
                                     checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
-                                    reused=True)
+                                    reused=True, excluded=end.get("excluded"))
         timings[gate_id] = tuple(RequestTiming(t, gate_id, e2e, ttft, n) for t, e2e, ttft, n in end["timings"])
     return gates, timings
 

@@ -171,8 +171,13 @@ class Runner:
         plan = self.plan
         results: list[GateResult] = []
         stopped_by: GateResult | None = None
-        for gate_cls in select(plan.gates):
+        selected = {g.id for g in select(plan.gates)}
+        for gate_cls in select(None):
             gate = gate_cls()
+            if gate.id not in selected:
+                results.append(self._disabled(gate, records, excluded=f"not selected (--gates {','.join(plan.gates or ())})"))
+                records.write_gate(results[-1], [])
+                continue
             reused = self.resume.gates.get(gate.id) if self.resume is not None and stopped_by is None else None
             if reused is not None:
                 results.append(reused)
@@ -286,14 +291,21 @@ class Runner:
         finally:
             probe.close()
 
-    def _disabled(self, gate: Gate, records: RecordWriter, not_applicable: str | None = None) -> GateResult:
-        """A gate the policy turns off, or whose question does not apply to this pair: one
-        advisory SKIP saying which, so the report shows it was not run."""
-        check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}") \
-            if not_applicable else CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
-                                               f"disabled by policy {self.plan.policy.path} (gates.{gate.id}.enabled: false)")
+    def _disabled(self, gate: Gate, records: RecordWriter, not_applicable: str | None = None,
+                  excluded: str | None = None) -> GateResult:
+        """A gate the run leaves out (`excluded`: not selected by --gates), the policy turns off,
+        or whose question does not apply to this pair: one advisory SKIP saying which, so every
+        report shows it was not run. The first two make the run partial (`RunResult.partial`)."""
+        if excluded:
+            check = CheckResult(f"{gate.id}.not_selected", gate.id, Status.SKIP, False, f"not run: {excluded}")
+        elif not_applicable:
+            check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}")
+        else:
+            excluded = f"disabled by policy {self.plan.policy.path}"
+            check = CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
+                                f"{excluded} (gates.{gate.id}.enabled: false)")
         records.write(check)
-        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,))
+        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded)
 
     def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
         """Run one gate; whatever it raises becomes an ERROR check (fail closed)."""

@@ -4,6 +4,11 @@ Any blocking FAIL → ROLLBACK. Otherwise any ERROR, any blocking SKIP, any bloc
 undecided (asked, but the evidence did not answer it) or any advisory FAIL → HOLD. Otherwise
 PROMOTE. An ERROR never yields PROMOTE: a check that could not run is not a pass, and a question
 the evidence left open is not a "no regression".
+
+A PROMOTE's reason says what it rests on: the blocking checks that passed, and beside them the
+advisory WARNs and the advisory checks left undecided. A run that left gates out (`--gates`, a
+policy that disables them) is PARTIAL whatever its verdict: the first reason names the gates not
+run, so no headline reads as if every question had been asked.
 """
 
 from __future__ import annotations
@@ -21,15 +26,40 @@ def _line(c: CheckResult) -> str:
 
 
 def decide(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
-    """The verdict and the reasons (the checks that decided it, most severe first)."""
-    checks = [c for g in gates for c in g.checks]
+    """The verdict and the reasons (the checks that decided it, most severe first; a partial
+    run's gates not run first of all)."""
+    partial = [partial_line(gates)] if any(g.excluded is not None for g in gates) else []
+    checks = [c for g in gates if g.excluded is None for c in g.checks]
     blocking_fail = [c for c in checks if c.status == Status.FAIL and c.blocking]
     if blocking_fail:
-        return Verdict.ROLLBACK, [_line(c) for c in blocking_fail]
+        return Verdict.ROLLBACK, partial + [_line(c) for c in blocking_fail]
     hold = [c for c in checks if c.status == Status.ERROR or (c.status == Status.SKIP and c.blocking)
             or (c.status == Status.FAIL and not c.blocking) or (c.undecided and c.blocking)]
     if hold:
-        return Verdict.HOLD, [_line(c) for c in hold]
+        return Verdict.HOLD, partial + [_line(c) for c in hold]
     if not checks:
-        return Verdict.HOLD, ["no checks ran"]
-    return Verdict.PROMOTE, [f"all {len(checks)} checks passed or were advisory"]
+        return Verdict.HOLD, partial + ["no checks ran"]
+    return Verdict.PROMOTE, partial + [_promote_line(checks)]
+
+
+def partial_line(gates: list[GateResult]) -> str:
+    """"PARTIAL: …" naming the gates not run and why, and the ones the verdict covers."""
+    why: dict[str, list[str]] = {}
+    for g in gates:
+        if g.excluded is not None:
+            why.setdefault(g.excluded, []).append(g.id)
+    ran = [g.id for g in gates if g.excluded is None]
+    out = sum(len(ids) for ids in why.values())
+    groups = "; ".join(", ".join(ids) + f": {w}" for w, ids in why.items())
+    return f"PARTIAL: {out} of {len(gates)} gates not run ({groups}); this verdict covers {', '.join(ran) or 'no gate'} only"
+
+
+def _promote_line(checks: list[CheckResult]) -> str:
+    blocking = sum(1 for c in checks if c.blocking)
+    warn = sum(1 for c in checks if c.status == Status.WARN and not c.undecided)
+    undecided = sum(1 for c in checks if c.undecided)
+    skipped = sum(1 for c in checks if c.status == Status.SKIP)
+    extra = [f"{n} {what}" for n, what in ((warn, "WARN"), (undecided, "undecided (advisory)"),
+                                           (skipped, "SKIP (advisory)")) if n]
+    return (f"all {blocking} blocking checks passed" + (f"; {', '.join(extra)}" if extra else "")
+            + f" ({len(checks)} checks)")

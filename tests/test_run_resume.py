@@ -17,7 +17,7 @@ from gatekeeper.config.run_config import resolve
 from gatekeeper.plan import build_plan
 from gatekeeper.run_dir import INCOMPLETE, fingerprint, mark_incomplete, write_plan
 from gatekeeper.report.records import GATE_FORMAT, read_records
-from tests.run_util import gk_run
+from run_util import gk_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -90,7 +90,7 @@ class JunitRenderer(Renderer):
         run, counts = data.run, data.counts
         root = ET.Element(
             "testsuites",
-            name=xml_text(f"gatekeeper {run.run_id}: {run.verdict.value}"),
+            name=xml_text(f"gatekeeper {run.run_id}: {run.headline}"),
             tests=str(sum(len(g.checks) for g in run.gates)),
             failures=str(counts[Status.FAIL]),
             errors=str(counts[Status.ERROR]),

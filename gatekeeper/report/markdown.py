@@ -94,7 +94,7 @@ class MarkdownRenderer(Renderer):
         """summary.md's text; its footer points to the run's other report files."""
         run = data.run
         v = run.verdict
-        lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {v.value} (exit code {run.exit_code})", ""]
+        lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {run.headline} (exit code {run.exit_code})", ""]
         for t in run.targets:
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")

@@ -51,6 +51,7 @@ class RecordWriter:
                       "description": gate.description, "status": gate.status.value, "duration_s": gate.duration_s,
                       "stopped_run": gate.stopped_run, "notes": list(gate.notes),
                       "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
+                      "excluded": gate.excluded,
                       "timings": [[t.target, t.e2e_s, t.ttft_s, t.output_tokens] for t in timings]})
 
     def _append(self, record: dict[str, Any]) -> None:

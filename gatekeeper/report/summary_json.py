@@ -49,6 +49,8 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "verdict": run.verdict.value,
         "exit_code": run.exit_code,
         "reasons": list(run.reasons),
+        "partial": bool(run.partial),
+        "gates_not_run": [{"id": g.id, "why": g.excluded} for g in run.partial],
         "policy": run.policy,
         "golden_sets": list(run.golden_sets),
         "seed": run.seed,

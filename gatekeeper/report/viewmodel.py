@@ -101,6 +101,7 @@ class RunView:
     started_at: str
     finished_at: str
     verdict: str
+    headline: str  # the verdict, with "(partial: …)" for a run that left gates out
     exit_code: int
     reasons: tuple[tuple[str | None, str], ...]  # (anchor of the check it names, or None; text)
     more_reasons: tuple[tuple[str | None, str], ...]
@@ -272,6 +273,7 @@ def run_view(data: ReportData) -> RunView:
         started_at=run.started_at,
         finished_at=run.finished_at,
         verdict=run.verdict.value,
+        headline=run.headline,
         exit_code=run.exit_code,
         reasons=tuple(_linked(r, ids) for r in run.reasons[:MAX_TOP_REASONS]),
         more_reasons=tuple(_linked(r, ids) for r in run.reasons[MAX_TOP_REASONS:]),

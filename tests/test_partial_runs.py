@@ -1,0 +1,63 @@
+"""A run that leaves gates out is PARTIAL in every output, whatever its verdict: the first reason
+names the gates not run, summary.json says `partial`, and each left-out gate appears as skipped in
+summary.json, summary.md and junit.xml; a PROMOTE's reason says what it rests on."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from gatekeeper.results import CheckResult, GateResult, Status, Verdict
+from gatekeeper.verdict import decide
+from run_util import gk_run
+
+
+def _gate(gate_id: str, *checks: CheckResult, excluded: str | None = None) -> GateResult:
+    return GateResult(gate_id, 1, gate_id.title(), "", Status.PASS, checks, excluded=excluded)
+
+
+def _check(gate_id: str, status: Status, blocking: bool = True, undecided: bool = False) -> CheckResult:
+    return CheckResult(f"{gate_id}.x_{status.value.lower()}", gate_id, status, blocking, "why", undecided=undecided)
+
+
+def test_a_full_promote_says_what_it_rests_on():
+    verdict, reasons = decide([_gate("a", _check("a", Status.PASS), _check("a", Status.WARN),
+                                     _check("a", Status.WARN, blocking=False, undecided=True))])
+    assert verdict is Verdict.PROMOTE
+    assert reasons == ["all 2 blocking checks passed; 1 WARN, 1 undecided (advisory) (3 checks)"]
+
+
+def test_a_partial_run_names_the_gates_not_run_first_whatever_its_verdict():
+    left_out = _gate("shadow", CheckResult("shadow.not_selected", "shadow", Status.SKIP, False, "not run"),
+                     excluded="not selected (--gates a)")
+    verdict, reasons = decide([_gate("a", _check("a", Status.PASS)), left_out])
+    assert verdict is Verdict.PROMOTE
+    assert reasons[0] == "PARTIAL: 1 of 2 gates not run (shadow: not selected (--gates a)); this verdict covers a only"
+    verdict, reasons = decide([_gate("a", _check("a", Status.FAIL)), left_out])
+    assert verdict is Verdict.ROLLBACK and reasons[0].startswith("PARTIAL: ") and reasons[1].startswith("a.x_fail: FAIL")
+    verdict, reasons = decide([left_out])
+    assert verdict is Verdict.HOLD and reasons[1] == "no checks ran"
+
+
+def test_a_gates_restricted_run_is_partial_in_every_report(tmp_path):
+    out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "startup,golden")
+    s = out.summary
+    assert s is not None, out.stderr
+    assert s["verdict"] == "PROMOTE" and s["partial"] is True
+    not_run = ["numerics", "longctx", "shadow", "performance"]
+    assert [g["id"] for g in s["gates_not_run"]] == not_run
+    assert all(g["why"] == "not selected (--gates startup,golden)" for g in s["gates_not_run"])
+    assert s["reasons"][0].startswith("PARTIAL: 4 of 6 gates not run (numerics, longctx, shadow, performance: not "
+                                      "selected (--gates startup,golden))")
+    assert s["reasons"][0].endswith("this verdict covers startup, golden only")
+    assert [g["id"] for g in s["gates"]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
+    assert {g["id"]: g["status"] for g in s["gates"] if g["id"] in not_run} == dict.fromkeys(not_run, "SKIP")
+    assert out.check("shadow.not_selected")["status"] == "SKIP"
+    md = (out.run_dir / "summary.md").read_text()
+    assert md.startswith("## gatekeeper: ✅ PROMOTE (partial: 2 of 6 gates ran) (exit code 0)")
+    assert "PARTIAL: 4 of 6 gates not run" in md
+    for page in ("correctness.html", "performance.html"):
+        assert "Verdict: PROMOTE (partial: 2 of 6 gates ran)" in (out.run_dir / page).read_text()
+    skipped = {case.get("name") for case in ET.parse(out.run_dir / "junit.xml").iter("testcase")
+               if case.find("skipped") is not None}
+    assert {f"{g}.not_selected" for g in not_run} <= skipped, skipped
+    assert "verdict: PROMOTE (partial: 2 of 6 gates ran)" in out.stderr and "PARTIAL: 4 of 6" in out.stderr
