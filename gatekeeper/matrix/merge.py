@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatekeeper import exit_codes
+
 import yaml
 
 from gatekeeper.errors import ConfigError
@@ -35,7 +37,7 @@ from gatekeeper.report.junit import xml_text
 
 CELL_FILE, SUMMARY_FILE = "cell.json", "summary.json"
 RANK = {"PROMOTE": 0, "HOLD": 1, "ROLLBACK": 2}
-EXIT = {"PROMOTE": 0, "ROLLBACK": 1, "HOLD": 2}
+EXIT = exit_codes.FOR_VERDICT  # the one verdict → exit code table
 
 
 @dataclass
