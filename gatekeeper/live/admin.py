@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from gatekeeper.config.policy import load_policy
 from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import settings_types
-from gatekeeper.live.verdict import judge_store
+from gatekeeper.live.judgement import LiveJudgement
 
 if TYPE_CHECKING:
     from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig
@@ -40,26 +40,29 @@ STATUS = {"promote": {"PROMOTE": 200, "HOLD": 425, "ROLLBACK": 409}, "healthy": 
 
 
 class Judge:
-    """The verdict over the store, recomputed when pairs arrived and `interval` has passed."""
+    """The verdict over the store, brought up to date when pairs arrived and `interval` has passed."""
 
     def __init__(self, cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> None:
         self.settings = load_policy(find_file(cfg.policy), settings_types()).settings("shadow")
         self.cfg, self.mirror, self.counters = cfg, mirror, counters
+        self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)
         self._lock = threading.Lock()
-        self._at, self._size, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
+        self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
         self._took = 0.0  # how long the last judgement took
 
     def current(self) -> dict[str, Any]:
-        """The verdict JSON, with the mirror's counters. A judgement reads the whole store, so
-        it is redone at most every `judge_interval_s`, or five times its own duration (a large
-        store is not judged back to back), and only when pairs arrived."""
+        """The verdict JSON, with the mirror's counters. A look measures only the pairs stored
+        since the last one (`judgement.py`); it is taken only when pairs arrived, at most every
+        `judge_interval_s` or five times the last look's duration (not the first look's: it
+        measures the whole store, once)."""
         with self._lock:
-            size = len(self.mirror.store)
+            last = self.mirror.store.last_seq()
             wait = max(self.cfg.judge_interval_s, 5 * self._took)
-            if size != self._size and time.monotonic() - self._at >= wait:
-                t0 = time.monotonic()
-                self._data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs, sticky=True)
-                self._at, self._size, self._took = time.monotonic(), size, time.monotonic() - t0
+            if last != self._last and time.monotonic() - self._at >= wait:
+                t0, first = time.monotonic(), self.live.last == 0
+                self._data = self.live.judge()
+                self._at, self._last = time.monotonic(), last
+                self._took = 0.0 if first else self._at - t0  # the first look's cost is once, not every look's
             data = dict(self._data)
         data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,
                           "dropped": self.counters.dropped.value, "forwarded": self.counters.forwarded.value}
@@ -101,7 +104,7 @@ class Judge:
         """Clear a latched ROLLBACK and judge afresh at the next read; what was latched."""
         with self._lock:
             cleared = self.mirror.store.reset_latch()
-            self._size = -1  # judge again, even without new pairs
+            self._last = -1  # judge again, even without new pairs
             self._at = 0.0
         return cleared
 

@@ -11,10 +11,13 @@
   reference failed says nothing about the candidate and is not counted as judged; a twin that
   failed counts as the candidate's failures do (the noise floor of transient errors).
 
-The live verdict is recomputed as pairs arrive, and new tenants or kinds bring new slices. The
-alpha split is fixed by the first judgement: its slices share alpha × (1 − `RESERVE`); each slice
-that appears later draws on the reserve (the j-th gets alpha × RESERVE × 2^−j), its order kept in
-the store, so no slice's alpha changes between looks and together they never exceed alpha.
+The live verdict is brought up to date as pairs arrive (`judgement.py`: only the new pairs are
+measured; `judge_store` judges a store from scratch, with the same JSON), and new tenants or
+kinds bring new slices. The alpha split is fixed by the first judgement: its slices share
+alpha × (1 − `RESERVE`); each slice that appears later draws on the reserve (the j-th gets
+alpha × RESERVE × 2^−j), its order kept in the store, so together they never exceed alpha and
+no test's alpha changes between looks — unless a critical measure starts to apply to a slice
+(its first JSON request, say): its group's share is then divided anew among more tests.
 
 `stage` names the policy's canary stage the judged count has reached (stages fill in order,
 by their budgets); the stages' tenant and kind filters are applied by `gatekeeper run --gates
@@ -23,9 +26,10 @@ shadow --shadow-store`, which judges a store as a replay judges its traffic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from gatekeeper.gates.shadow.analysis import SliceKey, allocate_with_reserve
+from gatekeeper.gates.shadow.analysis import SliceKey, SliceResult, Thresholds, allocate_with_reserve
 from gatekeeper.gates.shadow.judge import judge_pairs
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings
@@ -52,37 +56,59 @@ def _stage(s: ShadowSettings, judged: int) -> str:
 
 
 def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None, sticky: bool = False) -> dict[str, Any]:
-    """The verdict JSON for the pairs stored so far. `sticky` (the live proxy): a ROLLBACK is
-    latched in the store, and later pairs — clean ones from a new tenant, say — do not turn it
-    back into HOLD or PROMOTE until an operator resets it (`POST /verdict/reset`)."""
-    data = _judge(store, s, min_pairs, fixed_split=sticky)
-    if not sticky:
-        return data
+    """The verdict JSON for the pairs stored so far, judged from scratch. `sticky` (the live
+    proxy): a ROLLBACK is latched in the store, and later pairs — clean ones from a new tenant,
+    say — do not turn it back into HOLD or PROMOTE until an operator resets it (`POST
+    /verdict/reset`). The live proxy keeps its verdict up to date instead (`judgement.py`),
+    with the same JSON."""
+    data = _judge(store, s, min_pairs, fixed=sticky)
+    return latched(store, data) if sticky else data
+
+
+def latched(store: PairStore, data: dict[str, Any]) -> dict[str, Any]:
+    """The live verdict: a ROLLBACK latched in the store, or the one latched before it."""
     if data["verdict"] == "ROLLBACK":
         data["latched"] = store.latch(data)
         return data
-    latched = store.latched()
-    if latched is not None:
-        data.update(verdict="ROLLBACK", latched=latched,
-                    reason=f"latched: rolled back after {latched['judged']} judged pairs ({latched['reason']}); now "
+    entry = store.latched()
+    if entry is not None:
+        data.update(verdict="ROLLBACK", latched=entry,
+                    reason=f"latched: rolled back after {entry['judged']} judged pairs ({entry['reason']}); now "
                            f"{data['reason']}; POST /verdict/reset on the admin address to clear it")
     return data
 
 
-def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed_split: bool = False) -> dict[str, Any]:
-    need = default_min_pairs(s) if min_pairs is None else min_pairs
-    if len(store) == 0:
-        return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
-                "pairs": 0, "judged": 0, "min_pairs": need, "unjudged": {}, "score": None, "rules": {}, "rates": {},
-                "fired": [], "slices": [], "sessions": None}
-    t = s.thresholds()
-
+def fixed_split(store: PairStore, t: Thresholds) -> Callable[[list[tuple[SliceKey, frozenset[str]]]],
+                                                               dict[tuple[SliceKey, str], float]]:
+    """The alpha per (slice, measure) of the live verdict: the first judgement's slices keep
+    their split, later ones draw on the reserve, in the order the store keeps."""
     def split(plan: list[tuple[SliceKey, frozenset[str]]]) -> dict[tuple[SliceKey, str], float]:
         order, first = store.slice_order([str(k) for k, _ in plan])
         return allocate_with_reserve(plan, t, order, first, RESERVE)
+    return split
 
-    analysis = judge_pairs(lambda: pairs(store), t, s.min_slice_requests, split if fixed_split else None)
-    slices = analysis.results()
+
+def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed: bool) -> dict[str, Any]:
+    if len(store) == 0:
+        return no_pairs(s, min_pairs)
+    analysis = judge_pairs(lambda: pairs(store), s.thresholds(), s.min_slice_requests,
+                           fixed_split(store, s.thresholds()) if fixed else None)
+    return verdict_of(s, min_pairs, analysis.results(), analysis.pairs,
+                      session_decay((row[0], pair_of(*row)) for row in store.rows()))
+
+
+def no_pairs(s: ShadowSettings, min_pairs: int | None) -> dict[str, Any]:
+    """The verdict before any pair is stored."""
+    need = default_min_pairs(s) if min_pairs is None else min_pairs
+    return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
+            "pairs": 0, "judged": 0, "min_pairs": need, "unjudged": {}, "score": None, "rules": {}, "rates": {},
+            "fired": [], "slices": [], "sessions": None}
+
+
+def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResult], num_pairs: int,
+               sessions: dict[str, Any] | None) -> dict[str, Any]:
+    """The verdict JSON from the analysis' slices (of `num_pairs` pairs) and the sessions' SQDR."""
+    need = default_min_pairs(s) if min_pairs is None else min_pairs
     overall = next(sl for sl in slices if sl.key == "all")
     rules = {name: pair_rule(name, slices) for name in PAIR_RULES}
     fired = [f"{name}: {r.reason}" for name, r in rules.items() if r.status is Status.FAIL]
@@ -102,7 +128,7 @@ def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed_spl
         "verdict": verdict,
         "reason": why,
         "stage": _stage(s, overall.judged),
-        "pairs": analysis.pairs,
+        "pairs": num_pairs,
         "judged": overall.judged,
         "min_pairs": need,
         "unjudged": dict(overall.unjudged),
@@ -112,5 +138,5 @@ def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed_spl
         "fired": [{"slice": sl.key, "measure": m.name, "candidate": m.candidate_rate, "twin": m.twin_rate,
                    "after_pairs": m.fired_at} for sl in slices for m in sl.fired],
         "slices": [{"slice": sl.key, "pairs": sl.pairs, "judged": sl.judged, "score": sl.score} for sl in slices],
-        "sessions": session_decay((row[0], pair_of(*row)) for row in store.rows()),
+        "sessions": sessions,
     }
