@@ -1,12 +1,12 @@
 """Gate 5 on the bundled pair, over many seeds: false ROLLBACKs of a clean candidate, and how
 often (and how fast) the two faults only real traffic shows are caught.
 
-    python benchmarks/shadow_canary.py [--seeds 20] [--offline-seeds 3]
+    python benchmarks/shadow_canary.py [--seeds 20] [--offline-seeds 3] [--candidate sporadic-corruption=0.03 ...]
 
 Per seed s: `gatekeeper run --gates startup,shadow --seed s --candidate-opt seed=s` under the
 default policy (the stage selection and the engine's fault draws change with s), each run
 starting its own bundled reference and its replica as the default run does, for three candidates: clean, `sporadic-corruption=0.03`,
-`tool-overflow`. Printed per candidate: verdicts, the rules that fired, the slice named, the
+`tool-overflow` (`--candidate`, repeatable, runs only those). Printed per candidate: verdicts, the rules that fired, the slice named, the
 requests replayed until the sequential test fired (mean), and gate 5's wall time. Then, for
 `--offline-seeds` seeds, gates 1–4 on each faulted candidate: the faults are meant to pass them.
 """
@@ -63,12 +63,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--offline-seeds", type=int, default=3)
+    ap.add_argument("--candidate", action="append", choices=list(CANDIDATES), help="repeatable (default: all three)")
     args = ap.parse_args()
+    candidates = {name: CANDIDATES[name] for name in args.candidate or CANDIDATES}
     work = Path(tempfile.mkdtemp(prefix="gk-shadow-bench-"))
-    results: dict[str, list[dict]] = {name: [] for name in CANDIDATES}
+    results: dict[str, list[dict]] = {name: [] for name in candidates}
     with running_server(GK_TINY, "--profile", "reference") as ref:
         for seed in range(args.seeds):  # interleaved: the machine's drift hits every candidate alike
-            for name, extra in CANDIDATES.items():
+            for name, extra in candidates.items():
                 t0 = time.perf_counter()
                 # The run starts its own bundled reference, as the default run does, so gate 5's twin
                 # pass goes to a second launch of it (twin: replica); the offline runs below share `ref`.
@@ -80,7 +82,7 @@ def main() -> None:
                 print(f"seed {seed:2d} {name:26s} {facts['verdict']:8s} fired={','.join(facts['fired']) or '-':40s} "
                       f"replayed={facts['replayed']:4d} gate5={facts['gate_s']:.1f}s", flush=True)
         offline: dict[str, Counter] = {}
-        for name, extra in CANDIDATES.items():
+        for name, extra in candidates.items():
             if not extra:
                 continue
             offline[name] = Counter()
@@ -95,7 +97,7 @@ def main() -> None:
         fired = Counter(f for r in rows for f in r["fired"])
         stopped = [r["replayed"] for r in rows if r["verdict"] == "ROLLBACK"]
         named = sum("tenant=agents" in r["reason"] for r in rows)
-        budget = max(r["replayed"] for r in results["clean"]) if results["clean"] else 0
+        budget = max(r["replayed"] for r in results["clean"]) if results.get("clean") else 0
         print(f"{name:26s} verdicts {dict(verdicts)}; rules fired {dict(fired)}; "
               f"requests replayed when it rolled back: mean {statistics.mean(stopped):.0f} (a clean run replays {budget})"
               if stopped else f"{name:26s} verdicts {dict(verdicts)}; rules fired {dict(fired)}")
