@@ -27,6 +27,7 @@ import argparse
 import functools
 import json
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -106,15 +107,23 @@ def main() -> None:
     ap.add_argument("--new", type=int, default=100, help="pairs added before the incremental look")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="gk-shadow-scale-"))
+    try:
+        run(args.sizes, args.new, work)
+    finally:
+        shutil.rmtree(work)  # 160 MB for 100,000 pairs
+
+
+def run(sizes: list[int], new: int, work: Path) -> None:
+    """Build, look and judge for each size; one line per size."""
     s = ShadowSettings()
-    print(f"{'pairs':>7} {'first':>8} {f'+{args.new} look':>10} {'of which results':>17} {'restart':>8} {'scratch':>8}"
+    print(f"{'pairs':>7} {'first':>8} {f'+{new} look':>10} {'of which results':>17} {'restart':>8} {'scratch':>8}"
           f" {'scratch/look':>12}  same JSON", flush=True)
-    for n in args.sizes:
+    for n in sizes:
         rng = random.Random(n)
         store = build(work / f"pairs-{n}.db", n, rng)
         live = LiveJudgement(store, s)
         _, first = timed(live.judge)
-        for i in range(n, n + args.new):
+        for i in range(n, n + new):
             store.add(*synthetic(rng, i))
         data, look = timed(live.judge)
         _, results = timed(live.analysis.results)
