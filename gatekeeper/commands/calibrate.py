@@ -20,7 +20,7 @@ from gatekeeper.gates.performance.history_check import history_path
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
-from gatekeeper.perf.calibration import Spread, aa_figures, machine_class, spreads
+from gatekeeper.perf.calibration import Spread, aa_figures, machine_class, spread_of, spreads
 from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.history import HistoryEntry, append_entry, load_history
 from gatekeeper.perf.loadgen import LoadTarget
@@ -56,9 +56,9 @@ def calibrate(plan: RunPlan, pairs: int, run_dir: Path, progress: Callable[[str]
                              spec.describe(), spec.describe(), {}, "calibration", machine, aa_figures(baseline, again))
         append_entry(path, entry)
         found = spreads(load_history(path, kind="calibration"), machine)
-        shown = ", ".join(f"{f} {abs(r):.2%}" for f, (r, _) in entry.aa.items())
-        progress(f"pair {k + 1}/{pairs}: |log A′/A| {shown}; "
-                 + ", ".join(f"{f} τ≈{sp.estimate:.2%} ({sp.pairs} pairs)" for f, sp in found.items() if sp.estimate is not None))
+        shown = ", ".join(f"{f} {spread_of(abs(r)):.2%}" for f, (r, _) in entry.aa.items())
+        progress(f"pair {k + 1}/{pairs}: A′ vs A {shown}; " + ", ".join(
+            f"{f} τ≈{spread_of(sp.estimate):.2%} ({sp.pairs} pairs)" for f, sp in found.items() if sp.estimate is not None))
     return path, spreads(load_history(path, kind="calibration"), machine)
 
 

@@ -149,7 +149,7 @@ def perf_calibrate(config_path: str | None, pairs: int, **flags: Any) -> None:
     from gatekeeper.errors import ConfigError, GatekeeperError
     from gatekeeper.exit_codes import HOLD, OK, USAGE
     from gatekeeper.commands.calibrate import calibrate, calibration_target
-    from gatekeeper.perf.calibration import MIN_PAIRS, machine_class
+    from gatekeeper.perf.calibration import MIN_PAIRS, machine_class, spread_of
     from gatekeeper.plan import build_plan, new_run_id
     from gatekeeper.progress import Progress
 
@@ -174,7 +174,7 @@ def perf_calibrate(config_path: str | None, pairs: int, **flags: Any) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
     click.echo(f"{path}: calibration for {machine_class()}")
     for figure, sp in sorted(found.items()):
-        used = f"τ {sp.bound:.2%} used (90% upper bound)" if sp.bound is not None else \
+        used = f"τ {spread_of(sp.bound):.2%} used (90% upper bound)" if sp.bound is not None else \
             f"not used yet ({sp.pairs} of {MIN_PAIRS} pairs)"
-        click.echo(f"  {figure:<28} {sp.pairs:3d} pairs  τ estimate {sp.estimate or 0.0:.2%}  {used}")
+        click.echo(f"  {figure:<28} {sp.pairs:3d} pairs  τ estimate {spread_of(sp.estimate or 0.0):.2%}  {used}")
     sys.exit(OK)
