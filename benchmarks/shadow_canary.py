@@ -97,9 +97,9 @@ def main() -> None:
         fired = Counter(f for r in rows for f in r["fired"])
         stopped = [r["replayed"] for r in rows if r["verdict"] == "ROLLBACK"]
         named = sum("tenant=agents" in r["reason"] for r in rows)
-        budget = max(r["replayed"] for r in results["clean"]) if results.get("clean") else 0
+        budget = f" (a clean run replays {max(r['replayed'] for r in results['clean'])})" if results.get("clean") else ""
         print(f"{name:26s} verdicts {dict(verdicts)}; rules fired {dict(fired)}; "
-              f"requests replayed when it rolled back: mean {statistics.mean(stopped):.0f} (a clean run replays {budget})"
+              f"requests replayed when it rolled back: mean {statistics.mean(stopped):.0f}{budget}"
               if stopped else f"{name:26s} verdicts {dict(verdicts)}; rules fired {dict(fired)}")
         if name == "tool-overflow":
             print(f"{'':26s} slice tenant=agents named in {named}/{len(rows)}")
