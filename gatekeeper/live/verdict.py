@@ -37,7 +37,7 @@ from gatekeeper.live.sessions import session_decay
 from gatekeeper.gates.shadow.store import PairStore, pair_of, pairs
 from gatekeeper.results import Status
 
-RATES = ("disagreement", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
 RESERVE = 0.2  # of alpha, for the slices that appear after the first live judgement
 
 

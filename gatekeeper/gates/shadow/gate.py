@@ -24,7 +24,7 @@ from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
-from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render, with_task
+from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review
 from gatekeeper.gates.shadow.rules import (ANSWERS_DIFFER, EARLIER_RULES, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome,
@@ -183,7 +183,7 @@ class ShadowGate(Gate):
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for i, (r, c, a, b) in enumerate(zip(chunk, cand, ref, twin)):
                 rv = reviewed.get(i)
-                pair = with_task(replace(pair_of(r, a, c, b), reviewed=rv.forgiven if rv else None), r)
+                pair = replace(pair_of(r, a, c, b), reviewed=rv.forgiven if rv else None)
                 if rv is not None:
                     self._count_review(r, rv)
                 measured = measure(pair)

@@ -49,7 +49,7 @@ from typing import Any
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Pair
+from gatekeeper.gates.shadow.measures import Pair, with_task
 from gatekeeper.gates.shadow.stored_answer import answer_of_json as _answer
 from gatekeeper.gates.shadow.stored_answer import json_of_text as _json
 from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
@@ -399,11 +399,12 @@ def wants_json(record: TrafficRecord) -> bool:
 
 
 def pair_of(record: TrafficRecord, ref: Answer, cand: Answer, twin: Answer | None) -> Pair:
-    """The pair gate 5 measures for one request and its answers (replayed or stored)."""
+    """The pair gate 5 measures for one request and its answers (replayed or stored), with what
+    its record says of the task (the json_schema's schema, the expected answer)."""
     req = record.request
-    return Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json(record),
-                tuple(req["tools"]) if req.get("tools") else None, cand, ref, twin, record.sampled,
-                bool(req.get("logprobs")))
+    return with_task(Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json(record),
+                          tuple(req["tools"]) if req.get("tools") else None, cand, ref, twin, record.sampled,
+                          bool(req.get("logprobs"))), record)
 
 
 def pairs(store: PairStore) -> Iterable[Pair]:
