@@ -67,9 +67,12 @@ def _watchdogs(parent: int) -> list[int]:
 def _start(tmp_path: Path, *extra: str) -> subprocess.Popen:
     err = open(tmp_path / "stderr.txt", "w")
     env = {**os.environ, "GK_KEY": KEY}
+    # SIGINT as a terminal's Ctrl-C finds it: a suite started as a background job (`pytest &` in a
+    # non-interactive shell) passes SIGINT down ignored, and Python then leaves it ignored.
     return subprocess.Popen([sys.executable, "-m", "gatekeeper.cli", "run", "-c", str(_config(tmp_path)), "--policy",
                              "gates/smoke.yaml", "--out", str(tmp_path / "out"), *extra], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=err, env=env)
+                            stdout=subprocess.DEVNULL, stderr=err, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _until_targets_are_up(proc: subprocess.Popen, tmp_path: Path) -> list[int]:

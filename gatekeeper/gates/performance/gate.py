@@ -99,7 +99,7 @@ class PerformanceGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Skip unless correctness passed; else measure, compare, sweep."""
         s: PerformanceSettings = ctx.settings
-        correctness = [g for g in ctx.earlier if g.stage < self.stage]
+        correctness = [g for g in ctx.earlier if g.stage < self.stage and g.excluded is None]
         if correctness:
             verdict, _ = decide(correctness)
             if verdict is not Verdict.PROMOTE:
