@@ -29,7 +29,7 @@ from gatekeeper.gates.shadow.measures import measure  # noqa: E402
 from gatekeeper.gates.shadow.replay import stage_selection  # noqa: E402
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule  # noqa: E402
 from gatekeeper.gates.shadow.settings import ShadowSettings  # noqa: E402
-from gatekeeper.gates.shadow.store import pair_of  # noqa: E402
+from gatekeeper.gates.shadow.pair_of import pair_of  # noqa: E402
 from gatekeeper.config.run_config import find_file  # noqa: E402
 from gatekeeper.results import Status  # noqa: E402
 from gatekeeper.traffic.format import TrafficRecord, load_traffic  # noqa: E402

@@ -176,7 +176,7 @@ def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_changes_between
     theirs, and the whole stays within alpha however many slices appear."""
     from gatekeeper.gates.shadow.analysis import SliceKey, Thresholds, allocate_with_reserve
     from gatekeeper.gates.shadow.judge import facts_of, slice_plan
-    from gatekeeper.gates.shadow.store import pairs
+    from gatekeeper.gates.shadow.pair_of import pairs
     from gatekeeper.live.verdict import RESERVE
 
     def record(i: int, tenant: str):

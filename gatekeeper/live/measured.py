@@ -28,7 +28,7 @@ import gatekeeper
 from gatekeeper.gates.shadow.answers import Answer
 from gatekeeper.gates.shadow.judge import RequestFacts, facts_of
 from gatekeeper.gates.shadow.measures import Measures, Pair
-from gatekeeper.gates.shadow.store import pair_of
+from gatekeeper.gates.shadow.pair_of import pair_of
 from gatekeeper.live.sessions import round_of, session_of
 from gatekeeper.traffic.format import TrafficRecord
 
@@ -51,7 +51,7 @@ class Measured:
 
 def measured_of(row: tuple[int, TrafficRecord, Answer, Answer, Answer | None],
                 measure: Callable[[Pair], Measures]) -> Measured:
-    """Measure one stored pair, a `PairStore.numbered_rows` row (as `store.pairs` makes it for a
+    """Measure one stored pair, a `PairStore.numbered_rows` row (as `pair_of.pairs` makes it for a
     judgement from scratch)."""
     seq, record, ref, cand, twin = row
     pair = pair_of(record, ref, cand, twin)

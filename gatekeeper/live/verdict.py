@@ -34,7 +34,8 @@ from gatekeeper.gates.shadow.judge import judge_pairs
 from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
 from gatekeeper.gates.shadow.settings import ShadowSettings
 from gatekeeper.live.sessions import session_decay
-from gatekeeper.gates.shadow.store import PairStore, pair_of, pairs
+from gatekeeper.gates.shadow.pair_of import pair_of, pairs
+from gatekeeper.gates.shadow.store import PairStore
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")

@@ -31,7 +31,8 @@ from gatekeeper.gates.shadow.rules import (ANSWERS_DIFFER, EARLIER_RULES, PAIR_R
                                            earlier_rule, localise, pair_rule)
 from gatekeeper.gates.shadow.task import CHECKS
 from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
-from gatekeeper.gates.shadow.store import PairStore, pair_of, wants_json
+from gatekeeper.gates.shadow.pair_of import pair_of, wants_json
+from gatekeeper.gates.shadow.store import PairStore
 from gatekeeper.results import Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan

@@ -42,14 +42,13 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Pair, with_task
 from gatekeeper.gates.shadow.stored_answer import answer_of_json as _answer
 from gatekeeper.gates.shadow.stored_answer import json_of_text as _json
 from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
@@ -390,23 +389,3 @@ def _check(db: sqlite3.Connection, path: Path) -> None:
 
 def _pair_json(ref: Answer, cand: Answer, twin: Answer | None) -> dict[str, Any]:
     return {"reference": ref.to_dict(), "candidate": cand.to_dict(), "twin": twin.to_dict() if twin else None}
-
-
-def wants_json(record: TrafficRecord) -> bool:
-    """Whether the request asked for JSON (`response_format` json_object / json_schema)."""
-    fmt = record.request.get("response_format")
-    return isinstance(fmt, dict) and fmt.get("type") in ("json_object", "json_schema")
-
-
-def pair_of(record: TrafficRecord, ref: Answer, cand: Answer, twin: Answer | None) -> Pair:
-    """The pair gate 5 measures for one request and its answers (replayed or stored), with what
-    its record says of the task (the json_schema's schema, the expected answer)."""
-    req = record.request
-    return with_task(Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json(record),
-                          tuple(req["tools"]) if req.get("tools") else None, cand, ref, twin, record.sampled,
-                          bool(req.get("logprobs"))), record)
-
-
-def pairs(store: PairStore) -> Iterable[Pair]:
-    """Every stored pair as gate 5 measures it."""
-    return (pair_of(*row) for row in store.rows())
