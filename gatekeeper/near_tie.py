@@ -5,12 +5,19 @@ almost equally likely: bf16 rounding, another batch, another kernel. vLLM's own 
 (`check_logprobs_close`) accept such a divergence when each side's token is in the other's top-k.
 Here, where the candidate's answer first differs from the reference's, both are asked again with
 their top-k logprobs; the divergence is a near tie — noise, not a regression — when each chosen
-token is in the other's top-k and both logprob gaps are within the candidate dtype's tolerance.
+token is in the other's top-k and either
+- both logprob gaps are within the candidate dtype's near-tie gap (each side nearly indifferent), or
+- each of the two contested tokens' logprobs moved between the sides by no more than the dtype's
+  drift: the largest per-token move gate 2 accepts for that dtype anywhere (`max_abs_delta`,
+  1.5 nats for bf16/fp16, 0.01 for fp32). Deep in a long prompt, bf16 moves a logprob by a nat
+  where fp32 moves it by a thousandth: a divergence whose numbers gate 2 would pass is the
+  precision the user declared, not a bug. A fault moves them further (or out of the top-k).
 Without logprobs (the probe found none), nothing is downgraded: the comparison stays exact.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gatekeeper.responses import ChatResponse, TokenLogprob
@@ -21,13 +28,17 @@ from gatekeeper.responses import ChatResponse, TokenLogprob
 DEFAULT_GAPS = {"float32": 0.05, "float64": 0.05, "bfloat16": 1.0, "float16": 1.0}
 
 
+# The default drift per candidate dtype, in nats: gate 2's per-token `max_abs_delta` defaults.
+DEFAULT_DRIFTS = {"float32": 0.01, "float64": 0.01, "bfloat16": 1.5, "float16": 1.5}
+
+
 def valid_gaps(gaps: dict[str, float]) -> bool:
     """Whether a policy's gap table has a float32 row (the fallback) and only non-negative numbers."""
     return "float32" in gaps and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in gaps.values())
 
 
 def gap_for(gaps: dict[str, float], dtype: str) -> float:
-    """The gap for the candidate's dtype (float32's when the table has none)."""
+    """The gap (or drift) for the candidate's dtype (float32's when the table has none)."""
     return float(gaps.get(dtype, gaps["float32"]))
 
 
@@ -41,27 +52,58 @@ class Divergence:
     reference_gap: float | None  # the reference's logprob of its token minus of the candidate's (None: not in its top-k)
     candidate_gap: float | None
     tie: bool
+    drift: float | None = None  # the larger move of the two contested tokens' logprobs between the sides
 
     def describe(self) -> str:
         """One line for a check's reason."""
         def gap(g: float | None) -> str:
             return "not in its top-k" if g is None else f"gap {g:.3g}"
         return (f"first divergence at token {self.index}: reference {self.reference.token!r} ({gap(self.reference_gap)}), "
-                f"candidate {self.candidate.token!r} ({gap(self.candidate_gap)})")
+                f"candidate {self.candidate.token!r} ({gap(self.candidate_gap)})"
+                + (f", logprobs moved by at most {self.drift:.3g}" if self.drift is not None else ""))
+
+    def cells(self) -> tuple[str, ...]:
+        """The divergence as table cells (see `DIVERGENCE_COLUMNS`): the token index, each side's
+        token with its logprob, its top alternatives, and the gaps."""
+        return (str(self.index), _token_cell(self.reference), _token_cell(self.candidate), _top_cell(self.reference),
+                _top_cell(self.candidate), _gap_cell(self.reference_gap), _gap_cell(self.candidate_gap),
+                _gap_cell(self.drift))
 
 
-def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: float) -> Divergence | None:
+DIVERGENCE_COLUMNS = ("token", "reference", "candidate", "reference top-k", "candidate top-k", "reference gap",
+                      "candidate gap", "drift")
+"""The columns of `Divergence.cells`; a gap is how much more likely the side's own token was than
+the other side's, in nats ("not in top-k" where the other's token is not among its alternatives);
+the drift is how far the two contested tokens' logprobs moved between the sides, the larger move."""
+
+
+def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: float,
+                     max_drift: float = 0.0) -> Divergence | None:
     """The first token where the two answers differ (None when their tokens agree throughout or
-    either has no logprobs), judged as a near tie against `max_gap` nats."""
+    either has no logprobs), judged as a near tie against `max_gap` and `max_drift` nats."""
     ref, cand = reference.logprobs or (), candidate.logprobs or ()
     for i, (r, c) in enumerate(zip(ref, cand)):
         if r.token == c.token:
             continue
         r_gap = _gap(r, c.token)
         c_gap = _gap(c, r.token)
-        tie = r_gap is not None and c_gap is not None and r_gap <= max_gap and c_gap <= max_gap
-        return Divergence(i, r, c, r_gap, c_gap, tie)
+        drift = _drift(r, c)
+        tie = r_gap is not None and c_gap is not None and (
+            (r_gap <= max_gap and c_gap <= max_gap) or (drift is not None and drift <= max_drift))
+        return Divergence(i, r, c, r_gap, c_gap, tie, drift)
     return None
+
+
+def _drift(r: TokenLogprob, c: TokenLogprob) -> float | None:
+    """How far each side's chosen token's logprob moved to the other side, the larger of the two
+    (None when either is not in the other's top-k or a logprob is missing)."""
+    mine, theirs = r.token, c.token
+    if r.logprob is None or c.logprob is None or mine not in c.top or theirs not in r.top:
+        return None
+    a, b = c.top[mine], r.top[theirs]
+    if a is None or b is None:
+        return None
+    return max(abs(r.logprob - a), abs(c.logprob - b))
 
 
 def same_tokens(reference: ChatResponse, candidate: ChatResponse) -> bool:
@@ -97,17 +139,35 @@ def drawn_from_tokens(answer: ChatResponse) -> bool:
     return all(_within(_letters(piece), generated) for piece in pieces)
 
 
-def asked_again(reference: ChatResponse, candidate: ChatResponse, max_gap: float, repeated: bool) -> str | None:
+def asked_again(reference: ChatResponse, candidate: ChatResponse, max_gap: float, repeated: bool,
+                max_drift: float = 0.0) -> str | None:
     """The one rule for two answers that differed, asked again of both with logprobs: "near tie"
     when they part at a near tie; "same tokens" when they carry the same tokens and each server
     `repeated` its first answer exactly (one generation, rendered differently); None otherwise
     (a confident divergence, or an answer that changed when asked again: the difference stands)."""
-    d = first_divergence(reference, candidate, max_gap)
+    d = first_divergence(reference, candidate, max_gap, max_drift)
     if d is not None and d.tie:
         return "near tie"
     if d is None and repeated and same_tokens(reference, candidate):
         return "same tokens"
     return None
+
+
+def _token_cell(t: TokenLogprob) -> str:
+    return f"{t.token!r} ({_num(t.logprob)})"
+
+
+def _top_cell(t: TokenLogprob) -> str:
+    ranked = sorted(t.top.items(), key=lambda kv: -kv[1] if kv[1] is not None else math.inf)
+    return ", ".join(f"{tok!r} {_num(lp)}" for tok, lp in ranked)
+
+
+def _num(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3f}"
+
+
+def _gap_cell(g: float | None) -> str:
+    return "not in top-k" if g is None else f"{g:.3f}"
 
 
 def _gap(chosen: TokenLogprob, other: str) -> float | None:

@@ -27,6 +27,15 @@ class RunOutcome:
                     return c
         raise AssertionError(f"no check {check_id}; have {[c['id'] for g in self.summary['gates'] for c in g['checks']]}")
 
+    def record(self, check_id: str) -> dict:
+        """One check as records.jsonl holds it, with its evidence."""
+        assert self.run_dir is not None, self.stderr
+        for line in (self.run_dir / "records.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("id") == check_id:
+                return rec
+        raise AssertionError(f"no record of {check_id} in {self.run_dir}")
+
     def gate(self, gate_id: str) -> dict:
         """One gate of the summary by id."""
         assert self.summary is not None, self.stderr

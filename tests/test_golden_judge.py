@@ -209,3 +209,29 @@ def test_near_tie_divergence_is_noise_and_a_confident_one_is_not():
     assert d is not None and not d.tie and d.candidate_gap > 5
     assert first_divergence(ref, ref, max_gap=0.05) is None
     assert first_divergence(ref, ChatResponse(text="x"), max_gap=0.05) is None  # no logprobs: nothing to review
+
+
+def test_a_divergence_whose_logprobs_moved_within_the_dtype_drift_is_a_near_tie():
+    """Two divergences a declared bf16 build produced deep in gate 4's long tool prompts (seeds 4
+    and 9): one side nearly indifferent, the other not within the 1-nat gap, but every contested
+    logprob within gate 2's bf16 tolerance of the other side's. A fault that moves them further,
+    or fp32's drift limit, keeps the divergence confident."""
+    from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, first_divergence
+    from gatekeeper.responses import TokenLogprob
+
+    def at(token: str, top: dict[str, float]) -> ChatResponse:
+        return ChatResponse(text=token, logprobs=(TokenLogprob(token, top[token], top),))
+
+    gap, drift = DEFAULT_GAPS["bfloat16"], DEFAULT_DRIFTS["bfloat16"]
+    seen = [(at('{"', {'{"': -0.243, '"': -1.730, "9": -3.752}), at('"', {'{"': -0.763, '"': -0.763, "9": -3.2})),
+            (at('":', {'":': -1.423, '",': -1.718, "_": -1.728}), at('",', {'",': -0.844, " ": -1.531, '":': -2.594}))]
+    for ref, cand in seen:
+        assert first_divergence(ref, cand, gap).tie is False  # the gap rule alone calls them confident
+        d = first_divergence(ref, cand, gap, drift)
+        assert d is not None and d.tie and d.drift is not None and d.drift <= drift, d
+        assert not first_divergence(ref, cand, DEFAULT_GAPS["float32"], DEFAULT_DRIFTS["float32"]).tie
+    faulted = at('",', {'",': -0.05, '":': -4.9})  # the contested logprobs moved by 3.5 nats
+    d = first_divergence(seen[1][0], faulted, gap, drift)
+    assert d is not None and not d.tie and d.drift > drift
+    outside = at('",', {'",': -0.844, " ": -1.531})  # the reference's token not in the candidate's top-k
+    assert not first_divergence(seen[1][0], outside, gap, drift).tie

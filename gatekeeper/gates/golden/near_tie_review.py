@@ -35,7 +35,8 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
         _note(judgements[i], f"not reviewed for a near tie (more than near_tie_max_reviews={settings.near_tie_max_reviews} cases)")
     todo = todo[:settings.near_tie_max_reviews]
     k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
-    gap = settings.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    gap, drift = settings.gap(dtype), settings.drift(dtype)
     ctx.progress(f"golden: {len(todo)} diverging case(s) asked again with logprobs (near-tie review)")
     picked = [cases[i] for i in todo]
     refs = fan_out(lambda c: ask(ctx.reference, c, seed=ctx.seed, top_logprobs=k), picked, settings.concurrency)
@@ -46,18 +47,18 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
         if not isinstance(ref, ChatResponse) or not isinstance(cand, ChatResponse):
             _note(j, "near-tie review failed (a request failed): the comparison stays exact")
             continue
-        d = first_divergence(ref, cand, gap)
+        d = first_divergence(ref, cand, gap, drift)
         if d is None:
             _note(j, "near-tie review: asked again with logprobs, the answers' tokens do not part (the difference is "
                      "outside the tokens, or the answers changed)")
         elif d.tie:
             j.metrics["near_tie"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
                                      "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
-            j.forgive(f"near tie, not a regression: {d.describe()}, both within {gap:g} nats")
+            j.forgive(f"near tie, not a regression: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
         else:
             j.metrics["divergence"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
                                        "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
-            _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g} nats)")
+            _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
 
 
 def _note(j: Judgement | None, note: str) -> None:

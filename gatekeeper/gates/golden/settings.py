@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gatekeeper.config.settings import MAX_CASES, MAX_CONCURRENCY, MAX_GAP_NATS, check_ranges, require, setting
-from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 from gatekeeper.results import Status
 
 
@@ -28,7 +28,9 @@ class GoldenSettings:
     - `near_tie_gap` (per candidate dtype, nats; float32 is the fallback): a case that fails only
       because the candidate's greedy answer differs from the reference's is asked again with
       logprobs; where the first differing tokens are each in the other's top-k within this gap,
-      the divergence is a near tie — noise, not a regression;
+      the divergence is a near tie — noise, not a regression; so it is too when both contested
+      tokens' logprobs moved between the sides by at most `near_tie_drift` (per dtype, nats; gate 2's
+      `max_abs_delta` defaults: 1.5 for bf16/fp16, 0.01 for fp32; see `gatekeeper/near_tie.py`);
     - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL);
     - `candidate_repeat` (true): ask the candidate a second time too (at the noise-floor
       concurrency, reverse order) and report, advisory, how many answers it did not repeat where
@@ -46,6 +48,8 @@ class GoldenSettings:
     cases: list[str] = field(default_factory=lambda: ["*"])
     near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
                                              additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
+    near_tie_drift: dict[str, float] = setting(factory=lambda: dict(DEFAULT_DRIFTS),
+                                               additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     near_tie_max_reviews: int = setting(16, minimum=0, maximum=MAX_CASES)
     candidate_repeat: bool = True
 
@@ -57,10 +61,16 @@ class GoldenSettings:
         require(all(isinstance(g, str) for g in self.cases), "cases",
                 f"must be a list of glob strings, got {self.cases!r}")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(valid_gaps(self.near_tie_drift), "near_tie_drift",
+                "must map dtypes (float32 at least) to non-negative logprob moves in nats")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
         return gap_for(self.near_tie_gap, dtype)
+
+    def drift(self, dtype: str) -> float:
+        """The near-tie drift for the candidate's dtype (float32's when it has none)."""
+        return gap_for(self.near_tie_drift, dtype)
 
     @property
     def shared_hard_failure_status(self) -> Status:

@@ -1,7 +1,7 @@
 """Gate 4's near-tie review: items where the candidate's greedy answer differs from the
 reference's are asked again of both with top-k logprobs, and a divergence at a near tie (each
-first differing token in the other's top-k within the dtype's `near_tie_gap`; see
-`gatekeeper/near_tie.py`) is noise, not a disagreement. Asked again alone, an answer that no
+first differing token in the other's top-k within the dtype's `near_tie_gap` or
+`near_tie_drift`; see `gatekeeper/near_tie.py`) is noise, not a disagreement. Asked again alone, an answer that no
 longer differs is not forgiven: the difference came from the traffic around it (a cache bug
 shows exactly so), so it stands.
 """
@@ -12,11 +12,12 @@ from typing import Any
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.evidence import Table
 from gatekeeper.fanout import fan_out
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.tokens import Messages
-from gatekeeper.near_tie import Divergence, first_divergence
+from gatekeeper.near_tie import DIVERGENCE_COLUMNS, Divergence, first_divergence
 from gatekeeper.responses import ChatResponse
 
 TOP_K = 5
@@ -55,14 +56,29 @@ def reask(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_t
     return out + [None] * (len(items) - len(picked))
 
 
+def divergences(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
+                extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
+    """Per item: where both targets' answers, asked again with logprobs, first part (a near tie
+    or a confident divergence), or None (they no longer part, no logprobs, a failed request, or
+    past `near_tie_max_reviews`). `extra` holds each item's further request fields (tools, tool_choice)."""
+    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    gap, drift = s.gap(dtype), s.drift(dtype)
+    return [first_divergence(*pair, gap, drift) if pair is not None else None
+            for pair in reask(ctx, s, items, max_tokens, extra)]
+
+
 def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_tokens: int,
               extra: list[dict[str, Any]] | None = None) -> list[Divergence | None]:
     """Per item: the near-tie divergence found when both targets answer it again with logprobs,
-    or None (a confident divergence, no divergence at all, no logprobs, or a failed request).
-    `extra` holds each item's further request fields (tools, tool_choice)."""
-    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
-    out: list[Divergence | None] = []
-    for pair in reask(ctx, s, items, max_tokens, extra):
-        d = first_divergence(*pair, gap) if pair is not None else None
-        out.append(d if d is not None and d.tie else None)
-    return out
+    or None (a confident divergence, no divergence at all, no logprobs, or a failed request)."""
+    return [d if d is not None and d.tie else None for d in divergences(ctx, s, items, max_tokens, extra)]
+
+
+def divergence_table(ctx: GateContext, s: LongContextSettings, what: str, found: dict[str, Divergence]) -> Table:
+    """The evidence of a review: per item (named by `found`'s keys) where the answers asked again
+    first part, each side's token, logprob and top alternatives, and whether that is a near tie."""
+    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    return Table(f"{what} asked again of both with logprobs: where the answers first part (near tie: both gaps within "
+                 f"{s.gap(dtype):g} nats, or both tokens' logprobs moved by at most {s.drift(dtype):g})",
+                 [what.rstrip("s"), "near tie", *DIVERGENCE_COLUMNS],
+                 [[name, "yes" if d.tie else "no", *d.cells()] for name, d in found.items()])

@@ -4,7 +4,10 @@ Every cell (length × depth) is one greedy request to each target (and, unless `
 second one to the reference at another concurrency: a cell it does not answer the same way twice
 is noise and never a regression); a cell the reference answers right and the candidate wrong is
 a regression (`longctx.needle_grid` fails beyond the policy's
-`needle_max_regressions`, 0 by default). A cell both get wrong is still compared with what the
+`needle_max_regressions`, 0 by default) unless, asked again of both with logprobs, the two answers
+part at a near tie within the candidate dtype's gap (a declared bf16 build rounding a digit of a
+secret the model barely knows: noise, not judged); a confident divergence is shown with both
+sides' logprobs. A cell both get wrong is still compared with what the
 reference answered (`both_fail.py`): the same answer means the cell does not suit the model (not
 judged, grey); a different answer where the reference repeats its own is a regression too
 (unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
@@ -19,9 +22,10 @@ import time
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
-from gatekeeper.gates.longctx.near_ties import near_ties
+from gatekeeper.gates.longctx.near_ties import divergence_table, divergences
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper import noise
+from gatekeeper.near_tie import Divergence
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
@@ -66,12 +70,18 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     differ = [text(a) != text(b) for a, b in zip(ref, cand)]
     outcomes = {i: compare(text(cand[i]), text(ref[i]), text(ref2[i]) if ref2 is not None else None)
                 for i in range(len(grid)) if not ok_ref[i] and not ok_cand[i]}
-    review = [i for i, o in outcomes.items() if o is Outcome.DIFFERS]
-    for i, tie in zip(review, near_ties(ctx, s, [grid[i].messages for i in review], limit)):
-        if tie is not None:
-            outcomes[i] = Outcome.NEAR_TIE
-    regressions = [i for i, (a, b) in enumerate(zip(ok_ref, ok_cand))
-                   if (a and not b and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS]
+    review = [i for i in range(len(grid))
+              if (ok_ref[i] and not ok_cand[i] and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS]
+    ties: dict[int, Divergence] = {}  # cells whose answers part at a near tie: noise, not judged
+    confident: dict[int, Divergence] = {}
+    for i, d in zip(review, divergences(ctx, s, [grid[i].messages for i in review], limit)):
+        if d is not None and d.tie:
+            ties[i] = d
+            if i in outcomes:
+                outcomes[i] = Outcome.NEAR_TIE
+        elif d is not None:
+            confident[i] = d
+    regressions = [i for i in review if i not in ties]
     rows = []
     for li in range(len(lengths)):
         cells = [MARK[(ok_ref[i], ok_cand[i])] + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
@@ -91,19 +101,24 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         i = regressions[0]
         ev.append(TextPair(f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "
                            f"secret {grid[i].kind} {grid[i].value!r}", text(ref[i]), text(cand[i]), 0, grid[i].question))
+    if confident or ties:
+        ev.append(divergence_table(ctx, s, "cells", {f"{grid[i].tokens} tokens, depth {grid[i].depth:g}": d
+                                                     for i, d in sorted({**confident, **ties}.items())}))
     by_length = {str(grid[li * len(depths)].tokens): sum(1 for i in regressions if i // len(depths) == li)
                  for li in range(len(lengths))}
     differ_by_length = {str(grid[li * len(depths)].tokens): sum(differ[li * len(depths):(li + 1) * len(depths)])
                         for li in range(len(lengths))}
     limit = s.needle_max_regressions
     longest_ok = max((grid[i].tokens for i, ok in enumerate(ok_cand) if ok), default=0)
-    judged = sum(1 for i, ok in enumerate(ok_ref) if (ok and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS)
+    judged = sum(1 for i, ok in enumerate(ok_ref) if ((ok and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS)
+                 and i not in ties)
     ctx.judged(judged)
     ctx.not_judged("reference unstable", sum(1 for i in range(len(grid)) if noisy[i] and i not in outcomes))
     for o in Outcome:
         if o is not Outcome.DIFFERS:
             ctx.not_judged(o.value, sum(1 for x in outcomes.values() if x is o))
     ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i] and i not in outcomes))
+    ctx.not_judged("near tie", sum(1 for i in ties if i not in outcomes))
     status = Status.FAIL if len(regressions) > limit else Status.PASS if judged else Status.SKIP
     reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
               if status is Status.SKIP else "") + (
@@ -113,11 +128,15 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               + f"; {both_fail} cells neither answers ({_outcomes(outcomes)})"
               + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else "")
               + (f"; {sum(noisy)} cells the reference itself answers differently on a second pass (noise, not judged)"
-                 if any(noisy) else ""))
+                 if any(noisy) else "")
+              + (f"; {len(ties)} cells part from the reference at a near tie (asked again with logprobs: noise, not judged)"
+                 if ties else "")
+              + (f"; {len(confident)} regression(s) confirmed as a confident divergence, logprobs in the evidence"
+                 if confident and status is Status.FAIL else ""))
     ctx.check("needle_grid", status, reason, {
         "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
-        "both_fail": both_fail, "both_fail_differs": len(review) - sum(o is Outcome.NEAR_TIE for o in outcomes.values()),
-        "limit": limit,
+        "both_fail": both_fail, "both_fail_differs": sum(o is Outcome.DIFFERS for o in outcomes.values()),
+        "limit": limit, "near_ties": len(ties), "confident_divergences": len(confident),
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid)},

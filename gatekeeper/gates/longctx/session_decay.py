@@ -194,7 +194,7 @@ def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: 
               f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
               f"({rate:.1%}, limit {limit:.0%}){where}"
               + (f"; {forgiven} more differ at a near tie (noise: asked again with logprobs, each side's token is in the "
-                 f"other's top-k within the dtype's gap)" if forgiven else "")
+                 f"other's top-k within the dtype's gap or drift)" if forgiven else "")
               + (f"; {why}" if d.disagreements and (why := unreviewable(ctx, s)) else ""),
               {"disagreements": d.disagreements, "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
                "agreement_by_round": d.agreement}, [_curve(d)] if first else [], judgement=Judgement.TOLERANCE)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CASES, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_GAP_NATS,
                                         check_ranges, require, setting)
 from gatekeeper.gates.longctx.decay import one_cell_effect
-from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,9 @@ class LongContextSettings:
     cell can move; `decay_alpha` (the family-wise false-alarm rate of those two statistical
     checks: permutation tests over sessions, Holm-adjusted), `decay_min_recall` (below this
     reference recall at round 1 decay is not measurable), `max_disagreement` (share of identical
-    session requests answered differently). `near_tie_gap` (nats per candidate dtype, float32 the fallback) and
-    `near_tie_max_reviews`: session answers that differ from the reference's are asked again with
+    session requests answered differently). `near_tie_gap`, `near_tie_drift` (nats per candidate
+    dtype, float32 the fallback; `gatekeeper/near_tie.py`) and `near_tie_max_reviews`: answers that
+    differ from the reference's (sessions, needle cells, tool and JSON cases) are asked again with
     logprobs, and a divergence at a near tie is noise, not a disagreement.
     """
 
@@ -69,6 +70,8 @@ class LongContextSettings:
     max_disagreement: float = setting(0.05, minimum=0, maximum=1)
     near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
                                              additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
+    near_tie_drift: dict[str, float] = setting(factory=lambda: dict(DEFAULT_DRIFTS),
+                                               additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     near_tie_max_reviews: int = setting(32, minimum=0, maximum=MAX_CASES)
 
     def __post_init__(self) -> None:
@@ -77,6 +80,8 @@ class LongContextSettings:
         for key in ("needle_lengths", "needle_depths", "boundary_tokens", "decay_growth"):
             require(len(getattr(self, key)) > 0, key, "must not be empty (an empty list would pass having judged nothing)")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(valid_gaps(self.near_tie_drift), "near_tie_drift",
+                "must map dtypes (float32 at least) to non-negative logprob moves in nats")
         # The permutation test's smallest p over S sessions is 1/2^S; Holm doubles the smaller of the two.
         require(2 * 0.5 ** self.decay_sessions < self.decay_alpha, "decay_sessions",
                 f"{self.decay_sessions} sessions cannot show decay beyond chance at decay_alpha {self.decay_alpha:g} "
@@ -91,3 +96,7 @@ class LongContextSettings:
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
         return gap_for(self.near_tie_gap, dtype)
+
+    def drift(self, dtype: str) -> float:
+        """The near-tie drift for the candidate's dtype (float32's when it has none)."""
+        return gap_for(self.near_tie_drift, dtype)

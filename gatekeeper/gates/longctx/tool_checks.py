@@ -28,11 +28,13 @@ import random
 import time
 from typing import Any
 
-from gatekeeper.evidence import Table, TextPair
+from gatekeeper.evidence import Evidence, Table, TextPair
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.gates.longctx.both_fail import Outcome, compare
-from gatekeeper.gates.longctx.near_ties import reask
-from gatekeeper.near_tie import asked_again
+from gatekeeper.gates.longctx.both_fail import Outcome
+from gatekeeper.gates.longctx.near_ties import divergence_table
+from gatekeeper.near_tie import Divergence
+from gatekeeper.gates.longctx import tool_review
+from gatekeeper.gates.longctx.tool_review import key
 from gatekeeper.noise import ask_twice
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
@@ -149,52 +151,67 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
         ctx.error_check("tool_calls", err)
         ctx.not_judged("request failed", 2 * n + 1)
         return
-    outcomes = _both_fail(ctx, s, items, ref, ref2, cand, limit,
+    outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
                           [i for i, ((_, tools, expected), a, b) in enumerate(zip(cases, ref, cand))
                            if not _calls_ok(a, expected, tools)[0] and not _calls_ok(b, expected, tools)[0]]
                           + ([n] if text(ref[n]) != result_case[2] and text(cand[n]) != result_case[2] else []))
+    checked = [(_calls_ok(a, expected, tools)[0], *_calls_ok(b, expected, tools))
+               for (_, tools, expected), a, b in zip(cases, ref[:n], cand[:n])]
+    want = result_case[2]
+    final_ref, final_cand = text(ref[-1]), text(cand[-1])
+    ok_a, ok_b = final_ref == want, final_cand == want
+    found = tool_review.regressions_reviewed(ctx, s, items, [i for i, (ra, cb, _, is_hard) in enumerate(checked)
+                                                             if ra and not cb and not is_hard]
+                                             + ([n] if ok_a and not ok_b else []), limit)
+    ties = {i for i, d in found.items() if d.tie}
     rows, regressions, hard, both_fail, differ = [], 0, 0, 0, 0
-    for i, ((_, tools, expected), a, b) in enumerate(zip(cases, ref[:n], cand[:n])):
-        ra, _, _ = _calls_ok(a, expected, tools)
-        cb, problems, is_hard = _calls_ok(b, expected, tools)
+    for i, ((_, _, expected), (ra, cb, problems, is_hard)) in enumerate(zip(cases, checked)):
         outcome = outcomes.get(i)
-        regressions += ra and not cb
+        regressions += ra and not cb and i not in ties
         hard += is_hard
         both_fail += not ra and not cb
         differ += outcome is Outcome.DIFFERS and not is_hard
-        if ra or is_hard or outcome is Outcome.DIFFERS:
+        if i in ties:
+            ctx.not_judged("near tie")
+        elif ra or is_hard or outcome is Outcome.DIFFERS:
             ctx.judged()
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
-        rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗", outcome.value if outcome else "", problems or ""])
-    judged = n - both_fail + differ
+        rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗",
+                     "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), problems or ""])
+    judged = n - both_fail + differ - len(ties - {n})
     status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
+    evidence: list[Evidence] = [Table("tool-call cases (calls, reference, candidate, both fail or near tie, problems)",
+                                      ["calls", "reference", "candidate", "both fail / review", "candidate problems"], rows)]
+    if (found.keys() | parted.keys()) - {n}:
+        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())
+                                                           if i < n}))
     ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
-              f"{differ} of them answered differently from the reference's repeatable answer",
-              {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
-               "both_fail_differs": differ},
-              [Table("tool-call cases (calls, reference, candidate, both fail, problems)",
-                     ["calls", "reference", "candidate", "both fail", "candidate problems"], rows)], started=t0)
-    final_ref, final_cand = text(ref[-1]), text(cand[-1])
-    want = result_case[2]
-    ok_a, ok_b = final_ref == want, final_cand == want
+              f"{differ} of them answered differently from the reference's repeatable answer"
+              + _review_note(found, n), {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
+                                         "both_fail_differs": differ, "near_ties": len(ties - {n})}, evidence, started=t0)
     outcome = outcomes.get(n)
-    if ok_a or outcome is Outcome.DIFFERS:
+    tie = n in ties
+    if tie:
+        ctx.not_judged("near tie")
+    elif ok_a or outcome is Outcome.DIFFERS:
         ctx.judged()
     else:
         ctx.not_judged(outcome.value if outcome is not None else "reference fails")
-    bad = (ok_a and not ok_b) or outcome is Outcome.DIFFERS
+    bad = (ok_a and not ok_b and not tie) or outcome is Outcome.DIFFERS
     ctx.check("tool_result", Status.FAIL if bad else Status.PASS if ok_b else Status.WARN,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
-              f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else ""),
+              f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
+              + (f"; asked again with logprobs the answers part at a near tie ({found[n].describe()}): noise, not judged"
+                 if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
               {"expected": want, "reference": final_ref, "candidate": final_cand,
-               "both_fail": outcome.value if outcome else None},
+               "both_fail": outcome.value if outcome else None, "near_tie": tie},
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)])
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
     # targets fail the case (a malformed call), parsers legitimately differ in what they make of
     # the broken text in a stream (vLLM's Hermes parser streams part of it as a call): noted, not judged.
-    differs = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if _key(p) != _key(q)]
+    differs = [i for i, (p, q) in enumerate(zip(cand[:n], streamed)) if key(p) != key(q)]
     quirks = [i for i in differs if i in outcomes]
     diff = [i for i in differs if i not in outcomes]
     ctx.judged(n - len(quirks))
@@ -212,15 +229,28 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               if shown else [])
 
 
+def _outcome(outcome: Outcome | None, parted: bool) -> str:
+    """A both-fail outcome for a table cell, saying when a difference stands because the answers
+    asked again no longer part (the difference came with the traffic around the first ask)."""
+    if outcome is None:
+        return ""
+    return outcome.value + ("; asked again with logprobs they no longer part, so it stands"
+                            if outcome is Outcome.DIFFERS and not parted else "")
+
+
+def _review_note(found: dict[int, Divergence], n: int) -> str:
+    """What the logprob review of the regressions among the first `n` cases found, for a reason."""
+    ties = sum(1 for i, d in found.items() if i < n and d.tie)
+    confident = sum(1 for i, d in found.items() if i < n and not d.tie)
+    return ((f"; {ties} regression(s) part from the reference at a near tie (asked again with logprobs: noise, not judged)"
+             if ties else "")
+            + (f"; {confident} confirmed as a confident divergence, logprobs in the evidence" if confident else ""))
+
+
 def _span(answers: list[Answer]) -> str:
     """The range of prompt lengths the target reported, e.g. "612-980"."""
     n = [a.prompt_tokens for a in answers if isinstance(a, ChatResponse) and a.prompt_tokens]
     return f"{min(n)}-{max(n)}" if n else "unreported"
-
-
-def _key(a: Answer) -> Any:
-    assert isinstance(a, ChatResponse)
-    return (text(a), tuple((c.name, repr(c.parsed)) for c in a.tool_calls))
 
 
 def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter: TokenCounter, room: int) -> None:
@@ -256,46 +286,35 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         return
     checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
                for (_, schema, _), a, b in zip(cases, ref, cand)]
-    outcomes = _both_fail(ctx, s, items, ref, ref2, cand, limit,
+    outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
                           [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok], [c[2] for c in cases])
+    found = tool_review.regressions_reviewed(ctx, s, items, [i for i, (oa, ob) in enumerate(checked)
+                                                             if oa.ok and not ob.ok and not (ob.hard and not oa.hard)],
+                                             limit, [c[2] for c in cases])
+    ties = {i for i, d in found.items() if d.tie}
     rows, regressions, hard, differ = [], 0, 0, 0
     for i, (oa, ob) in enumerate(checked):
         outcome = outcomes.get(i)
-        regressions += oa.ok and not ob.ok
+        regressions += oa.ok and not ob.ok and i not in ties
         hard += ob.hard and not oa.hard
         differ += outcome is Outcome.DIFFERS and not (ob.hard and not oa.hard)
-        if oa.ok or (ob.hard and not oa.hard) or outcome is Outcome.DIFFERS:
+        if i in ties:
+            ctx.not_judged("near tie")
+        elif oa.ok or (ob.hard and not oa.hard) or outcome is Outcome.DIFFERS:
             ctx.judged()
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
-        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗", outcome.value if outcome else "", ob.reason[:160]])
+        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗",
+                     "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), ob.reason[:160]])
     both_fail = len(outcomes)
-    judged = len(cases) - both_fail + differ
+    judged = len(cases) - both_fail + differ - len(ties)
     status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
+    evidence: list[Evidence] = [Table("JSON-schema cases", ["reference", "candidate", "both fail / review", "candidate problem"],
+                                      rows)]
+    if found or parted:
+        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())}))
     ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
-              f"{differ} of them answered differently from the reference's repeatable answer",
+              f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases)),
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
-               "both_fail_differs": differ},
-              [Table("JSON-schema cases", ["reference", "candidate", "both fail", "candidate problem"], rows)], started=t0)
-
-
-def _both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messages, Any, Any]], ref: list[Answer],
-               again: list[Answer] | None, cand: list[Answer], max_tokens: int, indices: list[int],
-               request_extras: list[dict[str, Any]] | None = None) -> dict[int, Outcome]:
-    """The both-fail outcome of each case in `indices` (both targets miss it): compared with the
-    reference's answer and its second one (`again`, None without a noise-floor pass); answers
-    that differ only at a near tie are told apart from a regression. `request_extras`: each case's
-    further request fields, sent again with the logprob review."""
-    out = {i: compare(_key(cand[i]), _key(ref[i]), _key(again[i]) if again is not None else None) for i in indices}
-    differ = [i for i, o in out.items() if o is Outcome.DIFFERS]
-    extra = [{"tools": items[i][1], "tool_choice": "auto"} if items[i][1] else
-             (request_extras[i] if request_extras else {}) for i in differ]
-    gap = s.gap(ctx.runtimes["candidate"].dtype)
-    for i, pair in zip(differ, reask(ctx, s, [items[i][0] for i in differ], max_tokens, extra)):
-        if pair is None:
-            continue
-        why = asked_again(*pair, gap, _key(pair[0]) == _key(ref[i]) and _key(pair[1]) == _key(cand[i]))
-        if why is not None:
-            out[i] = Outcome.NEAR_TIE if why == "near tie" else Outcome.SAME_TOKENS
-    return out
+               "both_fail_differs": differ, "near_ties": len(ties)}, evidence, started=t0)

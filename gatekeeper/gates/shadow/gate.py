@@ -276,8 +276,9 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
     """Answers by replaying: the candidate and the reference are separate servers, so their first
     passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
     the reference, else after them to the reference itself. A differing greedy answer is reviewed
-    at the near-tie gap of the candidate's declared dtype (the policy's `near_tie_gap`)."""
-    gap = s.gap(ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32")
+    at the near-tie gap and drift of the candidate's declared dtype (the policy's `near_tie_gap`, `near_tie_drift`)."""
+    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    gap, drift = s.gap(dtype), s.drift(dtype)
 
     def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
         offsets = offsets_of(chunk, s.time_scale) if s.preserve_timing else None
@@ -289,7 +290,7 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
             twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
         differs = [i for i, (r, c, a) in enumerate(zip(chunk, cand, ref))
                    if not c.failed and not a.failed and disagrees(pair_of(r, a, c, None))]
-        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc, gap)
+        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc, gap, drift)
     return answers
 
 

@@ -10,8 +10,8 @@ from the reference's is asked of both again, non-streamed, with top-k logprobs (
 
 - the same tokens, one for one, and each server repeating its own first answer exactly: the same
   generation, rendered differently: not a disagreement (nor a finish-reason or tool-parse change);
-- a first differing token inside the other side's top-k within the near-tie gap of the
-  candidate's declared dtype (the policy's `near_tie_gap`, as gates 3 and 4): noise, not a
+- a first differing token inside the other side's top-k within the near-tie gap or drift of the
+  candidate's declared dtype (the policy's `near_tie_gap`, `near_tie_drift`, as gates 3 and 4): noise, not a
   disagreement;
 - anything else (a confident divergence, an answer that changes when asked again, a failed
   request, no logprobs): the disagreement stands. A confident divergence is kept with both
@@ -23,7 +23,6 @@ Stored pairs (`--shadow-store`) are not reviewed: the targets may not be up.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,8 +34,8 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.shadow.answers import Answer, answer_of
 from gatekeeper.gates.shadow.measures import NEAR_TIE, SAME_TOKENS
 from gatekeeper.gates.shadow.replay import capped_max_tokens, request_extra
-from gatekeeper.near_tie import Divergence, asked_again, first_divergence
-from gatekeeper.responses import ChatResponse, TokenLogprob
+from gatekeeper.near_tie import DIVERGENCE_COLUMNS, Divergence, asked_again, first_divergence
+from gatekeeper.responses import ChatResponse
 from gatekeeper.traffic.format import TrafficRecord
 
 TOP_K = 5
@@ -46,27 +45,25 @@ TOP_K = 5
 class Review:
     """The token review of one differing answer. `forgiven`: why it is no disagreement
     (SAME_TOKENS or NEAR_TIE), None when the difference stands, `stands` then saying why;
-    `divergence`: where the answers asked again first part, judged against `gap` nats (None when
+    `divergence`: where the answers asked again first part, judged against `gap` and `drift` nats (None when
     their tokens do not part or a request failed)."""
 
     forgiven: str | None
     stands: str
     divergence: Divergence | None
     gap: float
+    drift: float = 0.0
 
     def row(self, record: TrafficRecord) -> tuple[str, ...]:
         """A confident divergence as a table row: the request, the token, each side's token and
         logprob, its top alternatives, and the gaps (see `ROW_COLUMNS`)."""
         d = self.divergence
         assert d is not None
-        return (record.id, record.tenant, str(d.index), _token(d.reference), _token(d.candidate), _top(d.reference),
-                _top(d.candidate), _gap(d.reference_gap), _gap(d.candidate_gap), f"{self.gap:g}")
+        return (record.id, record.tenant, *d.cells(), f"{self.gap:g}", f"{self.drift:g}")
 
 
-ROW_COLUMNS = ("request", "tenant", "token", "reference", "candidate", "reference top-k", "candidate top-k",
-               "reference gap", "candidate gap", "near-tie gap")
-"""The columns of `Review.row`; a gap is how much more likely the side's own token was than the
-other side's, in nats ("not in top-k" where the other's token is not among its alternatives)."""
+ROW_COLUMNS = ("request", "tenant", *DIVERGENCE_COLUMNS, "near-tie gap", "near-tie drift")
+"""The columns of `Review.row` (`near_tie.DIVERGENCE_COLUMNS` between the request and the limits)."""
 
 
 def reviewable(ctx: GateContext) -> str | None:
@@ -76,9 +73,10 @@ def reviewable(ctx: GateContext) -> str | None:
 
 
 def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[Answer], ref: Sequence[Answer],
-           differs: Sequence[int], max_tokens_cap: int, concurrency: int, gap: float) -> dict[int, Review]:
+           differs: Sequence[int], max_tokens_cap: int, concurrency: int, gap: float,
+           drift: float = 0.0) -> dict[int, Review]:
     """The review of each index in `differs` (requests whose answers differ) that is a greedy chat
-    request, `gap` the near-tie gap in nats; indices absent from the result were not reviewed
+    request, `gap` and `drift` the near-tie limits in nats (`gatekeeper/near_tie.py`); indices absent from the result were not reviewed
     (sampled, completions, or no logprobs) and stand as disagreements."""
     picked = [i for i in differs if records[i].endpoint == "chat" and not records[i].sampled]
     if not picked or reviewable(ctx) is not None:
@@ -92,16 +90,16 @@ def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[An
     out: dict[int, Review] = {}
     for i, r, c in zip(picked, again(ctx.reference), again(ctx.candidate)):
         if not isinstance(r, ChatResponse) or not isinstance(c, ChatResponse):
-            out[i] = Review(None, "a request failed when asked again", None, gap)
+            out[i] = Review(None, "a request failed when asked again", None, gap, drift)
             continue
-        d = first_divergence(r, c, gap)
-        why = asked_again(r, c, gap, _same(answer_of(r), ref[i]) and _same(answer_of(c), cand[i]))
+        d = first_divergence(r, c, gap, drift)
+        why = asked_again(r, c, gap, _same(answer_of(r), ref[i]) and _same(answer_of(c), cand[i]), drift)
         if why is not None:
-            out[i] = Review(NEAR_TIE if why == "near tie" else SAME_TOKENS, "", d, gap)
+            out[i] = Review(NEAR_TIE if why == "near tie" else SAME_TOKENS, "", d, gap, drift)
         elif d is not None:
-            out[i] = Review(None, "a confident divergence", d, gap)
+            out[i] = Review(None, "a confident divergence", d, gap, drift)
         else:
-            out[i] = Review(None, "asked again, the tokens do not part (an answer changed)", None, gap)
+            out[i] = Review(None, "asked again, the tokens do not part (an answer changed)", None, gap, drift)
     return out
 
 
@@ -114,23 +112,6 @@ def _ask(ep: Endpoint, record: TrafficRecord, max_tokens_cap: int, k: int) -> Ch
                        extra=extra)
     except EndpointError as e:  # fan_out's rule: a failure is this item's answer
         return e
-
-
-def _token(t: TokenLogprob) -> str:
-    return f"{t.token!r} ({_num(t.logprob)})"
-
-
-def _top(t: TokenLogprob) -> str:
-    ranked = sorted(t.top.items(), key=lambda kv: -kv[1] if kv[1] is not None else math.inf)
-    return ", ".join(f"{tok!r} {_num(lp)}" for tok, lp in ranked)
-
-
-def _num(x: float | None) -> str:
-    return "?" if x is None else f"{x:.3f}"
-
-
-def _gap(g: float | None) -> str:
-    return "not in top-k" if g is None else f"{g:.3f}"
 
 
 def _same(a: Answer, b: Answer) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_GAP_NATS, MAX_REQUESTS, check_ranges,
                                         require, setting)
 from gatekeeper.gates.shadow.analysis import Thresholds
-from gatekeeper.near_tie import DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 _NAMES = {"type": ["array", "null"], "minItems": 1, "items": {"type": "string"}}
 STAGE_SCHEMA = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
@@ -79,7 +79,8 @@ class ShadowSettings:
     - `near_tie_gap` (per candidate dtype, nats; float32 is the fallback; gates 3 and 4 have the
       same setting): a greedy chat answer that differs from the reference's is asked again of both
       with logprobs (`review.py`); where the first differing tokens are each in the other's top-k
-      within this gap, the divergence is a near tie — not a disagreement;
+      within this gap, the divergence is a near tie — not a disagreement; so it is too where both
+      contested tokens' logprobs moved between the sides by at most `near_tie_drift` (per dtype);
     - `preserve_timing` (false) and `time_scale` (1.0): send each request at its recorded offset
       from the first one (from `timestamp`), scaled;
     - the analysis (`analysis.py`): `alpha` (0.05, the family-wise false-ROLLBACK rate of the
@@ -104,6 +105,8 @@ class ShadowSettings:
     max_tokens_cap: int = setting(96, minimum=1, maximum=MAX_ANSWER_TOKENS)
     near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
                                              additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
+    near_tie_drift: dict[str, float] = setting(factory=lambda: dict(DEFAULT_DRIFTS),
+                                               additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     preserve_timing: bool = False
     time_scale: float = setting(1.0, exclusiveMinimum=0, maximum=1000)
     alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
@@ -128,12 +131,18 @@ class ShadowSettings:
         require(self.twin in ("replica", "same"), "twin", "must be replica or same")
         require(self.score_marginal <= self.score_pass, "score_pass", "needs score_marginal ≤ score_pass")
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
+        require(valid_gaps(self.near_tie_drift), "near_tie_drift",
+                "must map dtypes (float32 at least) to non-negative logprob moves in nats")
         names = [s.name for s in self.stage_plan()]
         require(len(set(names)) == len(names), "stages", "stage names must be unique")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
         return gap_for(self.near_tie_gap, dtype)
+
+    def drift(self, dtype: str) -> float:
+        """The near-tie drift for the candidate's dtype (float32's when it has none)."""
+        return gap_for(self.near_tie_drift, dtype)
 
     def stage_plan(self) -> list[Stage]:
         """The stages, parsed."""
