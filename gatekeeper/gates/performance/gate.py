@@ -18,6 +18,7 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import BaselineChoice, baseline_endpoint, choose
+from gatekeeper.gates.performance.errors_check import judge_errors
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
@@ -67,7 +68,8 @@ class PerformanceGate(Gate):
     interval rules out a regression beyond the budget (even if significantly worse within it);
     otherwise undecided (WARN, not judged: a blocking one holds the run — more pairs or a quieter
     machine would tell);
-    `performance.errors_under_load`; `performance.capacity` (advisory: the knee
+    `performance.errors_under_load` (failures counted on both sides, one-sided Fisher exact test:
+    `errors_check.py`); `performance.capacity` (advisory: the knee
     of a concurrency sweep under the SLOs, goodput and cost per 1,000 requests);
     `performance.history` (advisory: the run appended to the policy's history file, and change
     points across runs that made a figure worse).
@@ -135,7 +137,7 @@ class PerformanceGate(Gate):
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
-        self._errors(ctx, levels)
+        self._errors(ctx, s, levels)
         self._capacity(ctx, s, targets, workload)
         if valid:
             history_check(ctx, history_path(s.history, ctx.out_dir),
@@ -244,22 +246,17 @@ class PerformanceGate(Gate):
                       f"machine would tell: {shown}")
         ctx.check(name, status, reason + family, metrics, evidence, advisory=advisory, undecided=undecided)
 
-    def _errors(self, ctx: GateContext, levels: list[LevelBlocks]) -> None:
-        """`performance.errors_under_load`: requests the candidate failed under load."""
+    def _errors(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks]) -> None:
+        """`performance.errors_under_load`: the candidate's failed requests under load against the baseline's."""
         failed = {side: [r.error for lv in levels for res in lv.results[side] for r in res.measured if r.error]
                   for side in SIDES}
-        total = sum(len(res.measured) for lv in levels for res in lv.results["candidate"])
+        total = {side: sum(len(res.measured) for lv in levels for res in lv.results[side]) for side in SIDES}
+        j = judge_errors(len(failed["candidate"]), total["candidate"], len(failed["baseline"]), total["baseline"], s.alpha)
         metrics = {"candidate_failed": len(failed["candidate"]), "baseline_failed": len(failed["baseline"]),
-                   "candidate_requests": total, "examples": failed["candidate"][:5]}
-        if not failed["candidate"]:
-            ctx.check("errors_under_load", Status.PASS, f"the candidate answered all {total} requests under load",
-                      metrics, judgement=Judgement.EXACT)
-        elif failed["baseline"]:
-            ctx.skip("errors_under_load", "not judged: the baseline failed requests too (see performance.measurement)")
-        else:
-            ctx.check("errors_under_load", Status.FAIL, f"the candidate failed {len(failed['candidate'])} of {total} "
-                      f"requests under load (the baseline none): {failed['candidate'][0]}", metrics,
-                      judgement=Judgement.EXACT)
+                   "candidate_requests": total["candidate"], "baseline_requests": total["baseline"], "p": j.p,
+                   "examples": failed["candidate"][:5]}
+        ctx.check("errors_under_load", j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
+                  metrics, undecided=j.undecided, judgement=Judgement.STATISTICAL)
 
     def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
         """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""
