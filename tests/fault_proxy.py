@@ -94,13 +94,16 @@ class _Handler(BaseHTTPRequestHandler):
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
             srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health",
-                                                                         "unavailable_random")
+                                                                         "unavailable_random", "no_tokenize")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
             if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
                 srv.misbehaving = not repeat
         if self._unavailable_now("POST"):
             self._reply(503, _UNAVAILABLE)
+            return
+        if srv.mode == "no_tokenize" and self.path.startswith("/tokenize"):
+            self._reply(404, b'{"detail": "Not Found"}')
             return
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
@@ -163,9 +166,9 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
-    requests, each appended to `injected`), rate_limit or no_health (GET /health answers 404, everything
-    else passes); `rewrite(path, body)` edits every non-streamed JSON answer (a server that differs, for
-    real); `port` 0 lets the OS choose."""
+    requests, each appended to `injected`), rate_limit, no_health (GET /health answers 404, everything
+    else passes) or no_tokenize (POST /tokenize answers 404, everything else passes); `rewrite(path, body)`
+    edits every non-streamed JSON answer (a server that differs, for real); `port` 0 lets the OS choose."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()

@@ -2,7 +2,10 @@
 
 Counts come from the target's `/tokenize` (vLLM's endpoint: chat messages in, token ids out,
 the chat template applied) when a target has one; otherwise they are estimated at about four
-characters a token, and every report that uses them says "estimated".
+characters a token, and every report that uses them says "estimated". A target whose `/tokenize`
+refuses a request (404/405/501, or a 4xx naming it) is not asked again: counts are estimated from
+then on. A transient failure (a timeout, a 5xx left after the client's retries, a cut connection)
+is not a reason to size prompts by guesswork: it propagates, and the gate ERRORs with its class.
 
 Steering pads a prompt with plain words whose token cost is measured, not assumed (" the" is one
 token in most vocabularies, two where spaces are tokens of their own, with "." to make up an odd
@@ -26,7 +29,7 @@ _PROBE_REPS = 7
 
 class TokenCounter:
     """Token counts of chat prompts (generation prompt included) through one endpoint's
-    `/tokenize`, falling back to an estimate when it has none or it fails."""
+    `/tokenize`, falling back to an estimate when it has none or refuses one."""
 
     def __init__(self, endpoint: Endpoint | None) -> None:
         self.endpoint = endpoint
@@ -37,14 +40,17 @@ class TokenCounter:
         self._unit_probed = False
 
     def count(self, messages: Messages) -> int:
-        """Tokens the engine will see for these messages."""
+        """Tokens the engine will see for these messages (EndpointError on a transient failure)."""
         if self.endpoint is not None:
             try:
                 self.calls += 1
                 return len(self.endpoint.tokenize(messages=messages))
             except EndpointError as e:
+                if not (e.refusal or e.kind == "unsupported"):
+                    raise
                 self.endpoint, self.estimated = None, True
-                self.why_estimated = f"/tokenize failed ({e.kind}: {e.detail[:80]})"
+                status = f", HTTP {e.status}" if e.status else ""
+                self.why_estimated = f"/tokenize refused a request ({e.kind}{status}: {e.detail[:80]})"
         return estimate(messages)
 
     def _grows(self, text: str, extra: str) -> int:

@@ -1,0 +1,54 @@
+"""Gate 4's token counter through a real bundled server behind a real proxy: a `/tokenize` the
+server does not have means estimates from then on (said so); a transient failure propagates
+(the gate ERRORs with its class) instead of quietly turning exact prompt lengths into guesses."""
+
+from __future__ import annotations
+
+import pytest
+
+from fault_proxy import fault_proxy
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
+from gatekeeper.gates.longctx.tokens import TokenCounter, estimate
+from server_util import running_server
+
+MESSAGES = [{"role": "user", "content": "Count these words, please: the river and the bridge."}]
+
+
+@pytest.fixture(scope="module")
+def upstream(tiny_model_dir):
+    with running_server(tiny_model_dir) as server:
+        yield server
+
+
+def _counter(url: str) -> TokenCounter:
+    probe = Endpoint("reference", url, "", timeout_s=10.0)
+    model = probe.get("/v1/models").json()["data"][0]["id"]
+    probe.close()
+    return TokenCounter(Endpoint("reference", url, model, timeout_s=10.0))
+
+
+def test_exact_counts_through_a_passing_proxy(upstream):
+    with fault_proxy(upstream.url, "pass") as url:
+        counter = _counter(url)
+        n = counter.count(MESSAGES)
+        assert n > 0 and not counter.estimated and counter.calls == 1
+
+
+def test_a_server_without_tokenize_falls_back_to_estimates_and_says_why(upstream):
+    with fault_proxy(upstream.url, "no_tokenize") as url:
+        counter = _counter(url)
+        assert counter.count(MESSAGES) == estimate(MESSAGES)
+        assert counter.estimated and "refused" in counter.why_estimated and "404" in counter.why_estimated
+        counter.count(MESSAGES)
+        assert counter.calls == 1  # not asked again
+
+
+def test_a_transient_failure_propagates_and_does_not_switch_to_estimates(upstream):
+    with fault_proxy(upstream.url, "http500", after=1) as url:
+        counter = _counter(url)
+        first = counter.count(MESSAGES)
+        with pytest.raises(EndpointError) as e:
+            counter.count(MESSAGES)
+        assert e.value.status == 500 and not e.value.refusal
+        assert not counter.estimated and counter.endpoint is not None and first > 0
