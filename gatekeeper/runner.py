@@ -14,6 +14,7 @@ import datetime as dt
 import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 from gatekeeper.client import Endpoint
@@ -67,6 +68,7 @@ class Runner:
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
+        self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
 
     def _start_targets(self) -> dict[str, Started]:
         started: dict[str, Started] = {}
@@ -234,6 +236,7 @@ class Runner:
         self.progress(f"{role} ready in {s.startup_s:.1f} s")
         ep = Endpoint(role, s.base_url, served_model(s.base_url, spec, target.api_key()), target.api_key(),
                       self.plan.timeout_s, key_source=spec.key_source)
+        ep.gate = self._gate
         self._extra.append(ep)
         return ep
 
@@ -308,8 +311,10 @@ class Runner:
         return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded)
 
     def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
-        """Run one gate; whatever it raises becomes an ERROR check (fail closed)."""
+        """Run one gate; whatever it raises becomes an ERROR check (fail closed). The requests its
+        targets answered with a transient failure and the client retried are counted in its notes."""
         self.progress(f"gate {gate.stage}: {gate.title}")
+        self._gate = gate.id
         for ep in endpoints.values():
             ep.gate = gate.id
         try:
@@ -319,6 +324,10 @@ class Runner:
         except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
             (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
             ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
+        retried = Counter(r.role for ep in [*endpoints.values(), *self._extra] for r in ep.retried if r.gate == gate.id)
+        if retried:
+            ctx.notes.append(f"{gate.id}: {sum(retried.values())} request(s) retried after a transient failure ("
+                             + ", ".join(f"{role} {n}" for role, n in sorted(retried.items())) + ")")
 
 
 def _coverage_check(ctx: GateContext, coverage: Coverage) -> None:

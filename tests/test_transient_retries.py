@@ -141,6 +141,9 @@ def test_startup_and_numerics_behind_proxies_that_fail_every_request_once_promot
     out, first_sends = _clean_run_behind_503_proxies(tmp_path, servers, "startup,numerics")
     assert out.gate("numerics")["coverage"]["judged"] == out.gate("numerics")["coverage"]["total"] > 0
     assert first_sends >= 10  # each answered 503 once: the retries carried the run
+    # Each gate's notes count the retries its requests needed, per target.
+    note = next((n for n in out.gate("numerics")["notes"] if "retried after a transient failure" in n), None)
+    assert note is not None and "reference" in note and "candidate" in note, out.gate("numerics")["notes"]
 
 
 @pytest.mark.slow  # ~70 s: golden's smoke subset and 24 requests of gate 5 as well
