@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import secrets
+import shlex
 import subprocess
 import sys
 from dataclasses import replace
@@ -59,8 +60,12 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
                             faults=candidate.faults + tuple(values["candidate_faults"]))
     reference = _declared(reference, values["reference_declare"], "reference_declare")
     candidate = _declared(candidate, values["candidate_declare"], "candidate_declare")
+    reference = _key_and_log(reference, "reference", values, sources, file_of)
+    candidate = _key_and_log(candidate, "candidate", values, sources, file_of)
     for role, spec in (("reference", reference), ("candidate", candidate)):
-        _check_key(role, spec, file_of(role))
+        named = values[f"{role}_key_env"]  # the key option, when it set the variable; else the target's own key
+        _check_key(role, spec, file_of(f"{role}_key_env") if named else file_of(role),
+                   _option_label(f"{role}_key_env", sources[f"{role}_key_env"]) if named else f"{role}.api_key_env")
         if spec.kind == "bundled" and (spec.engine_options or spec.faults):
             where = [f"{role}.options/faults"] if in_file[role] else []
             if role == "candidate":
@@ -131,6 +136,43 @@ def _declared(spec: TargetSpec, flags: dict[str, str], key: str) -> TargetSpec:
     return replace(spec, declared=tuple(merged.items()))
 
 
+def _key_and_log(spec: TargetSpec, role: str, values: dict[str, Any], sources: dict[str, str],
+                 file_of: Callable[[str], str | None]) -> TargetSpec:
+    """The spec with its role's key and log options applied (`--candidate-key-env`,
+    `--candidate-log-file`, `--candidate-log-command` and their variables and run-config keys):
+    they win over the target's own `api_key_env`, `log_file` and `log_command`. The key goes to
+    URL and launch targets, the log source to URL targets only (gatekeeper captures the log of
+    an engine it starts)."""
+    def label(name: str) -> str:
+        return _option_label(name, sources[name])
+
+    key_name, file_name, command_name = f"{role}_key_env", f"{role}_log_file", f"{role}_log_command"
+    if values[key_name]:
+        if spec.kind == "bundled":
+            raise ConfigError("applies to URL and launch targets only (the bundled engine gatekeeper starts takes no key)",
+                              file_of(key_name), key=label(key_name))
+        spec = replace(spec, api_key_env=values[key_name])
+    log_file, log_command = values[file_name], values[command_name]
+    if log_file and log_command:
+        raise ConfigError(f"give the {role}'s log as a file or as a command, not both (also {label(command_name)})",
+                          file_of(file_name), key=label(file_name))
+    if log_file or log_command:
+        name = file_name if log_file else command_name
+        if spec.kind != "url":
+            raise ConfigError(f"applies to URL targets only (gatekeeper captures the log of the {spec.kind} {role} it "
+                              "starts)", file_of(name), key=label(name))
+        spec = replace(spec, log_file=log_file, log_command=log_command)
+    if spec.log_command:
+        where = (file_of(command_name), label(command_name)) if log_command else (file_of(role), f"{role}.log_command")
+        try:
+            argv = shlex.split(spec.log_command)
+        except ValueError as e:
+            raise ConfigError(f"is not a command line: {e}", where[0], key=where[1]) from None
+        if not argv:
+            raise ConfigError("is an empty command", where[0], key=where[1])
+    return spec
+
+
 def _option_label(name: str, source: str) -> str:
     """How the user wrote a run option: its flag, its variable, or its key in the run config."""
     option = BY_NAME[name]
@@ -139,11 +181,12 @@ def _option_label(name: str, source: str) -> str:
     return option.env if source == "env" else name
 
 
-def _check_key(role: str, spec: TargetSpec, path: str | None) -> None:
-    """A named key variable must be set: an unset one would silently send no key."""
+def _check_key(role: str, spec: TargetSpec, path: str | None, key: str) -> None:
+    """A named key variable must be set: an unset one would silently send no key (`key`: where
+    the name was given, for the error)."""
     if spec.api_key_env and spec.api_key_env not in os.environ:
         raise ConfigError(f"names {spec.api_key_env}, which is not set in the environment", path,
-                          key=f"{role}.api_key_env", hint=f"export {spec.api_key_env}=... (the key itself never goes in a file)")
+                          key=key, hint=f"export {spec.api_key_env}=... (the key itself never goes in a file)")
 
 
 def _check_engine(role: str, spec: TargetSpec, path: str | None = None, key: str | None = None) -> None:
@@ -181,7 +224,9 @@ def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
         declared = ", ".join(f"{k}={v}" for k, v in spec.declared) or "nothing declared"
         model = f", model {spec.model}" if spec.model else ""
         key = f", key from ${spec.api_key_env}" if spec.api_key_env else ""
-        lines.append(f"{role}: {spec.describe()}{model}{key}; dtype {spec.dtype} ({declared})")
+        log = (f", log from file {spec.log_file}" if spec.log_file else f", log from the command '{spec.log_command}'"
+               if spec.log_command else ", no log" if spec.kind == "url" else "")
+        lines.append(f"{role}: {spec.describe()}{model}{key}{log}; dtype {spec.dtype} ({declared})")
     lines.append(f"policy: {plan.policy.path} (from {sources.get('policy', 'default')})")
     for gate in select(plan.gates):
         state = "enabled" if gate.id in plan.policy.enabled else "disabled by policy"
@@ -190,4 +235,62 @@ def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
         cases = [name for name, _ in select_cases(named_cases(plan.golden), plan.policy.settings("golden").cases)]
         lines.append(f"golden: {len(cases)} cases from {', '.join(plan.golden_paths)}: {', '.join(cases)}")
     lines.append(f"reports: {plan.out_dir / plan.run_id}/")
-    return "\n".join(lines)
+    return "\n".join(lines + [f"warning: {w}" for w in plan_warnings(plan)])
+
+
+def plan_warnings(plan: RunPlan) -> list[str]:
+    """What a user gating real servers should know before the run, found without calling them:
+    an undeclared dtype (the tolerances assume float32), a URL target with no key variable named,
+    a URL log file that is not there, and the load the run puts on a URL reference."""
+    found = []
+    for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
+        if spec.kind != "bundled" and "dtype" not in dict(spec.declared):
+            found.append(f"{role}: no dtype declared, so the tolerances assume {spec.dtype}; declare the dtype it serves "
+                         f"with --{role}-declare dtype=bf16 (or fp16, fp32)")
+        if spec.kind == "url" and not spec.api_key_env:
+            found.append(f"{role}: no API key variable named; if the server needs a key, name the variable holding it "
+                         f"with --{role}-key-env NAME")
+        if spec.log_file and not Path(spec.log_file).expanduser().is_file():
+            found.append(f"{role}: the log file {spec.log_file} is not there (yet); gate 1's log rules will have no log")
+    if plan.reference.kind == "url":
+        found += reference_load(plan)
+    return found
+
+
+def reference_load(plan: RunPlan) -> list[str]:
+    """The requests gate 5's replay and the performance gate send a URL reference — a
+    production server, often — computed from the policy (and gate 5's traffic file): one line
+    for each gate that loads it."""
+    from gatekeeper.gates.performance.baseline import choose
+    from gatekeeper.gates.performance.gate import PerformanceGate
+    from gatekeeper.gates.shadow.gate import ShadowGate
+    from gatekeeper.gates.shadow.replay import stage_selection
+    from gatekeeper.traffic.format import load_traffic
+
+    run = {g.id for g in select(plan.gates) if g.id in plan.policy.enabled}
+    found = []
+    shadow = plan.policy.settings(ShadowGate.id) if ShadowGate.id in run else None
+    if shadow is not None and not shadow.store:  # a pair store's answers are judged as stored: nothing is sent
+        traffic = load_traffic(find_file(shadow.traffic), skip_bad=shadow.bad_lines == "skip")
+        done: set[str] = set()
+        stages = []
+        for stage in shadow.stage_plan():
+            chosen = stage_selection(traffic.records, stage, plan.seed, done)
+            done.update(r.id for r in chosen)
+            stages.append(f"{stage.name} {len(chosen)}")
+        total = len(done)
+        peak = max(max(st.concurrency or shadow.concurrency, st.concurrency or shadow.noise_floor_concurrency)
+                   for st in shadow.stage_plan())
+        found.append(f"load on the reference: gate {ShadowGate.stage} ({ShadowGate.id}) replays up to {total} recorded requests "
+                     f"({', '.join(stages)}) and sends each to the reference twice (its answer, and again for its own "
+                     f"noise floor): up to {2 * total} requests at concurrency up to {peak}, plus a logprobs re-ask of "
+                     "each answer that differs")
+    performance = plan.policy.settings(PerformanceGate.id) if PerformanceGate.id in run else None
+    if performance is not None and choose(performance.baseline, plan.candidate, plan.reference).kind == "reference":
+        measured = sum(performance.pairs_at(level) * performance.requests_per_block(level) for level in performance.levels)
+        peak = max(*performance.levels, *performance.sweep)
+        found.append(f"load on the reference: the performance gate (run when correctness passes) measures the reference "
+                     f"as its baseline: {performance.warmup_requests} warm-up and {measured} measured requests at "
+                     f"concurrency {', '.join(map(str, performance.levels))}, then a capacity sweep at concurrency "
+                     f"{', '.join(map(str, performance.sweep))}: peak concurrency {peak}")
+    return found

@@ -38,6 +38,21 @@ RUN_OPTIONS = [
                             "kv_cache_dtype=, tp=4, label.NAME=VALUE (repeatable). Tolerances follow the declared dtype.")),
     click.option("--reference-declare", "reference_declare", multiple=True, metavar="KEY=VALUE",
                   help=env_help("reference_declare", "The reference's declared execution path (same keys).")),
+    click.option("--reference-key-env", "reference_key_env", default=None, metavar="NAME",
+                 help=env_help("reference_key_env", "The NAME of the environment variable holding the reference's API "
+                               "key (URL and launch targets; sent as a Bearer token, never printed).")),
+    click.option("--candidate-key-env", "candidate_key_env", default=None, metavar="NAME",
+                 help=env_help("candidate_key_env", "The NAME of the variable holding the candidate's API key.")),
+    click.option("--reference-log-file", "reference_log_file", default=None, metavar="PATH",
+                 help=env_help("reference_log_file", "A URL reference's log file, read for gate 1's log rules "
+                               "(a launched or bundled target's log is captured already).")),
+    click.option("--candidate-log-file", "candidate_log_file", default=None, metavar="PATH",
+                 help=env_help("candidate_log_file", "A URL candidate's log file.")),
+    click.option("--reference-log-command", "reference_log_command", default=None, metavar="CMD",
+                 help=env_help("reference_log_command", "A command printing a URL reference's log, e.g. "
+                               "'docker logs vllm' (instead of --reference-log-file).")),
+    click.option("--candidate-log-command", "candidate_log_command", default=None, metavar="CMD",
+                 help=env_help("candidate_log_command", "A command printing a URL candidate's log.")),
     click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
                   help=env_help("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
                             "(repeatable; never on PROMOTE or HOLD).")),

@@ -5,6 +5,7 @@ list every option with where it may come from."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -67,6 +68,28 @@ def _as_opts(value: Any) -> dict[str, str]:
     return out
 
 
+# A target's key variable, as a target's own `api_key_env` (targets/spec.py KEY_SCHEMAS) takes it.
+KEY_ENV_SCHEMA = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+                  "description": "the NAME of an environment variable; the key itself never goes in a file or a flag"}
+_TEXT = {"type": "string", "minLength": 1}
+
+
+def _as_env_name(value: Any) -> str:
+    """An environment variable's name. The message never repeats the value: a user who pasted
+    the key itself here must not see it echoed into a CI log."""
+    name = value.strip() if isinstance(value, str) else ""
+    if not re.fullmatch(KEY_ENV_SCHEMA["pattern"], name):
+        raise ValueError("must be the NAME of an environment variable (letters, digits and _, not starting with a "
+                         "digit) that holds the key, not the key itself")
+    return name
+
+
+def _as_text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, not {shown(value)}")
+    return value.strip()
+
+
 @dataclass(frozen=True)
 class Option:
     """One run option: its name (YAML key), default, environment variable, parser, help."""
@@ -117,6 +140,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("candidate_declare", {}, _as_opts, "the candidate's declared execution path (dtype=, quantization=, "
            "kv_cache_dtype=, tp=, label.NAME=)"),
     Option("reference_declare", {}, _as_opts, "the reference's declared execution path (same keys)"),
+    Option("reference_key_env", None, _as_env_name, "the NAME of the variable holding the reference's API key (URL and "
+           "launch targets; sets its api_key_env)", schema=KEY_ENV_SCHEMA),
+    Option("candidate_key_env", None, _as_env_name, "the NAME of the variable holding the candidate's API key (same)",
+           schema=KEY_ENV_SCHEMA),
+    Option("reference_log_file", None, _as_text, "a file holding a URL reference's log, for gate 1's log rules (sets "
+           "its log_file)", schema=_TEXT),
+    Option("candidate_log_file", None, _as_text, "a file holding a URL candidate's log (same)", schema=_TEXT),
+    Option("reference_log_command", None, _as_text, "a command printing a URL reference's log, e.g. `docker logs vllm` "
+           "(sets its log_command)", schema=_TEXT),
+    Option("candidate_log_command", None, _as_text, "a command printing a URL candidate's log (same)", schema=_TEXT),
     Option("on_rollback", [], parse_hooks, "commands to run or webhook URLs to POST when the verdict is ROLLBACK"),
     Option("matrix", None, str, "an execution-path matrix file (matrices/*.yaml): run one of its cells, named by `cell`"),
     Option("cell", None, str, "the id of the matrix cell to run (`gatekeeper matrix plan` lists them)"),
