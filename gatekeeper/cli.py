@@ -77,6 +77,7 @@ def main() -> None:
 
 def _register() -> None:
     """The commands (gatekeeper/commands/ and the live proxy's), onto `main`."""
+    from gatekeeper.commands.bisect import bisect
     from gatekeeper.commands.golden import golden
     from gatekeeper.commands.matrix import matrix, report
     from gatekeeper.commands.perf import perf
@@ -86,7 +87,7 @@ def _register() -> None:
     from gatekeeper.live.commands import pairs, record, shadow
 
     traffic.add_command(record)
-    for command in (run, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
+    for command in (run, bisect, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
         main.add_command(command)
 
 

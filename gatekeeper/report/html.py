@@ -31,6 +31,11 @@ def _environment() -> Environment:
 _ENV = _environment()
 
 
+def render_page(template: str, **values: object) -> str:
+    """Any other page from report/templates (the bisect report), in the same environment."""
+    return _ENV.get_template(template).render(**values)
+
+
 class CorrectnessHtmlRenderer(Renderer):
     """correctness.html: the verdict, then every gate with its checks and their evidence."""
 
