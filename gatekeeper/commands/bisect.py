@@ -25,8 +25,9 @@ _STATUSES_TO_BISECT = ("FAIL",)
 @click.option("--builds", "builds_spec", required=True,
               help="The ordered builds: a comma-separated list, a file (one a line), or pip:PACKAGE (its released versions).")
 @click.option("--launch", "template", required=True,
-              help="The launch command template: {build} is the build, {port} the free port gatekeeper picks, "
-                   "{model} the --model, e.g. \"bash scripts/vllm_cpu.sh {build} --port {port}\".")
+              help="The launch command template: {build} is the build ({version}: the version of a PACKAGE==VERSION "
+                   "build), {port} the free port gatekeeper picks, {model} the --model, e.g. "
+                   "\"bash scripts/vllm_cpu.sh {version} --port {port}\".")
 @click.option("--check", "checks", multiple=True, metavar="ID",
               help="A check to bisect on, e.g. longctx.needle_grid (repeatable); or take them from --from.")
 @click.option("--from", "from_run", type=click.Path(), default=None,
@@ -52,8 +53,9 @@ def bisect(good: str, bad: str, builds_spec: str, template: str, checks: tuple[s
     from gatekeeper.bisect.step import Setup
     from gatekeeper.gates.registry import GATES
 
-    if "{build}" not in template or "{port}" not in template:
-        raise ConfigError("must contain {build} (the build) and {port} (the free port gatekeeper picks)", key="--launch")
+    if not ("{build}" in template or "{version}" in template) or "{port}" not in template:
+        raise ConfigError("must contain {build} (the build, or {version}: the version of a PACKAGE==VERSION build) and "
+                          "{port} (the free port gatekeeper picks)", key="--launch")
     if from_run:
         found, run_policy, run_seed = _from_run(Path(from_run))
         checks = checks or found
