@@ -33,10 +33,10 @@ def policy_schema(settings_types: dict[str, type]) -> dict[str, Any]:
     gates = {gate_id: settings_schema(settings) for gate_id, settings in sorted(settings_types.items())}
     return {
         "$schema": DRAFT, "$id": "https://gatekeeper.dev/schemas/policy.schema.json",
-        "title": "gatekeeper gate policy (gates/*.yaml)", "type": "object", "required": ["version"],
+        "title": "gatekeeper gate policy (gates/*.yaml)", "type": "object",
         "additionalProperties": False,
         "properties": {
-            "version": {"const": 1}, "name": {"type": "string"}, "description": {"type": "string"},
+            "version": {"const": 1, "default": 1}, "name": {"type": "string"}, "description": {"type": "string"},
             "checks": {"type": "array", "items": {"type": "object", "required": ["match", "blocking"],
                                                   "additionalProperties": False,
                                                   "properties": {"match": {"type": "string"}, "blocking": {"type": "boolean"}}}},
