@@ -88,6 +88,8 @@ class PairStore:
         self.path = Path(path)
         self.readonly = readonly
         exists = self.path.is_file()
+        if self.path.is_dir():
+            raise ConfigError(f"pair store {self.path} is a directory; name the store file (`gatekeeper shadow --store FILE`)")
         if (readonly or not create) and not exists:
             raise ConfigError(f"pair store {self.path} not found (a `gatekeeper shadow --store` file)")
         fresh = not exists or self.path.stat().st_size == 0
