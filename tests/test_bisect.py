@@ -110,6 +110,7 @@ def test_a_real_bisect_names_the_first_bad_build_and_resumes_without_relaunching
     assert refused.returncode == 3 and "--resume" in refused.stderr
 
 
+@pytest.mark.slow  # ~30 s: four steps; the default suite keeps the 3-build bisect and the search's skip rules
 def test_a_build_that_does_not_start_is_skipped_with_its_reason_and_the_search_ends(tmp_path):
     builds, template = synthetic_history(tmp_path / "history", 6, 4, "eos-ignored", broken=(2,))
     out = tmp_path / "bisect"
