@@ -84,16 +84,18 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     regressions = [i for i in review if i not in ties]
     rows = []
     for li in range(len(lengths)):
-        cells = [MARK[(ok_ref[i], ok_cand[i])] + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
+        cells = [("✓ ✗ near tie" if i in ties and ok_ref[i] else MARK[(ok_ref[i], ok_cand[i])])
+                 + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
                  for i in range(li * len(depths), (li + 1) * len(depths))]
         rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
     table = Table("needle grid (reference, candidate): rows are prompt lengths, columns needle depths",
                   ["length", *(f"depth {d:g}" for d in depths)], rows)
     heat = Heatmap("needle grid (reference, candidate): green the candidate answers, red a regression, "
                    "mid-colour neither answers and the candidate's answer differs from the reference's repeatable one "
-                   "(≠, a regression too), grey neither answers",
+                   "(≠, a regression too), grey neither answers or the answers part at a near tie (noise)",
                    [r[0] for r in rows], [f"depth {d:g}" for d in depths],
-                   [[1.0 if ok_cand[i] else 0.0 if ok_ref[i] else 0.5 if outcomes.get(i) is Outcome.DIFFERS else None
+                   [[1.0 if ok_cand[i] else None if i in ties else 0.0 if ok_ref[i] else 0.5 if outcomes.get(i) is Outcome.DIFFERS
+                     else None
                      for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
                    [r[1:] for r in rows])
     ev = [heat, table]
