@@ -1,6 +1,6 @@
 """`gatekeeper bisect` over a synthetic history of the bundled engine, over seeds.
 
-    python benchmarks/bisect_synthetic.py [--seeds 5] [--scenarios correctness,performance,clean] [--builds 16]
+    python benchmarks/bisect_synthetic.py [--seeds 5] [--first 0] [--scenarios correctness,performance,clean] [--builds 16]
 
 The history: `--builds` builds b00…, each a file of `gatekeeper serve` arguments; a fault switches
 on from one build on (tests/bisect_util.py), and the launch template starts the engine with a
@@ -43,6 +43,7 @@ SCENARIOS = {
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first", type=int, default=0, help="the first seed")
     ap.add_argument("--scenarios", default="correctness,performance,clean")
     ap.add_argument("--builds", type=int, default=16)
     ap.add_argument("--out", type=Path, default=None)
@@ -58,7 +59,7 @@ def main() -> None:
             (root / name / "policy.yaml").write_text(policy)
             extra = ["--policy", str(root / name / "policy.yaml")]
         right = 0
-        for seed in range(args.seeds):
+        for seed in range(args.first, args.first + args.seeds):
             out = root / name / f"seed{seed}"
             t0 = time.perf_counter()
             done = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "bisect", "--good", builds[0], "--bad", builds[-1],
