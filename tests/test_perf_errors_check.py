@@ -18,6 +18,12 @@ def test_no_failures_and_no_larger_share_pass():
     assert same.status is Status.PASS and not same.undecided
 
 
+def test_no_requests_measured_is_undecided_not_a_pass():
+    for counts in ((0, 0, 0, 384), (0, 384, 0, 0)):
+        j = judge_errors(*counts, ALPHA)
+        assert j.status is Status.WARN and j.undecided, (counts, j)
+
+
 def test_one_failure_against_none_is_undecided_not_a_rollback():
     j = judge_errors(1, 384, 0, 384, ALPHA)
     assert j.status is Status.WARN and j.undecided and j.p is not None and j.p >= ALPHA, j

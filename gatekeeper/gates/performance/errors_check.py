@@ -34,11 +34,13 @@ def judge_errors(candidate_failed: int, candidate_total: int, baseline_failed: i
     """Compare the two sides' failure counts (see the module docstring)."""
     rates = (f"the candidate failed {candidate_failed} of {candidate_total} requests under load, "
              f"the baseline {baseline_failed} of {baseline_total}")
+    if candidate_total == 0 or baseline_total == 0:
+        return ErrorsJudgement(Status.WARN, True, f"undecided: nothing to compare ({rates})", None)
     if candidate_failed == 0:
         return ErrorsJudgement(Status.PASS, False, f"the candidate answered all {candidate_total} requests under load"
                                + (f" (the baseline failed {baseline_failed})" if baseline_failed else ""), None)
-    c_rate = candidate_failed / max(candidate_total, 1)
-    b_rate = baseline_failed / max(baseline_total, 1)
+    c_rate = candidate_failed / candidate_total
+    b_rate = baseline_failed / baseline_total
     if c_rate <= b_rate:
         return ErrorsJudgement(Status.PASS, False, f"{rates}: no larger a share", None)
     table = [[candidate_failed, candidate_total - candidate_failed], [baseline_failed, baseline_total - baseline_failed]]
