@@ -1,7 +1,7 @@
 """The performance gate's false alarms, decided share and power on the bundled engines, over seeds.
 
-    python benchmarks/perf_gate_power.py [--seeds 20] [--candidates clean,decode-slowdown=23,...]
-                                         [--history FILE]
+    python benchmarks/perf_gate_power.py [--seeds 20] [--first-seed 0] [--candidates clean,...]
+                                         [--history FILE] [--json FILE]
 
 Every seed and every candidate gets fresh processes, as a run does: for each of the policy's
 `launches` (2 by default) a new baseline (the optimized path, no faults) and a new candidate server
@@ -16,11 +16,15 @@ sweep is not part of the verdict and is not run here. With `--history`, τ per f
 the A/A launch pairs `gatekeeper perf calibrate` stored there for this machine, as the gate takes
 it (CPU time per token is then a blocking primary figure); without, the policy's τ is assumed. CPU time per output token is read from
 each server's threads (`gatekeeper/perf/cpu.py`), as the gate reads it for targets it launches.
+With `--json`, every measurement's comparisons (worse-by, interval, Holm-adjusted p, noise floor,
+τ, pairs) are appended to FILE as one JSON line, so other budgets can be judged from the same
+measurements (`benchmarks/perf_budget_rejudge.py`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -49,6 +53,8 @@ DEFAULT = "clean,decode-slowdown=23,decode-slowdown=5,silent-fallback"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1")
+    ap.add_argument("--json", type=Path, default=None, help="append every measurement's comparisons to this JSONL file")
     ap.add_argument("--candidates", default=DEFAULT)
     ap.add_argument("--policy", default=str(ROOT / "gates" / "default.yaml"))
     ap.add_argument("--history", type=Path, default=None, help="a performance history holding this machine's calibration")
@@ -58,7 +64,7 @@ def main() -> None:
     print(note, flush=True)
     names = args.candidates.split(",")
     outcomes: dict[str, list[dict]] = {n: [] for n in names}
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for n in names:  # candidates interleaved within a seed: drift hits all of them
             t0 = time.perf_counter()
             levels = [LevelBlocks(lv) for lv in s.levels]
@@ -81,6 +87,11 @@ def main() -> None:
             worse = {f"{c.level}.{c.metric}": c.worse_by for c, _ in judged}
             outcomes[n].append({"outcome": outcome, "failed": failed, "per_side": per_side, "worse": worse,
                                 "wall": time.perf_counter() - t0})
+            if args.json:
+                with args.json.open("a") as f:
+                    f.write(json.dumps({"seed": seed, "candidate": n, "outcome": outcome, "per_side": per_side,
+                                        "alpha": s.alpha, "confidence": s.confidence, "launches": s.launches,
+                                        "comparisons": [_row(c, p) for c, p in judged]}) + "\n")
             figures = " ".join(f"{k} {v:+.1%}" for k, v in worse.items() if v is not None)
             print(f"seed {seed:2d} {n:22s} {outcome:9s} {','.join(failed) or '-':40s} "
                   f"{per_side} req/side {time.perf_counter() - t0:5.1f}s  worse-by: {figures}", flush=True)
@@ -97,6 +108,13 @@ def main() -> None:
         if which:
             print(f"{'':22s} failed metrics: {dict(which)}")
         print(f"{'':22s} wall per measurement: median {statistics.median(r['wall'] for r in rows):.1f} s")
+
+
+def _row(c, p_adj: float | None) -> dict:
+    """One comparison as the JSON line keeps it."""
+    return {"level": c.level, "metric": c.metric, "pairs": c.pairs, "worse_by": c.worse_by, "worse_bound": c.worse_bound,
+            "ci": c.ci, "p_adj": p_adj, "noise_ratio": c.noise_ratio, "limit": c.limit, "threshold": c.threshold,
+            "spread": c.spread, "higher_is_better": c.higher_is_better}
 
 
 if __name__ == "__main__":
