@@ -60,6 +60,7 @@ class CheckResult:
     duration_s: float = 0.0
     judgement: Judgement = Judgement.EXACT
     undecided: bool = False  # asked, but the evidence did not answer it: not judged, HOLDs when blocking
+    finished_at: str = ""  # when it was recorded (ISO 8601, UTC); "" in records older than this field
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class GateResult:
     coverage: Coverage | None = None  # None: the gate did not run (disabled, stopped, or a target did not start)
     reused: bool = False  # taken from the records of the interrupted run this one resumed (run_dir.py)
     excluded: str | None = None  # why the run left this gate out (not selected by --gates, disabled by the policy)
+    started_at: str = ""  # when it started (ISO 8601, UTC); "" for a gate not run and in older records
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,7 @@ def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
         coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"])
         gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
                                     checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
-                                    reused=True, excluded=end.get("excluded"))
+                                    reused=True, excluded=end.get("excluded"), started_at=end.get("started_at", ""))
         timings[gate_id] = tuple(RequestTiming(t, gate_id, e2e, ttft, n) for t, e2e, ttft, n in end["timings"])
     return gates, timings
 
@@ -207,4 +207,4 @@ def _check(r: dict[str, Any]) -> CheckResult:
     evidence = tuple(from_json(e["kind"], e["title"], e["data"]) for e in r.get("evidence", ()))
     return CheckResult(r["id"], r["gate"], Status(r["status"]), r["blocking"], r["reason"], _number(r["metrics"]),
                        evidence, r.get("family"), r.get("duration_s", 0.0), Judgement(r["judgement"]),
-                       bool(r.get("undecided", False)))
+                       bool(r.get("undecided", False)), r.get("finished_at", ""))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log
-from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime
+from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime, utc_now
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
@@ -201,7 +201,8 @@ class Runner:
                               judgement=gate.judgement, specs={"reference": plan.reference, "candidate": plan.candidate},
                               launch=self._launch, process_group=self._process_group, out_dir=plan.out_dir,
                               run_id=plan.run_id)
-            t0 = time.perf_counter()
+            t0, started_at = time.perf_counter(), utc_now()
+            ctx.clock.mark = t0
             coverage = None
             if stopped_by is not None:
                 ctx.check("not_run", Status.SKIP, f"not run: gate {stopped_by.stage} ({stopped_by.id}) failed")
@@ -216,7 +217,8 @@ class Runner:
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
                                for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
-                                time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage)
+                                time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage,
+                                started_at=started_at)
             results.append(result)
             records.write_gate(result, [t for ep in endpoints.values() for t in ep.timings if t.gate == gate.id])
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
@@ -299,16 +301,19 @@ class Runner:
         """A gate the run leaves out (`excluded`: not selected by --gates), the policy turns off,
         or whose question does not apply to this pair: one advisory SKIP saying which, so every
         report shows it was not run. The first two make the run partial (`RunResult.partial`)."""
+        now = utc_now()
         if excluded:
-            check = CheckResult(f"{gate.id}.not_selected", gate.id, Status.SKIP, False, f"not run: {excluded}")
+            check = CheckResult(f"{gate.id}.not_selected", gate.id, Status.SKIP, False, f"not run: {excluded}", finished_at=now)
         elif not_applicable:
-            check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}")
+            check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}",
+                                finished_at=now)
         else:
             excluded = f"disabled by policy {self.plan.policy.path}"
             check = CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
-                                f"{excluded} (gates.{gate.id}.enabled: false)")
+                                f"{excluded} (gates.{gate.id}.enabled: false)", finished_at=now)
         records.write(check)
-        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded)
+        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded,
+                          started_at=now)
 
     def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
         """Run one gate; whatever it raises becomes an ERROR check (fail closed). The requests its

@@ -25,16 +25,25 @@ def _line(c: CheckResult) -> str:
     return f"{c.id}: {status}{'' if c.blocking else ' (advisory)'} — {reason}"
 
 
+def check_verdict(c: CheckResult) -> Verdict:
+    """What this check alone makes of a run: ROLLBACK (a blocking FAIL), HOLD (an ERROR, a blocking
+    SKIP, a blocking check left undecided, an advisory FAIL) or PROMOTE (nothing against it)."""
+    if c.status == Status.FAIL and c.blocking:
+        return Verdict.ROLLBACK
+    if c.status in (Status.ERROR, Status.FAIL) or (c.blocking and (c.status == Status.SKIP or c.undecided)):
+        return Verdict.HOLD
+    return Verdict.PROMOTE
+
+
 def decide(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
     """The verdict and the reasons (the checks that decided it, most severe first; a partial
     run's gates not run first of all)."""
     partial = [partial_line(gates)] if any(g.excluded is not None for g in gates) else []
     checks = [c for g in gates if g.excluded is None for c in g.checks]
-    blocking_fail = [c for c in checks if c.status == Status.FAIL and c.blocking]
+    blocking_fail = [c for c in checks if check_verdict(c) == Verdict.ROLLBACK]
     if blocking_fail:
         return Verdict.ROLLBACK, partial + [_line(c) for c in blocking_fail]
-    hold = [c for c in checks if c.status == Status.ERROR or (c.status == Status.SKIP and c.blocking)
-            or (c.status == Status.FAIL and not c.blocking) or (c.undecided and c.blocking)]
+    hold = [c for c in checks if check_verdict(c) == Verdict.HOLD]
     if hold:
         return Verdict.HOLD, partial + [_line(c) for c in hold]
     if not checks:

@@ -1,6 +1,7 @@
-"""The CI examples in docs/ci/: the GitHub Actions workflow passes actionlint (and a broken copy
-does not, so the check can fail), its plan step's output is the cell job's matrix, and the
-GitLab plan job's script really writes a child pipeline with one job per cell."""
+"""The CI examples in docs/ci/: the GitHub Actions workflows pass actionlint (and a broken copy
+does not, so the check can fail), the matrix plan step's output is the cell job's matrix, the
+GitLab plan job's script really writes a child pipeline with one job per cell, and the single-pair
+gate job's scripts run the gate against two real servers (one keyed) and act on its verdict."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from gatekeeper.matrix.spec import load_matrix
 
 ROOT = Path(__file__).resolve().parent.parent
 GITHUB = ROOT / "docs" / "ci" / "github-matrix.yml"
+GITHUB_GATE = ROOT / "docs" / "ci" / "github-gate.yml"
 GITLAB = ROOT / "docs" / "ci" / "gitlab-matrix.yml"
 GITLAB_CELLS = ROOT / "docs" / "ci" / "gitlab-matrix-cells.yml"
 
@@ -41,8 +43,9 @@ def _shell_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT), **extra}
 
 
-def test_the_github_workflow_is_actionlint_clean():
-    proc = subprocess.run([_actionlint(), "-no-color", str(GITHUB)], capture_output=True, text=True)
+@pytest.mark.parametrize("workflow", [GITHUB, GITHUB_GATE], ids=lambda p: p.name)
+def test_the_github_workflows_are_actionlint_clean(workflow: Path):
+    proc = subprocess.run([_actionlint(), "-no-color", str(workflow)], capture_output=True, text=True)
     assert proc.returncode == 0 and not proc.stdout.strip(), proc.stdout + proc.stderr
 
 
@@ -92,3 +95,32 @@ def test_the_gitlab_plan_job_writes_a_child_pipeline_with_one_job_per_cell(tmp_p
     assert {k: v for k, v in child.items() if k != "cell"} == {k: v for k, v in yaml.safe_load(GITLAB_CELLS.read_text()).items()
                                                                 if k != "cell"}
     assert parent["cells"]["trigger"]["include"] == [{"artifact": "cells.yml", "job": "plan"}]
+
+
+@pytest.mark.slow
+def test_the_github_gate_job_gates_two_servers_and_fails_on_rollback(tmp_path, tiny_model_dir):
+    """The gate job's own scripts, in order, as the runner runs them: the gate against a keyed
+    reference and a candidate with the wrong rope theta (URL targets, gates 1-2), then the job
+    summary, then the verdict step — which fails the job with ROLLBACK's code."""
+    from server_util import running_server
+
+    steps = {s.get("name"): s for s in yaml.safe_load(GITHUB_GATE.read_text())["jobs"]["gate"]["steps"]}
+    gate, summary, verdict = steps["Gate the candidate"], steps["Job summary"], steps["Act on the verdict"]
+    output, step_summary = tmp_path / "github_output", tmp_path / "step_summary"
+    with running_server(tiny_model_dir, "--api-key", "s3cret-ref") as ref, \
+            running_server(tiny_model_dir, "--fault", "rope-drift") as cand:
+        env = _shell_env(tmp_path, GITHUB_OUTPUT=str(output), GATEKEEPER_REFERENCE=ref.url, GATEKEEPER_CANDIDATE=cand.url,
+                         REFERENCE_API_KEY="s3cret-ref", CANDIDATE_API_KEY="", GATEKEEPER_GATES="startup,numerics")
+        assert set(gate["env"]) == {"GATEKEEPER_REFERENCE", "GATEKEEPER_CANDIDATE", "REFERENCE_API_KEY", "CANDIDATE_API_KEY"}
+        proc = subprocess.run(["bash", "-e", "-c", gate["run"]], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr  # the step records the exit code; the last step acts on it
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["exit_code"] == "1", proc.stderr
+    run_dir = tmp_path / outputs["run_dir"]
+    assert "s3cret-ref" not in "".join(p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file())
+    subprocess.run(["bash", "-e", "-c", summary["run"]], cwd=tmp_path, check=True,
+                   env=_shell_env(tmp_path, RUN_DIR=outputs["run_dir"], GITHUB_STEP_SUMMARY=str(step_summary)))
+    assert "ROLLBACK" in step_summary.read_text() and "numerics." in step_summary.read_text()
+    acted = subprocess.run(["bash", "-e", "-c", verdict["run"]], cwd=tmp_path, capture_output=True, text=True,
+                           env=_shell_env(tmp_path, CODE=outputs["exit_code"]))
+    assert acted.returncode == 1 and "ROLLBACK" in acted.stdout

@@ -15,10 +15,11 @@ from typing import Callable
 
 import pytest
 
+from gatekeeper import __version__
 from gatekeeper.report import render_junit
 from gatekeeper.report import render_markdown
 from gatekeeper.report import SUMMARY_FORMAT, render_summary_json
-from gatekeeper.results import RunResult
+from gatekeeper.results import RunResult, Status, Verdict
 from report_runs import hold_run, promote_run, rollback_run
 
 GOLD = Path(__file__).parent / "gold"
@@ -61,6 +62,8 @@ def test_summary_json_is_strict_and_versioned() -> None:
     text = render_summary_json(rollback_run())
     data = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert data["format"] == SUMMARY_FORMAT == "gatekeeper.summary/1"
+    schema = json.loads((Path(__file__).parents[1] / "gatekeeper" / "schemas" / "summary.schema.json").read_text())
+    assert data["$schema"] == schema["$id"] and data["gatekeeper_version"] == __version__
     assert (data["verdict"], data["exit_code"]) == ("ROLLBACK", 1)
     numerics = next(g for g in data["gates"] if g["id"] == "numerics")
     check = next(c for c in numerics["checks"] if c["id"] == "numerics.logprob_delta")
@@ -77,7 +80,8 @@ def test_exit_codes_in_summary(run_name: str, code: int) -> None:
 def test_junit_structure() -> None:
     root = ET.fromstring(render_junit(rollback_run()).encode("utf-8"))
     suites = root.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["gatekeeper.startup", "gatekeeper.numerics", "gatekeeper.golden"]
+    assert [s.get("name") for s in suites] == ["gatekeeper.startup", "gatekeeper.numerics", "gatekeeper.golden",
+                                               "gatekeeper.verdict"]
     golden = suites[2]
     assert golden.get("tests") == "7" and golden.get("failures") == "1" and golden.get("errors") == "1"
     cases = {c.get("name"): c for c in golden.findall("testcase")}
@@ -85,8 +89,40 @@ def test_junit_structure() -> None:
     assert cases["golden.tool-weather"].find("error") is not None
     assert cases["golden.refusal"].find("skipped") is not None
     warn = cases["golden.long-word"]
-    assert warn.find("failure") is None and "WARN" in (warn.findtext("system-out") or "")
+    assert warn.find("failure") is None and (warn.findtext("system-out") or "").startswith("WARN (advisory): ")
+    assert (warn.findtext("system-out") or "").count("WARN") == 1
     assert cases["golden.short-ok"].find("*") is None
+    verdict = suites[3].find("testcase")
+    assert verdict is not None and verdict.find("failure") is not None and verdict.find("failure").get("type") == "rollback"
+
+
+def _red(run: RunResult) -> set[str]:
+    """The testcases a CI test view shows red (a <failure> or an <error>)."""
+    root = ET.fromstring(render_junit(run).encode("utf-8"))
+    return {c.get("name") or "" for c in root.iter("testcase") if c.find("failure") is not None or c.find("error") is not None}
+
+
+@pytest.mark.parametrize("status,blocking,undecided,red", [
+    (Status.PASS, True, False, False), (Status.WARN, True, False, False), (Status.WARN, False, True, False),
+    (Status.SKIP, False, False, False), (Status.FAIL, True, False, True), (Status.FAIL, False, False, True),
+    (Status.ERROR, False, False, True), (Status.SKIP, True, False, True), (Status.WARN, True, True, True),
+])
+def test_junit_is_red_exactly_when_the_run_is_not_promote(status: Status, blocking: bool, undecided: bool, red: bool) -> None:
+    """One check decides the run; the test view is red (that check and the verdict testcase) iff
+    the verdict is HOLD or ROLLBACK, green for a PROMOTE — WARN, advisory SKIP and advisory undecided
+    checks pass with their status in <system-out>."""
+    from dataclasses import replace
+
+    from gatekeeper.verdict import decide
+
+    run = promote_run()
+    gate = run.gates[0]
+    check = replace(gate.checks[0], status=status, blocking=blocking, undecided=undecided, reason="the reason")
+    gates = (replace(gate, checks=(check,), status=status),)
+    verdict, reasons = decide(list(gates))
+    run = replace(run, gates=gates, verdict=verdict, reasons=tuple(reasons))
+    assert (verdict != Verdict.PROMOTE) == red
+    assert _red(run) == ({check.id, f"verdict: {run.headline}"} if red else set())
 
 
 def test_junit_survives_control_characters_and_markup() -> None:

@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from junitparser import Error, Failure, JUnitXml  # noqa: E402
 from run_util import gk_run  # noqa: E402
 
 GATES = ("--gates", "startup,numerics")
@@ -20,6 +21,12 @@ def test_clean_candidate_promotes_with_all_reports(tmp_path, tiny_model_dir):
         assert (out.run_dir / name).is_file(), name
     assert out.gate("numerics")["status"] == "PASS"
     assert out.check("numerics.max_logprob_delta")["metrics"]["noise_floor"] is not None
+    xml = JUnitXml.fromfile(str(out.run_dir / "junit.xml"))
+    assert xml.failures == 0 and xml.errors == 0  # green in a CI test view
+    for suite in xml:
+        if suite.name in ("gatekeeper.startup", "gatekeeper.numerics"):  # each check's own time, within the gate's
+            times = [case.time for case in suite]
+            assert 0.5 * suite.time <= sum(times) <= suite.time + 0.001 * len(times), (suite.name, times, suite.time)
 
 
 def test_optional_import_rolls_back_at_startup_with_the_error(tmp_path, tiny_model_dir):
@@ -28,6 +35,9 @@ def test_optional_import_rolls_back_at_startup_with_the_error(tmp_path, tiny_mod
     ready = out.check("startup.ready.candidate")
     assert ready["status"] == "FAIL" and "No module named 'gk_flash_kernels'" in ready["reason"]
     assert out.check("numerics.not_run")["reason"] == "not run: gate 1 (startup) failed"
+    red = [(case.name, r.message) for suite in JUnitXml.fromfile(str(out.run_dir / "junit.xml")) for case in suite
+           for r in case.result if isinstance(r, (Failure, Error))]
+    assert ("startup.ready.candidate", f"FAIL: {ready['reason']}") in red and any(n.startswith("verdict: ROLLBACK") for n, _ in red)
 
 
 def test_fused_norm_dtype_bf16_tp4_rolls_back(tmp_path, tiny_model_dir):

@@ -16,6 +16,7 @@ once, so a crash loses nothing.
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 import threading
 import time
@@ -103,6 +104,25 @@ class Tally:
 
 
 @dataclass
+class Lap:
+    """A gate's clock: a check's own time is the time since the gate's previous check was
+    recorded, or since the gate started (shared by copies of the context, as `Tally` is)."""
+
+    mark: float = field(default_factory=time.perf_counter)
+
+    def lap(self) -> float:
+        """Seconds since the previous lap (or the start), and a new mark."""
+        now = time.perf_counter()
+        elapsed, self.mark = now - self.mark, now
+        return elapsed
+
+
+def utc_now() -> str:
+    """Now as ISO 8601 in UTC, to the millisecond (check and gate timestamps)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
 class GateContext:
     """Everything a gate may use. `settings` is the gate's own typed settings; `versions` and
     `observed` are where gate 1 puts each target's /version and the execution path its log and
@@ -125,6 +145,7 @@ class GateContext:
     observed: dict[str, dict[str, str]] = field(default_factory=dict)  # the path each target's log and /metrics state
     earlier: tuple[GateResult, ...] = ()  # the results of the gates before this one (gate 5's rules read them)
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
+    clock: Lap = field(default_factory=lambda: Lap())  # each check's own time (shared by copies, as the tally)
     judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
     specs: dict[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
     launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
@@ -153,8 +174,10 @@ class GateContext:
         """Record one check `<gate>.<name>` with the policy's blocking rule applied (`advisory`
         makes it non-blocking whatever the policy says); `judgement` says how it decided (the
         gate's default when None). `undecided`: the check asked its question and the evidence
-        did not answer it (shown as WARN; not judged; a blocking one HOLDs the run)."""
+        did not answer it (shown as WARN; not judged; a blocking one HOLDs the run). Its
+        duration is the time since `started` or, without it, since the gate's previous check."""
         check_id = f"{self.gate_id}.{name}"
+        since_last = self.clock.lap()
         result = CheckResult(
             id=check_id,
             gate=self.gate_id,
@@ -164,9 +187,10 @@ class GateContext:
             metrics=dict(metrics or {}),
             evidence=tuple(evidence),
             family=family,
-            duration_s=0.0 if started is None else time.perf_counter() - started,
+            duration_s=since_last if started is None else time.perf_counter() - started,
             judgement=judgement or self.judgement,
             undecided=undecided,
+            finished_at=utc_now(),
         )
         self.checks.append(result)
         self.record(result)

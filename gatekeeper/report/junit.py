@@ -1,7 +1,21 @@
 """junit.xml: one <testsuite> per gate, one <testcase> per check, for CI test-report views.
 
-FAIL becomes <failure>, ERROR <error>, SKIP <skipped>; PASS and WARN pass, WARN with its reason
-in <system-out>. The failure's `type` says whether the policy made the check blocking. Model
+The mapping (docs/ci-outputs.md) makes a test view red exactly when the run is not PROMOTE: a
+check is red when it would by itself make the run ROLLBACK or HOLD (`verdict.check_verdict`).
+
+- blocking FAIL → <failure type="rollback">;
+- ERROR → <error type="hold">; advisory FAIL, blocking SKIP and a blocking check left undecided →
+  <failure type="hold"> (the message starts with what it was: "FAIL (advisory)", "not judged",
+  "undecided");
+- advisory SKIP (a gate not run, a feature neither side has) → <skipped>;
+- PASS passes; a WARN or an advisory undecided check passes with its status and reason in
+  <system-out>;
+- one more suite, `gatekeeper.verdict`, holds one testcase named after the headline: it fails
+  for HOLD and ROLLBACK with the reasons, so the view is red even for a HOLD no single check
+  explains (nothing ran).
+
+Each testcase's `time` is the check's own duration (the time since its gate's previous check)
+and `timestamp` when it was recorded; each suite's `timestamp` is when its gate started. Model
 output can contain anything, so text goes through xml.etree (which escapes markup) after
 characters XML 1.0 cannot carry at all (NUL, most C0 controls, lone surrogates) are replaced.
 """
@@ -14,7 +28,8 @@ import xml.etree.ElementTree as ET
 from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
-from gatekeeper.results import CheckResult, GateResult, Status
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
+from gatekeeper.verdict import check_verdict
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -35,47 +50,67 @@ def _details(check: CheckResult) -> str:
     return xml_text("\n".join(lines))
 
 
-def _testcase(suite: ET.Element, check: CheckResult) -> None:
-    case = ET.SubElement(
-        suite,
-        "testcase",
-        classname=xml_text(f"gatekeeper.{check.gate}"),
-        name=xml_text(check.id),
-        time=_seconds(check.duration_s),
-    )
-    kind = "blocking" if check.blocking else "advisory"
-    message = xml_text(check.reason)
-    if check.status == Status.FAIL:
-        ET.SubElement(case, "failure", message=message, type=kind).text = _details(check)
-    elif check.status == Status.ERROR:
-        ET.SubElement(case, "error", message=message, type=kind).text = _details(check)
-    elif check.status == Status.SKIP:
+def _label(check: CheckResult) -> str:
+    """What the check was, in words that lead its message: "FAIL (advisory)", "undecided", ..."""
+    if check.status == Status.SKIP and check.blocking:
+        return "not judged"
+    return ("undecided" if check.undecided else check.status.value) + ("" if check.blocking else " (advisory)")
+
+
+def _outcome(check: CheckResult) -> str:
+    """How the check shows in a test view: "failure", "error", "skipped" or "passed"."""
+    if check.status == Status.ERROR:
+        return "error"
+    if check_verdict(check) != Verdict.PROMOTE:
+        return "failure"
+    return "skipped" if check.status == Status.SKIP else "passed"
+
+
+def _testcase(suite: ET.Element, check: CheckResult) -> str:
+    attrs = {"classname": xml_text(f"gatekeeper.{check.gate}"), "name": xml_text(check.id), "time": _seconds(check.duration_s)}
+    case = ET.SubElement(suite, "testcase", attrs | ({"timestamp": check.finished_at} if check.finished_at else {}))
+    outcome, label = _outcome(check), _label(check)
+    message = xml_text(f"{label}: {check.reason}")
+    kind = check_verdict(check).value.lower()
+    if outcome in ("failure", "error"):
+        ET.SubElement(case, outcome, message=message, type=kind).text = _details(check)
+    elif outcome == "skipped":
         ET.SubElement(case, "skipped", message=message)
     elif check.status == Status.WARN:
-        ET.SubElement(case, "system-out").text = xml_text(f"WARN: {check.reason}")
+        ET.SubElement(case, "system-out").text = message
+    return outcome
 
 
 def _testsuite(root: ET.Element, gate: GateResult, counts: StatusCounts, timestamp: str) -> ET.Element:
     checks = gate.checks
-    suite = ET.SubElement(
-        root,
-        "testsuite",
-        name=xml_text(f"gatekeeper.{gate.id}"),
-        tests=str(len(checks)),
-        failures=str(counts[Status.FAIL]),
-        errors=str(counts[Status.ERROR]),
-        skipped=str(counts[Status.SKIP]),
-        time=_seconds(gate.duration_s),
-        timestamp=xml_text(timestamp),
-    )
+    suite = ET.SubElement(root, "testsuite", name=xml_text(f"gatekeeper.{gate.id}"), tests=str(len(checks)),
+                          time=_seconds(gate.duration_s), timestamp=xml_text(gate.started_at or timestamp))
     props = ET.SubElement(suite, "properties")
     for name, value in (("stage", gate.stage), ("title", gate.title), ("status", gate.status.value),
                         ("coverage", coverage_text(gate.coverage))):
         ET.SubElement(props, "property", name=name, value=xml_text(value))
-    for check in checks:
-        _testcase(suite, check)
+    outcomes = [_testcase(suite, check) for check in checks]
+    for key, outcome in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+        suite.set(key, str(outcomes.count(outcome)))
     if gate.notes:
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(gate.notes))
+    return suite
+
+
+def _verdict_suite(root: ET.Element, run: RunResult) -> ET.Element:
+    """`gatekeeper.verdict`: one testcase, failing unless the run PROMOTEs."""
+    failed = run.verdict != Verdict.PROMOTE
+    suite = ET.SubElement(root, "testsuite", name="gatekeeper.verdict", tests="1", failures=str(int(failed)), errors="0",
+                          skipped="0", time=_seconds(sum(g.duration_s for g in run.gates)),
+                          timestamp=xml_text(run.started_at))
+    case = ET.SubElement(suite, "testcase", classname="gatekeeper.verdict", name=xml_text(f"verdict: {run.headline}"),
+                         time=_seconds(sum(g.duration_s for g in run.gates)))
+    reasons = xml_text("\n".join(run.reasons))
+    if failed:
+        ET.SubElement(case, "failure", message=xml_text(f"{run.headline}: {run.reasons[0] if run.reasons else ''}"),
+                      type=run.verdict.value.lower()).text = reasons
+    else:
+        ET.SubElement(case, "system-out").text = reasons
     return suite
 
 
@@ -87,18 +122,13 @@ class JunitRenderer(Renderer):
 
     def render(self, data: ReportData) -> str:
         """junit.xml's text."""
-        run, counts = data.run, data.counts
-        root = ET.Element(
-            "testsuites",
-            name=xml_text(f"gatekeeper {run.run_id}: {run.headline}"),
-            tests=str(sum(len(g.checks) for g in run.gates)),
-            failures=str(counts[Status.FAIL]),
-            errors=str(counts[Status.ERROR]),
-            skipped=str(counts[Status.SKIP]),
-            time=_seconds(sum(g.duration_s for g in run.gates)),
-        )
-        for gate, gate_counts in data.gates():
-            _testsuite(root, gate, gate_counts, run.started_at)
+        run = data.run
+        root = ET.Element("testsuites", name=xml_text(f"gatekeeper {run.run_id}: {run.headline}"),
+                          time=_seconds(sum(g.duration_s for g in run.gates)))
+        suites = [_testsuite(root, gate, gate_counts, run.started_at) for gate, gate_counts in data.gates()]
+        suites.append(_verdict_suite(root, run))
+        for key in ("tests", "failures", "errors", "skipped"):
+            root.set(key, str(sum(int(s.get(key, "0")) for s in suites)))
         ET.indent(root)
         body = ET.tostring(root, encoding="unicode")
         return '<?xml version="1.0" encoding="UTF-8"?>\n' + body + "\n"

@@ -1,8 +1,10 @@
 """summary.md: the verdict for a PR comment or a CI step summary ($GITHUB_STEP_SUMMARY).
 
 A verdict line, the reasons, a table of gates, the checks that explain the verdict (FAIL,
-ERROR, and SKIPs the policy treats as blocking) with their reasons, the performance table, and
-the names of the run's other report files. Model output and reasons can hold markdown or HTML,
+ERROR, and SKIPs the policy treats as blocking) with their reasons, each linked to its place in
+correctness.html; for a ROLLBACK, the first answer that differed, reference and candidate side by
+side; then the longer tables folded in `<details>`, and relative links to the run's other report
+files (they sit beside summary.md, as CI artifacts do). Model output and reasons can hold markdown or HTML,
 so cell text has `|`, `<`, `>`, `&`, backticks, brackets, `*`, newlines and control characters
 neutralised, `@mentions` and `#123` references defused, and long text is cut: PR comments are
 limited to 65,536 characters.
@@ -11,12 +13,14 @@ limited to 65,536 characters.
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 from gatekeeper.report.perf_gate_view import performance_gate, seed_table
 from gatekeeper.report.data import ReportData, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.results import CheckResult, Status, Verdict
+from gatekeeper.evidence import TextPair
+from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
 MAX_LISTED_REASONS = 10
@@ -67,6 +71,40 @@ def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:
     return (check.status == Status.SKIP or check.undecided) and check.blocking and verdict == Verdict.HOLD
 
 
+def check_link(check_id: str) -> str:
+    """The check's id as a link to its place in correctness.html."""
+    return f"[`{md_code(check_id)}`](correctness.html#check-{quote(check_id, safe='.-_')})"
+
+
+def _details(summary: str, lines: list[str]) -> list[str]:
+    """`lines` folded under `summary` (GitHub renders markdown inside <details> after a blank line)."""
+    return ["", f"<details><summary>{md_cell(summary)}</summary>", "", *lines, "", "</details>"]
+
+
+def _excerpt(text: str, at: int | None, width: int = 240) -> str:
+    """Up to `width` characters of `text` around `at` (the first difference), marked "…" where cut."""
+    start = max(0, (at or 0) - width // 3)
+    cut = text[start:start + width]
+    return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
+
+
+def first_difference(run: RunResult) -> list[str]:
+    """For a ROLLBACK: the first blocking FAIL that kept both answers, side by side."""
+    for c in (c for g in run.gates for c in g.checks if c.status == Status.FAIL and c.blocking):
+        pair = next((e for e in c.evidence if isinstance(e, TextPair)), None)
+        if pair is None:
+            continue
+        at = pair.divergence if pair.divergence is not None else \
+            next((i for i, (a, b) in enumerate(zip(pair.reference, pair.candidate)) if a != b),
+                 min(len(pair.reference), len(pair.candidate)))
+        lines = ["", "### First differing answer", "", f"{check_link(c.id)}: {md_cell(pair.title)}"]
+        if pair.prompt:
+            lines += ["", f"Prompt: {md_cell(_excerpt(pair.prompt, len(pair.prompt), 200))}"]
+        return lines + ["", f"| Reference | Candidate (differs from character {at}) |", "|---|---|",
+                        f"| {md_cell(_excerpt(pair.reference, at))} | {md_cell(_excerpt(pair.candidate, at))} |"]
+    return []
+
+
 def _row_status(status: str) -> str:
     return _STATUS_MARK[Status(status)] if status in Status.__members__ else md_cell(status)
 
@@ -99,11 +137,6 @@ class MarkdownRenderer(Renderer):
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
         lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
-        if data.correctness:
-            lines += ["", "### Correctness", "", "| Dimension | Metric | Threshold | Reference | Candidate | Judged | Status |",
-                      "|---|---|---|---|---|---|---|"]
-            lines += [f"| {md_cell(r.dimension)} | {md_cell(r.metric)} | {md_cell(r.threshold)} | {md_cell(r.reference)} "
-                      f"| {md_cell(r.candidate)} | {md_cell(r.judged)} | {_row_status(r.status)} |" for r in data.correctness]
         lines += ["", "### Reasons", ""]
         lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
         if len(run.reasons) > MAX_LISTED_REASONS:
@@ -120,39 +153,44 @@ class MarkdownRenderer(Renderer):
                 f"| {n[Status.PASS]} | {n[Status.WARN]} | {n[Status.FAIL]} | {n[Status.SKIP]} | {n[Status.ERROR]} |"
             )
 
-        stages = [c for g in run.gates if g.id == "shadow" for c in g.checks
-                  if c.id.startswith(("shadow.stage.", "shadow.rule."))]
-        if stages:
-            lines += ["", "### Shadow traffic: stages and rollback rules", "", "| Check | Status | Reason |", "|---|---|---|"]
-            lines += [f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {md_cell(c.reason)} |" for c in stages]
-
         listed = [c for g in run.gates for c in g.checks if _explains_verdict(c, v)]
         if listed:
             lines += ["", "### Checks behind the verdict", "", "| Check | Status | Blocking | Reason |"]
             lines.append("|---|---|---|---|")
             for c in listed[:MAX_LISTED_CHECKS]:
                 blocking = "blocking" if c.blocking else "advisory"
-                lines.append(f"| `{md_code(c.id)}` | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
+                lines.append(f"| {check_link(c.id)} | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
             if len(listed) > MAX_LISTED_CHECKS:
                 lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
+        if v == Verdict.ROLLBACK:
+            lines += first_difference(run)
+
+        if data.correctness:
+            lines += _details(f"Correctness: {len(data.correctness)} dimensions", [
+                "| Dimension | Metric | Threshold | Reference | Candidate | Judged | Status |", "|---|---|---|---|---|---|---|",
+                *(f"| {md_cell(r.dimension)} | {md_cell(r.metric)} | {md_cell(r.threshold)} | {md_cell(r.reference)} "
+                  f"| {md_cell(r.candidate)} | {md_cell(r.judged)} | {_row_status(r.status)} |" for r in data.correctness)])
+        stages = [c for g in run.gates if g.id == "shadow" for c in g.checks
+                  if c.id.startswith(("shadow.stage.", "shadow.rule."))]
+        if stages:
+            lines += _details("Shadow traffic: stages and rollback rules", [
+                "| Check | Status | Reason |", "|---|---|---|",
+                *(f"| {check_link(c.id)} | {_STATUS_MARK[c.status]} | {md_cell(c.reason)} |" for c in stages)])
 
         gate = performance_gate(run)
         if gate is not None:
-            lines += ["", "### Performance gate", "", "| Dimension | Metric | Baseline | Candidate | Candidate / baseline | Status |",
-                      "|---|---|---:|---:|---:|---|"]
-            lines += [f"| {r.dimension} | {md_cell(r.metric)} | {r.baseline} | {r.candidate} | {r.ratio} | {r.status} |"
-                      for r in seed_table(gate, run)]
+            table = ["| Dimension | Metric | Baseline | Candidate | Candidate / baseline | Status |", "|---|---|---:|---:|---:|---|",
+                     *(f"| {r.dimension} | {md_cell(r.metric)} | {r.baseline} | {r.candidate} | {r.ratio} | {r.status} |"
+                       for r in seed_table(gate, run))]
             skipped = next((c for c in gate.checks if c.id.endswith(".not_run")), None)
-            if skipped is not None:
-                lines += ["", md_cell(skipped.reason)]
+            lines += _details(f"Performance gate: {gate.status.value}", table + ([] if skipped is None else ["", md_cell(skipped.reason)]))
         perf = data.performance
         if perf.targets:
-            lines += ["", "### Performance (as observed during the gates)", ""]
-            lines.append("| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |")
-            lines.append("|---|---:|---:|---:|---:|---:|---:|---|")
-            lines += [_perf_row(p) for p in perf.targets]
+            lines += _details("Performance as observed during the gates", [
+                "| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |",
+                "|---|---:|---:|---:|---:|---:|---:|---|", *(_perf_row(p) for p in perf.targets)])
         others = [name for name in data.report_files if name != self.filename]
-        footer = "Full reports: " + ", ".join(f"`{name}`" for name in others) + ".\n"
+        footer = "Full reports: " + ", ".join(f"[{name}]({name})" for name in others) + ".\n"
         text = "\n".join(lines)
         if len(text) > MAX_TOTAL_CHARS:
             text = text[: text.rfind("\n", 0, MAX_TOTAL_CHARS)] + "\n\n…(cut to fit a PR comment)"

@@ -48,7 +48,8 @@ class RecordWriter:
     def write_gate(self, gate: GateResult, timings: list[RequestTiming]) -> None:
         """Append the line that says `gate` ended, with the requests it made."""
         self._append({"format": GATE_FORMAT, "id": gate.id, "stage": gate.stage, "title": gate.title,
-                      "description": gate.description, "status": gate.status.value, "duration_s": gate.duration_s,
+                      "description": gate.description, "status": gate.status.value, "started_at": gate.started_at,
+                      "duration_s": gate.duration_s,
                       "stopped_run": gate.stopped_run, "notes": list(gate.notes),
                       "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
                       "excluded": gate.excluded,

@@ -33,6 +33,7 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
         "reason": check.reason,
         "metrics": check.metrics,
         "duration_s": check.duration_s,
+        "finished_at": check.finished_at,
         "judgement": check.judgement.value,
         **({"undecided": True} if check.undecided else {}),
     }
@@ -60,6 +61,7 @@ def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
         "title": gate.title,
         "status": gate.status.value,
         "stopped_run": gate.stopped_run,
+        "started_at": gate.started_at,
         "duration_s": gate.duration_s,
         "counts": counts_json(counts),
         "coverage": None if gate.coverage is None else coverage_json(gate.coverage),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from gatekeeper import __version__
 from gatekeeper.report.data import ReportData
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
@@ -17,6 +18,7 @@ from gatekeeper.report.serialise import counts_json, gate_json
 from gatekeeper.results import GateResult, TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"
+SUMMARY_SCHEMA = "https://gatekeeper.dev/schemas/summary.schema.json"  # its `$id`; the file ships in gatekeeper/schemas/
 
 
 def _target(t: TargetInfo) -> dict[str, Any]:
@@ -42,7 +44,9 @@ def summary_of(data: ReportData) -> dict[str, Any]:
     """The summary as plain data (not yet sanitised for strict JSON)."""
     run = data.run
     return {
+        "$schema": SUMMARY_SCHEMA,
         "format": SUMMARY_FORMAT,
+        "gatekeeper_version": __version__,
         "run_id": run.run_id,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
