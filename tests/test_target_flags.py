@@ -3,9 +3,11 @@ variable holding a key), `--…-log-file` / `--…-log-command` (where a URL tar
 the same as GATEKEEPER_* variables and run-config keys, and the warnings `--dry-run` prints for
 real targets (an undeclared dtype, no key variable named, the load a URL reference will carry).
 
-Each test runs the real command line in a subprocess; the dry runs call no server (the URLs point
-at a port nothing listens on). The last test starts a bundled server that wants a key and checks
-the key named by the flags is the one sent.
+Each test runs the real command line in a subprocess; most dry runs point at a port nothing
+listens on (a dry run asks a URL target only for its models, and says when it does not answer).
+The last test starts a bundled server that wants a key: a dry run says when it answers 401 without
+the key or refuses a wrong one, estimates the reference's load from one short answer's speed, and
+the key named by the flags is the one a run sends.
 """
 
 from __future__ import annotations
@@ -154,7 +156,9 @@ def test_a_dry_run_warns_about_real_targets_it_cannot_judge_well():
     quiet = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--reference-key-env", "K",
                     "--candidate-key-env", "K", "--reference-declare", "dtype=bf16", "--candidate-declare", "dtype=bf16",
                     env={"K": SECRET})
-    assert [w for w in warnings(quiet.stdout) if "load on the reference" not in w] == [], quiet.stdout
+    unreachable = [w for w in warnings(quiet.stdout) if "did not answer GET /v1/models (connect" in w]
+    assert len(unreachable) == 2, quiet.stdout  # one per URL target: nothing listens on the discard port
+    assert [w for w in warnings(quiet.stdout) if "load on the reference" not in w and w not in unreachable] == [], quiet.stdout
 
 
 def test_the_load_on_a_url_reference_is_computed_from_the_policy(tmp_path):
@@ -204,6 +208,20 @@ def test_the_key_the_flags_name_is_the_key_sent(tmp_path):
 
     with running_server(GK_TINY, "--profile", "optimized", "--api-key", SECRET) as server:
         assert httpx.get(server.url + "/v1/models", timeout=10).status_code == 401  # it does want the key
+        targets = ("--reference", server.url, "--candidate", server.url, "--model", "gk-tiny")
+        keyless = warnings(dry_run(*targets).stdout)
+        for role in ("reference", "candidate"):
+            assert any(w.startswith(f"warning: {role}: {server.url} answers HTTP 401 without an API key")
+                       and f"--{role}-key-env" in w for w in keyless), keyless
+        assert not any("measured speed" in w for w in keyless), keyless
+        wrong = warnings(dry_run(*targets, "--reference-key-env", "GK_WRONG", env={"GK_WRONG": "sk-wrong"}).stdout)
+        assert any(f"reference: {server.url} refuses the key from GK_WRONG (HTTP 401)" in w for w in wrong), wrong
+        keyed = dry_run(*targets, "--reference-key-env", "GK_TEST_FLAG_KEY", "--candidate-key-env", "GK_TEST_FLAG_KEY",
+                        env={"GK_TEST_FLAG_KEY": SECRET})
+        assert not any("401" in w or "refuses" in w for w in warnings(keyed.stdout)), keyed.stdout
+        load = [w for w in warnings(keyed.stdout) if "load on the reference" in w]
+        assert len(load) == 2 and all("min at the reference's measured speed (TTFT" in w for w in load), load
+        assert SECRET not in keyed.stdout + keyed.stderr
         env = {**os.environ, "GK_TEST_FLAG_KEY": SECRET}
         out = gk_run(tmp_path, "--gates", "startup", "--reference", server.url, "--candidate", server.url,
                      "--model", "gk-tiny", "--reference-key-env", "GK_TEST_FLAG_KEY",
