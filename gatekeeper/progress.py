@@ -9,8 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from gatekeeper.redact import NONE, Redactor
+from gatekeeper.report.data import coverage_text
 from gatekeeper.report.registry import listed_filenames
-from gatekeeper.results import RunResult, Verdict
+from gatekeeper.results import GateResult, RunResult, Status, Verdict
 
 _STYLE = {Verdict.PROMOTE: "bold green", Verdict.HOLD: "bold yellow", Verdict.ROLLBACK: "bold red"}
 
@@ -33,7 +34,8 @@ class Progress:
             print(f"[gatekeeper {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     def summary(self, result: RunResult, run_dir: Path) -> None:
-        """The verdict, its reasons and where the reports are."""
+        """The results table (a row per gate), the verdict, its reasons and where the reports are."""
+        self.console.print("\n".join(results_table(result.gates)), markup=False)
         style = _STYLE[result.verdict]
         self.console.print(f"verdict: [{style}]{result.headline}[/{style}] (exit {result.exit_code})", markup=True)
         for reason in result.reasons[:10]:
@@ -46,3 +48,21 @@ class Progress:
             self.console.print(f"resumed: {len(reused)} gate(s) from the interrupted run ({', '.join(reused)}); "
                                f"{len(ran)} ran now ({', '.join(ran)})", markup=False)
         self.console.print(f"reports: {run_dir}/ ({', '.join(listed_filenames())})", markup=False)
+
+
+def results_table(gates: tuple[GateResult, ...]) -> list[str]:
+    """A plain-text row per gate: its status, how much it judged, its checks by status (undecided
+    apart from the other WARNs) and its time; a gate the run left out says why."""
+    head = (f"{'gate':<22} {'status':<7} {'judged':<26} {'pass':>4} {'warn':>4} {'undec':>5} {'fail':>4} {'skip':>4} "
+            f"{'error':>5} {'time':>7}")
+    rows = [head, "-" * len(head)]
+    for g in gates:
+        name = f"{g.stage} {g.id}"
+        if g.excluded is not None:
+            rows.append(f"{name:<22} {'-':<7} not run: {g.excluded}")
+            continue
+        n = {s: sum(1 for c in g.checks if c.status == s and not c.undecided) for s in Status}
+        undecided = sum(1 for c in g.checks if c.undecided)
+        rows.append(f"{name:<22} {g.status.value:<7} {coverage_text(g.coverage):<26} {n[Status.PASS]:>4} {n[Status.WARN]:>4} "
+                    f"{undecided:>5} {n[Status.FAIL]:>4} {n[Status.SKIP]:>4} {n[Status.ERROR]:>5} {g.duration_s:>6.1f}s")
+    return rows

@@ -61,3 +61,7 @@ def test_a_gates_restricted_run_is_partial_in_every_report(tmp_path):
                if case.find("skipped") is not None}
     assert {f"{g}.not_selected" for g in not_run} <= skipped, skipped
     assert "verdict: PROMOTE (partial: 2 of 6 gates ran)" in out.stderr and "PARTIAL: 4 of 6" in out.stderr
+    table = out.stderr[out.stderr.index("gate                   status"):out.stderr.index("verdict: PROMOTE")].splitlines()
+    assert [r.split()[1] for r in table[2:]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
+    assert table[2].split()[2] == out.gate("startup")["status"], table
+    assert "not run: not selected (--gates startup,golden)" in table[3], table
