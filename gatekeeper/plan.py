@@ -74,6 +74,13 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
     policy = load_policy(find_file(values["policy"]), settings_types())
     if values.get("shadow_store"):
         policy = policy.with_setting("shadow", "store", str(find_file(values["shadow_store"])))
+    restricted = []
+    if values.get("cases"):
+        policy = policy.with_setting("golden", "cases", list(values["cases"]))
+        restricted.append(f"golden cases chosen by --cases {' '.join(values['cases'])}")
+    if values.get("limit"):
+        policy = policy.with_setting("golden", "limit", values["limit"])
+        restricted.append(f"at most {values['limit']} golden cases (--limit)")
     try:
         selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
     except ConfigError as e:
@@ -82,6 +89,8 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
         raise ConfigError(e.message, file_of("gates"), key="gates") from None
     golden_paths = tuple(str(find_file(p)) for p in values["golden"])
     golden = load_golden(list(golden_paths)) if any(g.uses_golden_sets for g in selected) else ()
+    if restricted:
+        _check_case_flags(values, golden, [g.id for g in selected])
     plan = RunPlan(
         reference=reference,
         candidate=candidate,
@@ -94,10 +103,26 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
         seed=values["seed"],
         timeout_s=values["timeout"],
         on_rollback=tuple(values["on_rollback"]),
+        restricted=tuple(restricted),
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)
     return plan
+
+
+def _check_case_flags(values: dict[str, Any], golden: tuple[GoldenSet, ...], gates: list[str]) -> None:
+    """--cases and --limit choose golden cases: refused when gate 3 does not run, and a glob
+    matching no case is named with the flag (not the policy's golden.cases)."""
+    from gatekeeper.gates.golden.gate import named_cases, select_cases
+
+    flags = " and ".join(f for f, key in (("--cases", "cases"), ("--limit", "limit")) if values.get(key))
+    if "golden" not in gates:
+        raise ConfigError(f"{flags}: choose golden cases, and this run does not run gate 3 (golden)")
+    if values.get("cases"):
+        try:
+            select_cases(named_cases(golden), list(values["cases"]))
+        except ConfigError as e:
+            raise ConfigError(f"--cases: {e.message}") from None
 
 
 def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec,
@@ -232,8 +257,10 @@ def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
         state = "enabled" if gate.id in plan.policy.enabled else "disabled by policy"
         lines.append(f"  gate {gate.stage} {gate.id}: {gate.title} — {state}")
     if plan.golden:
-        cases = [name for name, _ in select_cases(named_cases(plan.golden), plan.policy.settings("golden").cases)]
+        golden = plan.policy.settings("golden")
+        cases = [name for name, _ in select_cases(named_cases(plan.golden), golden.cases, golden.limit)]
         lines.append(f"golden: {len(cases)} cases from {', '.join(plan.golden_paths)}: {', '.join(cases)}")
+    lines += [f"partial: {what} (the verdict will say so)" for what in plan.restricted]
     lines.append(f"reports: {plan.out_dir / plan.run_id}/")
     from gatekeeper.plan_warnings import plan_warnings
 

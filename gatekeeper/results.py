@@ -154,6 +154,7 @@ class RunResult:
     golden_sets: tuple[str, ...] = ()
     seed: int = 0
     hooks: tuple[Any, ...] = ()  # HookOutcome per rollback hook that ran (gatekeeper/hooks.py)
+    restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit)
 
     @property
     def partial(self) -> tuple[GateResult, ...]:
@@ -161,11 +162,18 @@ class RunResult:
         return tuple(g for g in self.gates if g.excluded is not None)
 
     @property
+    def is_partial(self) -> bool:
+        """The run left gates out, or asked fewer questions within a gate than its policy (--cases, --limit)."""
+        return bool(self.partial or self.restricted)
+
+    @property
     def headline(self) -> str:
         """The verdict as every report's headline shows it: "PROMOTE", or for a run that left gates
-        out "PROMOTE (partial: 2 of 6 gates ran)"."""
+        out "PROMOTE (partial: 2 of 6 gates ran)", for one that chose fewer cases "PROMOTE (partial:
+        golden cases chosen by --cases json-*)"."""
         ran = len(self.gates) - len(self.partial)
-        return self.verdict.value + (f" (partial: {ran} of {len(self.gates)} gates ran)" if self.partial else "")
+        said = ([f"{ran} of {len(self.gates)} gates ran"] if self.partial else []) + list(self.restricted)
+        return self.verdict.value + (f" (partial: {'; '.join(said)})" if said else "")
 
     @property
     def exit_code(self) -> int:

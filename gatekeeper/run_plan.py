@@ -31,6 +31,7 @@ class RunPlan:
     seed: int = 0
     timeout_s: float = 120.0
     on_rollback: tuple[str, ...] = ()  # hook commands / webhook URLs (gatekeeper/hooks.py)
+    restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit): it is partial
 
     def redactor(self) -> Redactor:
         """What keeps this run's secrets (the targets' API keys, and anything shaped like a

@@ -137,7 +137,7 @@ class Runner:
             for ep in [*endpoints.values(), *self._extra]:
                 ep.close()
             records.close()
-        verdict, reasons = decide(gates)
+        verdict, reasons = decide(gates, plan.restricted)
         hooks = run_hooks([Hook(t) for t in plan.on_rollback], verdict.value, plan.run_id, self.run_dir, list(reasons),
                           redactor)
         for h in hooks:
@@ -155,6 +155,7 @@ class Runner:
             golden_sets=plan.golden_paths,
             seed=plan.seed,
             hooks=hooks,
+            restricted=plan.restricted,
         )
         write_reports(result, self.run_dir, redactor)
         redactor.tree(self.run_dir)  # a last sweep: the logs are masked as written (targets/watchdog.py)

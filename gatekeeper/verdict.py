@@ -35,10 +35,11 @@ def check_verdict(c: CheckResult) -> Verdict:
     return Verdict.PROMOTE
 
 
-def decide(gates: list[GateResult]) -> tuple[Verdict, list[str]]:
+def decide(gates: list[GateResult], restricted: tuple[str, ...] = ()) -> tuple[Verdict, list[str]]:
     """The verdict and the reasons (the checks that decided it, most severe first; a partial
-    run's gates not run first of all)."""
+    run's gates not run, and what its flags left out within its gates (`restricted`), first of all)."""
     partial = [partial_line(gates)] if any(g.excluded is not None for g in gates) else []
+    partial += [f"PARTIAL: {what}; this verdict covers those only" for what in restricted]
     checks = [c for g in gates if g.excluded is None for c in g.checks]
     blocking_fail = [c for c in checks if check_verdict(c) == Verdict.ROLLBACK]
     if blocking_fail:

@@ -1,14 +1,20 @@
-"""A run that leaves gates out is PARTIAL in every output, whatever its verdict: the first reason
-names the gates not run, summary.json says `partial`, and each left-out gate appears as skipped in
-summary.json, summary.md and junit.xml; a PROMOTE's reason says what it rests on."""
+"""A run that leaves gates out, or chooses fewer golden cases by flag (--cases, --limit), is
+PARTIAL in every output, whatever its verdict: the first reasons name what was left out,
+summary.json says `partial`, and each left-out gate appears as skipped in summary.json, summary.md
+and junit.xml; a PROMOTE's reason says what it rests on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 from gatekeeper.verdict import decide
 from run_util import gk_run
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _gate(gate_id: str, *checks: CheckResult, excluded: str | None = None) -> GateResult:
@@ -38,11 +44,37 @@ def test_a_partial_run_names_the_gates_not_run_first_whatever_its_verdict():
     assert verdict is Verdict.HOLD and reasons[1] == "no checks ran"
 
 
+def _planned_cases(*args: str) -> list[str]:
+    """The golden cases a smoke-policy run would ask, as its dry run lists them."""
+    done = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--dry-run", "--policy", "gates/smoke.yaml", *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("golden: "))
+    return line.split(": ", 2)[2].split(", ")
+
+
+def test_case_flags_are_checked_at_plan_time():
+    """--cases naming no case, and --cases/--limit on a run without gate 3: one line, exit 3."""
+    for args, said in ((("--cases", "no-such-*"), "--cases: 'no-such-*' matches no golden case"),
+                       (("--gates", "startup", "--limit", "2"), "--limit: choose golden cases, and this run does not run gate 3"),
+                       (("--limit", "0"), "--limit")):
+        done = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--dry-run", *args], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120)
+        assert done.returncode == 3 and said in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
+
+
 def test_a_gates_restricted_run_is_partial_in_every_report(tmp_path):
-    out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "startup,golden")
+    """--gates leaves gates out and --limit golden cases: both are named in every report's headline."""
+    out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "startup,golden", "--limit", "3")
     s = out.summary
     assert s is not None, out.stderr
     assert s["verdict"] == "PROMOTE" and s["partial"] is True
+    limited = "at most 3 golden cases (--limit)"
+    assert s["restricted"] == [limited] and s["reasons"][1] == f"PARTIAL: {limited}; this verdict covers those only"
+    chosen, every = _planned_cases("--limit", "3"), _planned_cases()
+    assert len(chosen) == 3 and chosen == every[:3], (chosen, every)
+    ids = {c["id"] for c in out.gate("golden")["checks"]}
+    assert {f"golden.{case}" for case in chosen} <= ids and not {f"golden.{case}" for case in every[3:]} & ids, ids
+    headline = f"PROMOTE (partial: 2 of 6 gates ran; {limited})"
     not_run = ["numerics", "longctx", "shadow", "performance"]
     assert [g["id"] for g in s["gates_not_run"]] == not_run
     assert all(g["why"] == "not selected (--gates startup,golden)" for g in s["gates_not_run"])
@@ -53,14 +85,14 @@ def test_a_gates_restricted_run_is_partial_in_every_report(tmp_path):
     assert {g["id"]: g["status"] for g in s["gates"] if g["id"] in not_run} == dict.fromkeys(not_run, "SKIP")
     assert out.check("shadow.not_selected")["status"] == "SKIP"
     md = (out.run_dir / "summary.md").read_text()
-    assert md.startswith("## gatekeeper: ✅ PROMOTE (partial: 2 of 6 gates ran) (exit code 0)")
+    assert md.startswith(f"## gatekeeper: ✅ {headline} (exit code 0)")
     assert "PARTIAL: 4 of 6 gates not run" in md
     for page in ("correctness.html", "performance.html"):
-        assert "Verdict: PROMOTE (partial: 2 of 6 gates ran)" in (out.run_dir / page).read_text()
+        assert f"Verdict: {headline}" in (out.run_dir / page).read_text()
     skipped = {case.get("name") for case in ET.parse(out.run_dir / "junit.xml").iter("testcase")
                if case.find("skipped") is not None}
     assert {f"{g}.not_selected" for g in not_run} <= skipped, skipped
-    assert "verdict: PROMOTE (partial: 2 of 6 gates ran)" in out.stderr and "PARTIAL: 4 of 6" in out.stderr
+    assert f"verdict: {headline}" in out.stderr and "PARTIAL: 4 of 6" in out.stderr
     table = out.stderr[out.stderr.index("gate                   status"):out.stderr.index("verdict: PROMOTE")].splitlines()
     assert [r.split()[1] for r in table[2:]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
     assert table[2].split()[2] == out.gate("startup")["status"], table

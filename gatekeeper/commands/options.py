@@ -28,6 +28,11 @@ RUN_OPTIONS = [
     click.option("--golden", multiple=True, help=env_help("golden", "Golden set YAML (repeatable). [golden_sets/core.yaml]")),
     click.option("--gates", default=None,
                  help=env_help("gates", "Comma-separated gates to run, e.g. startup,numerics,golden. [all enabled]")),
+    click.option("--cases", "cases", multiple=True, metavar="GLOB",
+                 help=env_help("cases", "Golden case ids to run (glob, repeatable), instead of the policy's golden.cases; "
+                               "the verdict says partial.")),
+    click.option("--limit", default=None, metavar="N",
+                 help=env_help("limit", "At most N golden cases (the first chosen, in file order); the verdict says partial.")),
     click.option("--out", default=None, help=env_help("out", "Reports go to OUT/<run-id>/. [reports]")),
     click.option("--candidate-fault", "candidate_faults", multiple=True, metavar="NAME[=V]",
                   help=env_help("candidate_faults", "Fault for a bundled candidate (repeatable; `gatekeeper faults` lists them).")),

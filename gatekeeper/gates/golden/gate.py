@@ -86,7 +86,7 @@ class GoldenGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
         settings: GoldenSettings = ctx.settings
-        cases = select_cases(named_cases(ctx.golden), settings.cases)
+        cases = select_cases(named_cases(ctx.golden), settings.cases, settings.limit)
         if not cases:
             ctx.skip("cases", "no golden set loaded (pass --golden FILE)" if not ctx.golden
                      else "the policy's golden.cases selects no case")
@@ -244,13 +244,15 @@ def named_cases(sets: Sequence[GoldenSet]) -> list[tuple[str, GoldenCase]]:
     return [(c.id if ids.count(c.id) == 1 else f"{s.name}.{c.id}", c) for s in sets for c in s.cases]
 
 
-def select_cases(cases: list[tuple[str, GoldenCase]], globs: list[str]) -> list[tuple[str, GoldenCase]]:
-    """The cases whose check name matches one of `globs`; ConfigError for a glob that matches none."""
+def select_cases(cases: list[tuple[str, GoldenCase]], globs: list[str], limit: int = 0) -> list[tuple[str, GoldenCase]]:
+    """The cases whose check name matches one of `globs`, the first `limit` of them (0: all);
+    ConfigError for a glob that matches none."""
     if cases:
         for glob in globs:
             if not any(fnmatch.fnmatchcase(name, glob) for name, _ in cases):
                 raise ConfigError(f"{glob!r} matches no golden case")
-    return [(name, c) for name, c in cases if any(fnmatch.fnmatchcase(name, g) for g in globs)]
+    chosen = [(name, c) for name, c in cases if any(fnmatch.fnmatchcase(name, g) for g in globs)]
+    return chosen[:limit] if limit else chosen
 
 
 def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool) -> str | None:

@@ -25,6 +25,8 @@ class GoldenSettings:
       the live reference (loaded and checked at plan time);
     - `cases` (["*"]): globs over check names (case ids) choosing the cases to run; a glob that
       matches no case is a configuration error (a typo would silently drop cases);
+    - `limit` (0): at most this many of the chosen cases, in file order (0: all of them);
+      `gatekeeper run --cases GLOB --limit N` set these two, and such a run is partial;
     - `near_tie_gap` (per candidate dtype, nats; float32 is the fallback): a case that fails only
       because the candidate's greedy answer differs from the reference's is asked again with
       logprobs; where the first differing tokens are each in the other's top-k within this gap,
@@ -46,6 +48,7 @@ class GoldenSettings:
     max_pass_rate_drop: float = setting(0.0, minimum=0, maximum=1)
     baseline: str | None = None
     cases: list[str] = field(default_factory=lambda: ["*"])
+    limit: int = setting(0, minimum=0, maximum=MAX_CASES, description="0: every chosen case")
     near_tie_gap: dict[str, float] = setting(factory=lambda: dict(DEFAULT_GAPS),
                                              additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     near_tie_drift: dict[str, float] = setting(factory=lambda: dict(DEFAULT_DRIFTS),
