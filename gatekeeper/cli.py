@@ -79,6 +79,7 @@ def _register() -> None:
     """The commands (gatekeeper/commands/ and the live proxy's), onto `main`."""
     from gatekeeper.commands.bisect import bisect
     from gatekeeper.commands.golden import golden
+    from gatekeeper.commands.init import init
     from gatekeeper.commands.matrix import matrix, report
     from gatekeeper.commands.perf import perf
     from gatekeeper.commands.run import run
@@ -87,7 +88,7 @@ def _register() -> None:
     from gatekeeper.live.commands import pairs, record, shadow
 
     traffic.add_command(record)
-    for command in (run, bisect, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
+    for command in (run, init, bisect, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
         main.add_command(command)
 
 
