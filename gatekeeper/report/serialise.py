@@ -17,8 +17,8 @@ from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, Stat
 
 
 def evidence_json(evidence: Evidence) -> dict[str, Any]:
-    """One evidence item: kind, title, data."""
-    return {"kind": evidence.kind, "title": evidence.title, "data": evidence.data}
+    """One evidence item: kind, title, data, and `"key": true` for a key chart (absent otherwise)."""
+    return {"kind": evidence.kind, "title": evidence.title, "data": evidence.data, **({"key": True} if evidence.is_key else {})}
 
 
 def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any]:
