@@ -2,9 +2,10 @@
 
 At each sweep concurrency, one block on the baseline then one on the candidate (never both at
 once), with the engine's own /metrics polled during the block. The knee is the highest
-concurrency whose p95 TTFT and p95 TPOT meet the SLOs with no failed request; the cost per 1,000
+concurrency up to which every swept level's p95 TTFT and p95 TPOT meet the SLOs with no failed
+request (a level that passes above one that missed is not capacity); the cost per 1,000
 successful requests is the accelerator-hours the server needs for them at the knee's request
-rate, at the policy's price.
+rate, at the policy's price. `sweep_curve` draws one figure of the sweep, with its SLO.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.evidence import Series
 from gatekeeper.perf.engine_metrics import EngineMetrics
 from gatekeeper.perf.figures import Slo, block_figures
 from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
@@ -55,9 +57,15 @@ def sweep(targets: dict[str, LoadTarget], levels: list[int], workload: Workload,
 
 
 def knee(points: list[SweepPoint], slo: Slo) -> SweepPoint | None:
-    """The highest concurrency meeting the SLOs (None: not even the lowest)."""
-    meeting = [p for p in points if p.meets(slo)]
-    return max(meeting, key=lambda p: p.level) if meeting else None
+    """The highest concurrency up to which every swept level meets the SLOs (None: not even the
+    lowest). A level that meets them above one that missed is no knee: the side already missed
+    its target at a lower load, so that pass is luck (a queue that happened to drain), not capacity."""
+    best = None
+    for p in sorted(points, key=lambda p: p.level):
+        if not p.meets(slo):
+            break
+        best = p
+    return best
 
 
 def cost_per_1000(point: SweepPoint | None, price_per_hour: float, accelerators: int) -> float | None:
@@ -72,3 +80,22 @@ def cost_per_1000(point: SweepPoint | None, price_per_hour: float, accelerators:
 def describe_points(points: list[SweepPoint]) -> list[dict[str, Any]]:
     """JSON-ready sweep points."""
     return [{"level": p.level, **{k: v for k, v in p.figures.items()}, "engine": p.engine} for p in points]
+
+
+def sweep_curve(title: str, points: dict[str, list[SweepPoint]], key: str, unit: str, scale: float = 1.0,
+                slo: float | None = None) -> Series:
+    """One figure of the capacity sweep per side (a key chart), in `unit` (the figure × `scale`),
+    with the SLO as a line where it is near enough to the figures to be drawn on their scale (else
+    the title gives it). A level without the figure is not plotted."""
+    def value(p: SweepPoint) -> float:
+        v = p.figures.get(key)
+        return float("nan") if v is None else v * scale
+
+    ys = {side: tuple(value(p) for p in points[side]) for side in SIDES}
+    top = max((v for vals in ys.values() for v in vals if v == v), default=0.0)  # v == v: not NaN
+    if slo:
+        if slo * scale <= 5 * top:
+            ys[f"SLO {slo * scale:g} {unit}"] = tuple(slo * scale for _ in points["baseline"])
+        else:
+            title += f"; SLO {slo * scale:g} {unit}, off this scale"
+    return Series(title, [p.level for p in points["baseline"]], ys, "concurrency", unit, is_key=True)

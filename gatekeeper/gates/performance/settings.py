@@ -49,7 +49,7 @@ class PerformanceSettings:
       shared VM by `benchmarks/perf_noise.py`; measure yours and set it.
     - capacity: `sweep` ([1, 2, 4, 8, 16]) concurrencies, one block each per target, under the
       SLOs `slo_ttft_s` (1.0) and `slo_tpot_s` (0.05) (0: not an objective); the knee is the
-      highest concurrency whose p95 TTFT and p95 TPOT meet them.
+      highest concurrency up to which every swept level's p95 TTFT and p95 TPOT meet them.
     - cost: `price_per_accelerator_hour` (1.0, in the policy's currency) × `accelerators` (1)
       per 1,000 successful requests at the knee.
     - `history` (""): a JSONL file each run's figures are appended to (`gatekeeper perf
