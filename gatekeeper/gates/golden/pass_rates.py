@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from gatekeeper.evidence import Table
+from gatekeeper.evidence import Heatmap, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Judgement, Status
 
@@ -80,13 +80,25 @@ class PassRates:
                          s.get("PASS", 0), s.get("WARN", 0), s.get("FAIL", 0), s.get("ERROR", 0)])
         return Table("Pass rate by family", cols, rows)
 
+    def heatmap(self) -> Heatmap:
+        """The key chart: each family's pass rate, the reference's beside the candidate's (grey: none judged)."""
+        rows, values, labels = [], [], []
+        for name, f in sorted(self.families.items()):
+            rows.append(name)
+            values.append([f.reference / f.judged_reference if f.judged_reference else None,
+                           f.candidate / f.judged_candidate if f.judged_candidate else None])
+            labels.append([f"{f.reference}/{f.judged_reference}" if f.judged_reference else "not judged",
+                           f"{f.candidate}/{f.judged_candidate}" if f.judged_candidate else "not judged"])
+        return Heatmap("cases passed by family: reference, candidate (green all, red none)", rows, ["reference", "candidate"],
+                       values, labels, is_key=True)
+
     def report(self, ctx: GateContext, max_drop: float) -> None:
         """Record `golden.pass_rate` on the gate context."""
         m = self.metrics()
         cand, ref = m["pass_rate"], m["reference_pass_rate"]
         m["max_pass_rate_drop"] = max_drop
         if cand is None:
-            ctx.check("pass_rate", Status.ERROR, "no case could be judged", m, [self.table()])
+            ctx.check("pass_rate", Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()])
             return
         allowed = max_drop + m["reference_noise"]
         if ref is not None and cand < ref - allowed - 1e-9:
@@ -95,7 +107,7 @@ class PassRates:
         else:
             why = f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
             status = Status.PASS
-        ctx.check("pass_rate", status, why, m, [self.table()], judgement=Judgement.TOLERANCE)
+        ctx.check("pass_rate", status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE)
 
 
 def _pct(x: float | None) -> str:

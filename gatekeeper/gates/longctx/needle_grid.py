@@ -97,7 +97,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                    [[1.0 if ok_cand[i] else None if i in ties else 0.0 if ok_ref[i] else 0.5 if outcomes.get(i) is Outcome.DIFFERS
                      else None
                      for i in range(li * len(depths), (li + 1) * len(depths))] for li in range(len(lengths))],
-                   [r[1:] for r in rows])
+                   [r[1:] for r in rows], is_key=True)
     ev = [heat, table]
     if regressions:
         i = regressions[0]

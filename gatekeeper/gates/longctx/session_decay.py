@@ -109,9 +109,11 @@ def _sum_cached(answers: list[list[Answer]]) -> int | None:
     return sum(known) if known else None
 
 
-def _curve(d: Decay) -> Series:
+def _curve(d: Decay, is_key: bool = False) -> Series:
+    """The decay curve; `is_key` on the one `longctx.session_decay` carries (the others repeat it)."""
     return Series("recall by round (and the candidate's agreement with the reference)", d.rounds,
-                  {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement}, "round", "pass rate")
+                  {"reference": d.ref_rates, "candidate": d.cand_rates, "agreement": d.agreement}, "round", "pass rate",
+                  is_key=is_key)
 
 
 def _forgive_near_ties(ctx: GateContext, s: LongContextSettings, cells: list[Cell],
@@ -156,7 +158,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
     table = Table("per round", ["round", "median tokens", "reference recall", "candidate recall", "agreement"],
                   [[r, _median([c.tokens for c in cells if c.round == r]), round(a, 3), round(b, 3), round(g, 3)]
                    for r, a, b, g in zip(d.rounds, d.ref_rates, d.cand_rates, d.agreement)])
-    ev = [_curve(d), table]
+    ev = [_curve(d, is_key=True), table]
     worst = next((c for c in cells if c.ref_ok and not c.cand_ok), None)
     if worst is not None:
         ev.append(_pair(worst, rounds))

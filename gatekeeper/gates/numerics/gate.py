@@ -168,7 +168,7 @@ class NumericsGate(Gate):
                              "identical logprobs (reference deterministic)" if moved == 0.0 else
                              f"its ranked logprobs moved by up to {moved:.3g} nats"))
         hist = Histogram("|Δ logprob| of the reference token where the reference ranks it in its top-k", all_c[:5000],
-                         "|Δ logprob|", tol["max_abs_delta"])
+                         "|Δ logprob| (nats)", tol["max_abs_delta"], is_key=True)
         if all_c:
             upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0), (hist, table), ranked)
             upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99), over=ranked)

@@ -15,11 +15,11 @@ import numpy as np
 
 from gatekeeper.client import Endpoint
 from gatekeeper.config.run_config import find_file
-from gatekeeper.evidence import Series, Table
+from gatekeeper.evidence import Interval, Intervals, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import BaselineChoice, baseline_endpoint, choose
 from gatekeeper.gates.performance.errors_check import judge_errors
-from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep
+from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep, sweep_curve
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
@@ -244,7 +244,11 @@ class PerformanceGate(Gate):
                       f"{abs(c.worse_by):.1%}{', significantly' if significant else ''}, but the interval allows up to "
                       f"{c.worse_bound:.1%} worse (threshold {c.threshold:.1%}); more pairs, more launches or a quieter "
                       f"machine would tell: {shown}")
-        ctx.check(name, status, reason + family, metrics, evidence, advisory=advisory, undecided=undecided)
+        limit = 1 - c.threshold if c.higher_is_better else 1 + c.threshold
+        ratio = Intervals(f"{c.metric} at concurrency {lv.level}: candidate / baseline", (Interval(
+            f"{c.metric} at concurrency {lv.level} ({'≥' if c.higher_is_better else '≤'} {limit:.3f})", c.ratio, c.ci[0],
+            c.ci[1], limit),), 1.0, "candidate / baseline", is_key=True)
+        ctx.check(name, status, reason + family, metrics, [ratio, *evidence], advisory=advisory, undecided=undecided)
 
     def _errors(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks]) -> None:
         """`performance.errors_under_load`: the candidate's failed requests under load against the baseline's."""
@@ -264,13 +268,10 @@ class PerformanceGate(Gate):
         points = sweep(targets, s.sweep, workload, ctx.seed, slo, ctx.progress)
         knees = {side: knee(points[side], slo) for side in SIDES}
         costs = {side: cost_per_1000(knees[side], s.price_per_accelerator_hour, s.accelerators) for side in SIDES}
-        levels = [p.level for p in points["baseline"]]
-        curves = [Series(f"{title} vs concurrency (knee: baseline {_lvl(knees['baseline'])}, candidate "
-                         f"{_lvl(knees['candidate'])})", levels,
-                         {side: tuple(p.figures.get(key) or 0.0 for p in points[side]) for side in SIDES},
-                         "concurrency", unit) for title, key, unit in
-                  (("output tokens/s", "output_tokens_per_s", "tokens/s"), ("TTFT p95", "ttft_p95_s", "seconds"),
-                   ("goodput", "goodput_rps", "requests/s"))]
+        title = f"vs concurrency (knee: baseline {_lvl(knees['baseline'])}, candidate {_lvl(knees['candidate'])})"
+        curves = [sweep_curve(f"output tokens/s {title}", points, "output_tokens_per_s", "tokens/s"),
+                  sweep_curve(f"TTFT p95 {title}", points, "ttft_p95_s", "ms", 1000.0, slo.ttft_s),
+                  sweep_curve(f"goodput {title}", points, "goodput_rps", "requests/s")]
         at_knee = {side: knees[side].figures if knees[side] is not None else {} for side in SIDES}  # type: ignore[union-attr]
         rows = [(side, _lvl(knees[side]), _fmt(at_knee[side].get("requests_per_s")), _fmt(at_knee[side].get("goodput_rps")),
                  _fmt(costs[side]), _fmt(max((p.engine.get("kv_cache_usage_perc_max", 0.0) for p in points[side]),
@@ -287,12 +288,12 @@ class PerformanceGate(Gate):
                    "single_measurement": True}
         kb, kc = knees["baseline"], knees["candidate"]
         if kb is None:
-            ctx.check("capacity", Status.SKIP, "not judged: the baseline meets the SLOs at no swept concurrency",
+            ctx.check("capacity", Status.SKIP, "not judged: the baseline misses the SLOs already at the lowest swept concurrency",
                       metrics, [table, *curves], advisory=True)
         elif kc is None or kc.level < kb.level:
             ctx.check("capacity", Status.WARN, f"the candidate's knee is concurrency {_lvl(kc)}, the baseline's {kb.level} "
-                      f"(the highest concurrency meeting the SLOs; {SINGLE})", metrics, [table, *curves], advisory=True,
-                      judgement=Judgement.TOLERANCE)
+                      f"(the highest concurrency up to which every level meets the SLOs; {SINGLE})", metrics,
+                      [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
         else:
             ctx.check("capacity", Status.PASS, f"knee at concurrency {kc.level} (baseline {kb.level}); cost per 1,000 "
                       f"requests {_fmt(costs['candidate'])} (baseline {_fmt(costs['baseline'])}); {SINGLE}", metrics,

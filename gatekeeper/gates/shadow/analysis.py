@@ -180,6 +180,12 @@ class SliceResult:
     score: float
 
     @property
+    def is_scored(self) -> bool:
+        """The score rests on something: pairs were judged and a metric had data (else it is a
+        default 100 that judged nothing, and is shown as "not judged")."""
+        return self.judged > 0 and any(m.label != "Nodata" for m in self.metrics)
+
+    @property
     def fired(self) -> list[MetricResult]:
         """The critical metrics that fired."""
         return [m for m in self.metrics if m.label == "Fired"]

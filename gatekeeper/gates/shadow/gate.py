@@ -211,7 +211,7 @@ class ShadowGate(Gate):
         evidence = [_slice_table(slices),
                     Series(f"stage {stage.name}: sequential evidence (all traffic, disagreement)", tuple(curve_x),
                            {"log10 e-value": tuple(curve), "rejection threshold log10(1/alpha)": tuple(threshold for _ in curve_x)},
-                           "requests replayed", "log10 e-value"),
+                           "requests replayed", "log10 e-value", is_key=True),
                     *(_pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
         judged = overall.judged - start_judged
         if fired:
@@ -372,7 +372,7 @@ def _slice_table(slices: Sequence[SliceResult]) -> Table:
     for sl in slices:
         by = {m.name: m for m in sl.metrics}
         dis = by.get("disagreement")
-        rows.append((sl.key, sl.pairs, sl.judged, f"{sl.score:g}",
+        rows.append((sl.key, sl.pairs, sl.judged, f"{sl.score:g}" if sl.is_scored else "not judged",
                      "" if dis is None or dis.candidate_rate is None else f"{dis.candidate_rate:.1%} / {dis.twin_rate:.1%}",
                      ", ".join(m.name for m in sl.fired) or "—",
                      ", ".join(f"{m.name} {m.label}" for m in sl.metrics if m.label in ("High", "Low")) or "—"))
