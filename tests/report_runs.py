@@ -1,8 +1,9 @@
 """Hand-built RunResults for the report tests (renderers are pure functions of this data).
 
 `rollback_run()` exercises every evidence kind, every status, hostile model output and a NaN
-metric; `promote_run()` is the quiet path; `hold_run()` has an ERROR and a blocking SKIP and
-no timings at all.
+metric, its logprob histogram a key chart; `promote_run()` is the quiet path; `hold_run()` has an
+ERROR and a blocking SKIP and no timings at all. Runs with every gate's key charts are in
+report_runs_charts.py.
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ def numerics_gate() -> GateResult:
                         "histogram",
                         "per-token |Δlogprob|",
                         {"values": deltas, "label": "|Δlogprob|", "threshold": 0.05},
+                        is_key=True,
                     ),
                     from_json(
                         "table",

@@ -190,5 +190,9 @@ def test_reasons_link_to_their_checks_and_passing_checks_fold_away(correctness: 
     assert '<a href="#check-numerics.logprob_delta">numerics.logprob_delta FAIL (blocking)' in correctness
     gate = correctness[correctness.index('id="gate-numerics"'):correctness.index('id="gate-golden"')]
     folded = gate.index('<details class="passing">')
-    assert gate.index('id="check-numerics.logprob_delta"') < folded  # what failed comes first
+    # what failed is shown once, under Failures above the gates; its gate points at it
+    assert 'href="#check-numerics.logprob_delta">numerics.logprob_delta</a> — shown under Failures above' in gate
+    assert correctness.count('id="check-numerics.logprob_delta"') == 1
+    assert correctness.index('id="failures"') < correctness.index('id="check-numerics.logprob_delta"') < correctness.index(
+        'id="gate-startup"')
     assert "1 passing check</summary>" in gate[folded:] and 'id="check-numerics.' in gate[folded:]

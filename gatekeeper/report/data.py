@@ -42,6 +42,12 @@ class ReportData:
         return zip(self.run.gates, self.gate_counts, strict=True)
 
 
+def badge_status(c: CheckResult) -> str:
+    """A check's status as the pages show it: "UNDECIDED" for a check the evidence left open
+    (a WARN that is not judged), else its status."""
+    return "UNDECIDED" if c.undecided else c.status.value
+
+
 def coverage_text(coverage: Coverage | None) -> str:
     """A gate's coverage in a few words, e.g. "40/54 (74%, min 60%)"; "–" for a gate not run."""
     if coverage is None:

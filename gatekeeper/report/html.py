@@ -37,19 +37,21 @@ def render_page(template: str, **values: object) -> str:
 
 
 class CorrectnessHtmlRenderer(Renderer):
-    """correctness.html: the verdict, then every gate with its checks and their evidence."""
+    """correctness.html: the verdict and its reasons, the seed's table, the key charts, the
+    failures, then every gate with its checks and their evidence."""
 
     name = "correctness_html"
     filename = "correctness.html"
 
     def render(self, data: ReportData) -> str:
         """correctness.html's text."""
-        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data),
+        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data, PerformanceHtmlRenderer.filename),
                                                                other_page=PerformanceHtmlRenderer.filename)
 
 
 class PerformanceHtmlRenderer(Renderer):
-    """performance.html: latency and throughput per target and per gate, with histograms."""
+    """performance.html: the verdict with the performance gate's own reasons, its table, key
+    charts and checks, then latency and throughput per target and per gate, with histograms."""
 
     name = "performance_html"
     filename = "performance.html"

@@ -1,8 +1,9 @@
 """The performance gate in performance.html: seed 002 §5's table from the gate's checks.
 
 Rows by dimension — Startup, Latency, Throughput, Compute, Capacity, Cost — with the baseline's and the
-candidate's figure, the candidate/baseline ratio with its interval, and the check's status.
-Everything is read from the checks' metrics; nothing is measured or judged here.
+candidate's figure (with its unit), the candidate/baseline ratio with its interval, and the check's
+status ("reported" for a figure shown but not judged). Everything is read from the checks' metrics;
+nothing is measured or judged here. `baseline_of(gate)` names the baseline the ratios are against.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _REPORTED = (("e2e_p50_s", "Latency", "E2E p50"), ("e2e_p95_s", "Latency", "E2E 
 _LATENCY = re.compile(r"_p\d+_s$")  # a latency percentile in seconds (not "…_per_s")
 _LABELS = {"output_tokens_per_s": ("Throughput", "output tokens/s"), "tpot_p50_s": ("Latency", "TPOT p50"),
            "cpu_s_per_token": ("Compute", "server CPU time per output token"), "ttft_p95_s": ("Latency", "TTFT p95")}
-_UNITS = {"cpu_s_per_token": "s"}
+_UNITS = {"cpu_s_per_token": "s", "output_tokens_per_s": "tok/s", "requests_per_s": "req/s"}
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,18 @@ def performance_gate(run: RunResult) -> GateResult | None:
 
 
 def _num(value: object, unit: str) -> str:
+    """A figure with its unit: seconds as milliseconds, others to four significant digits."""
     if not isinstance(value, (int, float)):
         return "–"
-    return f"{value * 1000:.2f} ms" if unit == "s" else f"{value:.4g}"
+    if unit == "s":
+        return f"{value * 1000:.2f} ms"
+    return f"{value:.4g}" + (f" {unit}" if unit else "")
+
+
+def baseline_of(gate: GateResult) -> str:
+    """What the gate's ratios are against, as its measurement check names it ("" when unknown)."""
+    measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
+    return str(measured.metrics.get("baseline") or "") if measured is not None else ""
 
 
 def _ratio(c: CheckResult) -> str:
@@ -65,23 +75,28 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
             dim, label = _LABELS[metric]
             unit = "s" if _LATENCY.search(str(metric)) else _UNITS.get(str(metric), "")
             rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
-                                    _num(c.metrics.get("candidate"), unit), _ratio(c), c.status.value))
+                                    _num(c.metrics.get("candidate"), unit), _ratio(c), "UNDECIDED" if c.undecided else c.status.value))
     measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
     for level, sides in (measured.metrics.get("figures") or {}).items() if measured is not None else ():
         base, cand = sides.get("baseline", {}), sides.get("candidate", {})
         for key, dim, label in _REPORTED:
             b, c = base.get(key), cand.get(key)
-            unit = "s" if _LATENCY.search(key) else ""
+            unit = "s" if _LATENCY.search(key) else _UNITS.get(key, "")
             ratio = f"{c / b:.3f}" if isinstance(b, (int, float)) and isinstance(c, (int, float)) and b else "–"
             rows.append(PerfGateRow(dim, f"{label} at concurrency {level.removeprefix('c')}", _num(b, unit), _num(c, unit),
                                     ratio, "reported"))
     cap = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.capacity"), None)
     if cap is not None and cap.metrics:
         knee, cost = cap.metrics.get("knee", {}), cap.metrics.get("cost_per_1000", {})
-        rows.append(PerfGateRow("Capacity", "knee: highest concurrency meeting the SLOs", str(knee.get("baseline", "–")),
-                                str(knee.get("candidate", "–")), "", cap.status.value))
-        rows.append(PerfGateRow("Cost", f"per 1,000 successful requests at the knee "
-                                        f"({cap.metrics.get('price_per_accelerator_hour')} per accelerator-hour)",
+        slo = cap.metrics.get("slo") or {}
+        limits = ", ".join(f"{name} ≤ {_num(slo.get(key), 's')}" for key, name in (("ttft_p95_s", "TTFT p95"),
+                                                                                  ("tpot_p95_s", "TPOT p95")) if slo.get(key))
+        rows.append(PerfGateRow("Capacity", "knee: the highest concurrency up to which every swept level meets the SLOs"
+                                + (f" ({limits})" if limits else ""), f"concurrency {knee.get('baseline', '–')}",
+                                f"concurrency {knee.get('candidate', '–')}", "", cap.status.value))
+        price = cap.metrics.get("price_per_accelerator_hour")
+        rows.append(PerfGateRow("Cost", "per 1,000 successful requests at the knee, in the policy's price unit "
+                                        f"({price} per accelerator-hour × {cap.metrics.get('accelerators', 1)})",
                                 _num(cost.get("baseline"), ""), _num(cost.get("candidate"), ""), "", cap.status.value))
     return tuple(rows)
 

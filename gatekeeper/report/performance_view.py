@@ -1,5 +1,12 @@
-"""The view of performance.html: per-target figures (transposed, with candidate/reference
-ratios), per-gate rows, and latency histograms, built from the report data."""
+"""The view of performance.html, built from the report data.
+
+In reading order: the verdict with the performance gate's own reasons (perf_reasons.py); the
+gate's table (perf_gate_view.py) with its judged rows first and the figures it only reports
+folded; its key charts (the ratios with their intervals, the capacity curves with the SLO); its
+failures; the gate's checks. Then what the correctness gates observed: per-target figures
+(transposed, with candidate/reference ratios — a different baseline from the gate's, and said
+so), per-gate rows, and latency histograms on one shared axis.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +17,11 @@ from markupsafe import Markup
 
 from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData
+from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE, seed_table
-from gatekeeper.report.viewmodel import gate_view, run_view
+from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE, baseline_of, seed_table
+from gatekeeper.report.perf_reasons import performance_reasons
+from gatekeeper.report.viewmodel import failures, gate_view, run_view
 
 
 @dataclass(frozen=True)
@@ -87,14 +96,23 @@ def performance_view(data: ReportData) -> dict[str, Any]:
     meaningful = tuple(("yes" if p.meaningful else f"no: {p.not_meaningful_reason}") for p in perf.targets)
     meaningful += ("",) if has_ratio else ()
     histograms: list[Markup] = []
+    every = [t.e2e_s * 1000 for t in run.timings]
+    shared = (min(every), max(every)) if every else None  # one x axis for every target's histogram
     for p in perf.targets:
         values = [t.e2e_s * 1000 for t in run.timings if t.target == p.role]
         if values:
-            histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)"))
+            histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)", x_range=shared))
     gate = next(((g, counts) for g, counts in data.gates() if g.id == PERFORMANCE_GATE), None)
+    ran = gate is not None and gate[0].excluded is None
+    table = seed_table(gate[0], run) if gate else ()
     return {
-        "gate": gate_view(*gate) if gate else None,
-        "gate_table": seed_table(gate[0], run) if gate else (),
+        "gate": gate_view(*gate) if ran and gate else None,
+        "gate_table": tuple(r for r in table if r.status != "reported"),
+        "reported_rows": tuple(r for r in table if r.status == "reported"),
+        "baseline": baseline_of(gate[0]) if gate else "",
+        "key_charts": key_charts((gate[0],)) if ran and gate else (),
+        "failures": failures((gate[0],)) if ran and gate else (),
+        "perf_reasons": performance_reasons(run),
         "run": run_view(data),
         "caveat": caveat,
         "columns": columns,

@@ -3,12 +3,15 @@
 `correctness_view(data)` (here) and `performance_view(data)` (performance_view.py) turn the report data
 into plain frozen values: formatted strings, CSS class names, pre-cut text pairs and ready SVG
 charts. Nothing here writes HTML except the charts (charts.py), which escape their own text.
+
+Both pages read top to bottom in the order a reviewer asks: the verdict and its reasons, the
+seed's table, the key charts (key_charts.py), the failures — the checks that went against the
+run (`verdict.check_verdict`), shown in full once — and then every gate, its other checks as
+before, its passing ones folded.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,33 +19,16 @@ from typing import Any
 from markupsafe import Markup
 
 from gatekeeper.report import charts
-from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
-from gatekeeper.report.jsonable import to_jsonable
+from gatekeeper.report.data import ReportData, StatusCounts, badge_status, coverage_text
+from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_value
+from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
-from gatekeeper.report.textdiff import TextPair, text_pair
-from gatekeeper import evidence
-from gatekeeper.evidence import Evidence
-from gatekeeper.results import CheckResult, GateResult, Status
+from gatekeeper.results import CheckResult, GateResult, Status, Verdict
+from gatekeeper.verdict import check_verdict
 
 _PASSED = (Status.PASS, Status.WARN)
-MAX_LOG_LINES = 400
-MAX_TABLE_ROWS = 500
-MAX_TOP_REASONS = 8  # the verdict box shows these; the rest fold away under <details>
+MAX_TOP_REASONS = 5  # the verdict box shows these; the rest fold away under <details>
 MAX_REASON_CHARS = 400
-
-
-@dataclass(frozen=True)
-class EvidenceView:
-    """One evidence item; `kind` is one of text_pair, table, chart, log, json."""
-
-    kind: str
-    title: str
-    pair: TextPair | None = None
-    columns: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
-    chart: Markup | None = None
-    text: str = ""
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +45,8 @@ class CheckView:
     evidence: tuple[EvidenceView, ...]
     open: bool
     judgement: str = "exact"
+    is_failure: bool = False  # it went against the run: shown in full under "Failures", pointed at in its gate
+    badge: str = ""  # the status as its badge reads: "UNDECIDED" for a check the evidence left open
 
 
 @dataclass(frozen=True)
@@ -103,7 +91,7 @@ class RunView:
     verdict: str
     headline: str  # the verdict, with "(partial: …)" for a run that left gates out
     exit_code: int
-    reasons: tuple[tuple[str | None, str], ...]  # (anchor of the check it names, or None; text)
+    reasons: tuple[tuple[str | None, str], ...]  # (link to the check it names, or None; text)
     more_reasons: tuple[tuple[str | None, str], ...]
     policy: str
     golden_sets: str
@@ -111,24 +99,6 @@ class RunView:
     targets: tuple[TargetView, ...]
     counts: tuple[tuple[str, int], ...] = field(default=())
     hooks: tuple[tuple[bool, str], ...] = field(default=())  # (ok, "webhook https://… : HTTP 200") per rollback hook
-
-
-def fmt_value(value: Any) -> str:
-    """A metric value as a short string."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return charts.fmt_num(value)
-    if isinstance(value, (list, tuple, dict)):
-        text = json.dumps(to_jsonable(value), ensure_ascii=False)
-        return text if len(text) <= 300 else text[:299] + "…"
-    return str(value)
 
 
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -181,32 +151,6 @@ def _counts(counts: StatusCounts) -> tuple[tuple[str, int], ...]:
     return tuple((s.value, n) for s, n in counts.items() if n)
 
 
-def evidence_view(ev: Evidence) -> EvidenceView:
-    """Turn one piece of evidence into its view, by kind; evidence that could not be read
-    back (`evidence.Unreadable`) shows as raw JSON with the reason."""
-    if isinstance(ev, evidence.TextPair):
-        return EvidenceView("text_pair", ev.title, pair=text_pair(ev.title, ev.data))
-    if isinstance(ev, evidence.Table):
-        rows = [tuple(fmt_value(c) for c in row) for row in ev.rows]
-        note = f"{len(rows) - MAX_TABLE_ROWS} more rows not shown" if len(rows) > MAX_TABLE_ROWS else ""
-        return EvidenceView("table", ev.title, columns=ev.columns, rows=tuple(rows[:MAX_TABLE_ROWS]), note=note)
-    if isinstance(ev, evidence.Histogram):
-        return EvidenceView("chart", ev.title, chart=charts.histogram_svg(list(ev.values), ev.label or ev.title, ev.threshold))
-    if isinstance(ev, evidence.Series):
-        chart = charts.line_chart_svg(list(ev.x), {k: list(v) for k, v in ev.series.items()}, ev.x_label, ev.y_label)
-        return EvidenceView("chart", ev.title, chart=chart)
-    if isinstance(ev, evidence.Heatmap):
-        labels = None if ev.labels is None else [list(r) for r in ev.labels]
-        chart = charts.heatmap_svg(list(ev.rows), list(ev.columns), [list(v) for v in ev.values], labels, ev.title)
-        return EvidenceView("chart", ev.title, chart=chart)
-    if isinstance(ev, evidence.Log):
-        note = f"first {len(ev.lines) - MAX_LOG_LINES} lines not shown" if len(ev.lines) > MAX_LOG_LINES else ""
-        return EvidenceView("log", ev.title, text="\n".join(ev.lines[-MAX_LOG_LINES:]), note=note)
-    raw = json.dumps(to_jsonable(ev.data), indent=2, ensure_ascii=False)
-    note = f"{ev.why}; raw data below" if isinstance(ev, evidence.Unreadable) else ""
-    return EvidenceView("json", ev.title, text=raw, note=note)
-
-
 def check_view(c: CheckResult) -> CheckView:
     """One check's view; evidence starts open when the check did not pass."""
     return CheckView(
@@ -217,10 +161,22 @@ def check_view(c: CheckResult) -> CheckView:
         family=c.family or "",
         duration=fmt_seconds(c.duration_s) if c.duration_s else "",
         metrics=tuple(_flatten(c.metrics)),
-        evidence=tuple(evidence_view(e) for e in c.evidence),
+        evidence=tuple(evidence_view(e, badge_status(c)) for e in c.evidence),
         open=c.status not in _PASSED and c.status != Status.SKIP,
         judgement=c.judgement.value,
+        is_failure=is_failure(c),
+        badge=badge_status(c),
     )
+
+
+def is_failure(c: CheckResult) -> bool:
+    """The check went against the run: a FAIL, an ERROR, or a blocking SKIP or undecided check."""
+    return check_verdict(c) is not Verdict.PROMOTE
+
+
+def failures(gates: tuple[GateResult, ...]) -> tuple[CheckView, ...]:
+    """The checks of `gates` that went against the run (gates the run left out have none)."""
+    return tuple(check_view(c) for g in gates if g.excluded is None for c in g.checks if is_failure(c))
 
 
 def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
@@ -258,16 +214,18 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
     )
 
 
-def _linked(reason: str, ids: set[str]) -> tuple[str | None, str]:
-    """A verdict reason with the id of the check it names (for a link to it), or None."""
+def _linked(reason: str, links: dict[str, str]) -> tuple[str | None, str]:
+    """A verdict reason with the link to the check it names, or None."""
     head = re.match(r"[^\s:]*", reason).group(0)  # type: ignore[union-attr]  # matches "" at worst
-    return (head if head in ids else None), _clip(reason)
+    return links.get(head), _clip(reason)
 
 
-def run_view(data: ReportData) -> RunView:
-    """The header: verdict, reasons, targets."""
+def run_view(data: ReportData, other_page: str = "") -> RunView:
+    """The header: verdict, reasons (each linked to its check: on this page, the correctness
+    one, or on `other_page` for a performance check), targets."""
     run = data.run
-    ids = {c.id for g in run.gates for c in g.checks}
+    links = {c.id: (f"{other_page}#check-{c.id}" if g.id == PERFORMANCE_GATE else f"#check-{c.id}")
+             for g in run.gates for c in g.checks}
     return RunView(
         run_id=run.run_id,
         started_at=run.started_at,
@@ -275,8 +233,8 @@ def run_view(data: ReportData) -> RunView:
         verdict=run.verdict.value,
         headline=run.headline,
         exit_code=run.exit_code,
-        reasons=tuple(_linked(r, ids) for r in run.reasons[:MAX_TOP_REASONS]),
-        more_reasons=tuple(_linked(r, ids) for r in run.reasons[MAX_TOP_REASONS:]),
+        reasons=tuple(_linked(r, links) for r in run.reasons[:MAX_TOP_REASONS]),
+        more_reasons=tuple(_linked(r, links) for r in run.reasons[MAX_TOP_REASONS:]),
         policy=run.policy,
         golden_sets=", ".join(run.golden_sets),
         seed=run.seed,
@@ -290,9 +248,12 @@ def run_view(data: ReportData) -> RunView:
     )
 
 
-def correctness_view(data: ReportData) -> dict[str, Any]:
-    """Everything correctness.html.j2 needs."""
-    return {"run": run_view(data), "table": data.correctness,
+def correctness_view(data: ReportData, performance_page: str = "") -> dict[str, Any]:
+    """Everything correctness.html.j2 needs; `performance_page` is where a reason that names a
+    performance check links to."""
+    gates = tuple(g for g in data.run.gates if g.id != PERFORMANCE_GATE)
+    return {"run": run_view(data, performance_page), "table": data.correctness, "key_charts": key_charts(gates),
+            "failures": failures(gates),
             "gates": tuple(gate_view(g, counts) for g, counts in data.gates() if g.id != PERFORMANCE_GATE)}
 
 

@@ -1,0 +1,63 @@
+"""performance.html's own reasons: what the performance gate decided and what it left open.
+
+The verdict box of performance.html states the performance gate's outcome instead of pointing
+at the correctness report: its checks that went against the run (a FAIL, an ERROR, a blocking
+SKIP or undecided check), then its advisory checks that are undecided, WARN, FAIL or skipped, each
+linked to the check; or why the gate did not run. The run's verdict also rests on the
+correctness gates, whose reasons are on the other page; `PerfReasons.elsewhere` says so when any
+of the run's reasons are there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gatekeeper.report.data import badge_status
+from gatekeeper.report.perf_gate_view import performance_gate
+from gatekeeper.results import CheckResult, RunResult, Status, Verdict
+from gatekeeper.verdict import check_verdict
+
+MAX_REASON_CHARS = 240
+
+
+@dataclass(frozen=True)
+class PerfReasons:
+    """The performance gate's status line and its reasons as (link to the check, or None; text)."""
+
+    status: str  # e.g. "performance gate: FAIL · 3 PASS · 1 FAIL · 2 WARN", or why it did not run
+    reasons: tuple[tuple[str | None, str], ...]
+    elsewhere: str  # "" or a sentence, ending where the page links the correctness report, saying the verdict rests there too
+
+
+def _line(c: CheckResult) -> tuple[str | None, str]:
+    reason = c.reason if len(c.reason) <= MAX_REASON_CHARS else c.reason[: MAX_REASON_CHARS - 1] + "…"
+    return f"#check-{c.id}", f"{c.id}: {badge_status(c)}{'' if c.blocking else ' (advisory)'} — {reason}"
+
+
+def _open_question(c: CheckResult) -> bool:
+    """An advisory check that did not pass: shown, though it does not decide the verdict."""
+    return c.undecided or c.status in (Status.WARN, Status.FAIL, Status.ERROR, Status.SKIP)
+
+
+def performance_reasons(run: RunResult) -> PerfReasons:
+    """The performance gate's own reasons for `run`."""
+    gate = performance_gate(run)
+    others = [c for g in run.gates if g.excluded is None and g is not gate for c in g.checks]
+    ran = gate is not None and gate.excluded is None
+    elsewhere = "" if not any(check_verdict(c) is not Verdict.PROMOTE for c in others) else (
+        f"The run's verdict {'also ' if ran else ''}rests on the correctness gates: their reasons are in the")
+    if gate is None:
+        return PerfReasons("performance gate: not in this run", (), elsewhere)
+    if gate.excluded is not None:
+        return PerfReasons(f"performance gate: not run ({gate.excluded})", (), elsewhere)
+    against = [c for c in gate.checks if check_verdict(c) is not Verdict.PROMOTE]
+    advisory = [c for c in gate.checks if c not in against and _open_question(c)]
+    counts = {s: sum(1 for c in gate.checks if c.status is s) for s in Status}
+    said = " · ".join(f"{n} {s.value}" for s, n in counts.items() if n)
+    undecided = sum(1 for c in gate.checks if c.undecided)
+    status = f"performance gate: {gate.status.value}" + (f" · {said}" if said else "") + (
+        f" (of which {undecided} undecided)" if undecided else "")
+    lines = [_line(c) for c in against + advisory]
+    if not lines:
+        lines = [(None, f"all {len(gate.checks)} checks of the performance gate passed")]
+    return PerfReasons(status, tuple(lines), elsewhere)
