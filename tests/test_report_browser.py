@@ -3,10 +3,13 @@
 The test copies each page, appends a small probe script (the shipped reports contain no
 script at all), and loads it with `--dump-dom`. The probe measures the laid-out page — the
 document's scroll width against the viewport, the visible text (`innerText`, which leaves out
-anything hidden), the <mark>s and whether they have a size on screen — and writes the result
-as JSON into the DOM, which the test parses. Needs Debian's `chromium` (apt-get install
-chromium); skipped with a reason when it is missing. Set GATEKEEPER_SCREENSHOTS=DIR to also
-save a PNG of every page and width for a human to look at.
+anything hidden), the <mark>s and whether they have a size on screen, and where the verdict, its
+reasons, the seed's table and the first key chart are (`getBoundingClientRect`) — and writes the
+result as JSON into the DOM, which the test parses. At 1280×900 the verdict, the reasons and the
+first key chart of every page must be on the first screen, the chart of a check that went against
+the run first. Needs Debian's `chromium` (apt-get install chromium); skipped with a reason when it
+is missing. Set GATEKEEPER_SCREENSHOTS=DIR to also save a PNG of every page and width for a human
+to look at.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import pytest
 
 from gatekeeper.report.writer import write_reports
 from report_runs import XSS, hold_run, rollback_run
+from report_runs_charts import partial_promote_run, perf_rollback_run, promote_full_run, shadow_rollback_run
 
 WIDTHS = (1280, 720, 500)  # headless Chromium will not go narrower than 500 px
+FOLD = 900  # the first screen of a 1280×900 window
 FITS_WITHOUT_INNER_SCROLL = 720  # from this width up, every table and <pre> fits as well
 PROBE = """
 <script>
@@ -43,9 +48,17 @@ PROBE = """
   var scrolled = Array.prototype.filter.call(document.querySelectorAll(".tw, pre"), function (el) {
     return el.scrollWidth > el.clientWidth + 1;
   }).map(function (el) { return el.tagName + "." + el.className + ": " + el.textContent.slice(0, 40); });
+  var fold = {};
+  ["#verdict .big", "#reasons li", "#verdict .status-line", "#seed-table, #perf-table", "#key-charts h2",
+   "#key-charts p.muted", "figure.key-chart svg"].forEach(function (sel) {
+    var el = document.querySelector(sel);
+    if (el) { var r = el.getBoundingClientRect(); fold[sel] = {top: r.top, bottom: r.bottom, height: r.height}; }
+  });
+  var first = document.querySelector("figure.key-chart figcaption a");
   var out = {scrollWidth: d.scrollWidth, innerWidth: w, wide: wide, marks: marks, scrolled: scrolled,
-             text: document.body.innerText, sections: document.querySelectorAll("section.gate").length,
-             scripts: document.scripts.length};
+             text: document.body.innerText, sections: document.querySelectorAll('section.gate[id^="gate-"]').length,
+             scripts: document.scripts.length, fold: fold, firstChart: first ? first.textContent : null,
+             keyCharts: document.querySelectorAll("figure.key-chart").length};
   var pre = document.createElement("pre");
   pre.id = "__probe";
   pre.textContent = JSON.stringify(out);
@@ -124,7 +137,9 @@ def test_correctness_page_as_a_reader_sees_it(
         assert seen["scrolled"] == [], f"boxes scroll sideways at {width}px"
     text = seen["text"]
     assert "Verdict: ROLLBACK" in text
-    assert text.index("Verdict: ROLLBACK") < text.index("1. Startup") < text.index("2. Numerical consistency")
+    startup = text.index("1. Startup")  # the table of contents, then the gates
+    assert text.index("Verdict: ROLLBACK") < text.index("Key charts") < text.index("Failures") < startup
+    assert startup < text.index("2. Numerical consistency", startup)
     assert "max |Δlogprob| 2.5 > tolerance 0.05" in text
     assert XSS in text  # shown to the reader as text, never run
     assert seen["scripts"] == 1  # only the probe: the model's <script> is not an element
@@ -151,3 +166,47 @@ def test_page_without_timings_or_evidence(chromium: str, reports: dict[str, Path
     seen = probe(chromium, reports["hold_correctness"], 720, tmp_path)
     assert seen["scrollWidth"] <= seen["innerWidth"]
     assert "Verdict: HOLD" in seen["text"] and "connection refused" in seen["text"]
+
+
+# run -> (first key chart on correctness.html, on performance.html); None: the page has no key chart
+FIRST_KEY_CHART = {
+    "rollback": ("numerics.logprob_delta", None),
+    "hold": (None, None),
+    "promote_full": ("numerics.max_logprob_delta", "performance.c4.output_tokens_per_s"),
+    "shadow_rollback": ("shadow.stage.quarter", None),
+    "perf_rollback": ("numerics.max_logprob_delta", "performance.c4.output_tokens_per_s"),
+    "partial_promote": ("golden.pass_rate", None),
+}
+RUNS = {"rollback": rollback_run, "hold": hold_run, "promote_full": promote_full_run, "shadow_rollback": shadow_rollback_run,
+        "perf_rollback": perf_rollback_run, "partial_promote": partial_promote_run}
+
+
+@pytest.fixture(scope="module")
+def every_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Path]]:
+    out = tmp_path_factory.mktemp("runs")
+    return {name: write_reports(make(), out / name) for name, make in RUNS.items()}
+
+
+@pytest.mark.parametrize("page", ["correctness_html", "performance_html"])
+@pytest.mark.parametrize("run", sorted(FIRST_KEY_CHART))
+def test_verdict_reasons_and_first_key_chart_are_above_the_fold(
+    chromium: str, every_run: dict[str, dict[str, Path]], run: str, page: str, tmp_path: Path
+) -> None:
+    seen = probe(chromium, every_run[run][page], 1280, tmp_path)
+    fold = seen["fold"]
+    assert fold["#verdict .big"]["bottom"] < FOLD
+    reasons = fold.get("#reasons li") or fold.get("#verdict .status-line")  # a gate not run has a status line only
+    assert reasons is not None and reasons["bottom"] < FOLD, f"{run} {page}: no reason on the first screen: {fold}"
+    if page == "performance_html":
+        assert "performance gate:" in seen["text"]  # its own outcome, not a pointer to the other page
+    else:
+        assert fold["#seed-table, #perf-table"]["top"] < fold["#key-charts h2"]["top"]
+    expected = FIRST_KEY_CHART[run][page == "performance_html"]
+    assert seen["firstChart"] == expected
+    if expected is None:
+        assert seen["keyCharts"] == 0
+        if "#key-charts h2" in fold:  # the section says there is none, on the first screen
+            assert fold["#key-charts p.muted"]["bottom"] < FOLD
+    else:
+        chart = fold["figure.key-chart svg"]
+        assert chart["top"] < FOLD and chart["height"] > 50, f"{run} {page}: first key chart below the fold: {fold}"
