@@ -92,8 +92,8 @@ def test_the_two_kinds_of_ratio_say_what_they_are_against() -> None:
 
 def test_the_capacity_row_says_what_the_knee_is() -> None:
     html = render_performance_html(perf_rollback_run())
-    assert "the highest concurrency up to which every swept level meets the SLOs (TTFT p95 ≤ 80.00 ms)" in html
-    assert "concurrency 2" in html and "price unit" in html
+    assert "knee: highest concurrency with every level up to it within the SLOs (TTFT p95 ≤ 80 ms)" in html
+    assert "concurrency 2" in html and "in the policy&#39;s unit" in html
 
 
 def test_the_correctness_page_reads_verdict_table_charts_failures_gates() -> None:

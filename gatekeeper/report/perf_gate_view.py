@@ -89,14 +89,14 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
     if cap is not None and cap.metrics:
         knee, cost = cap.metrics.get("knee", {}), cap.metrics.get("cost_per_1000", {})
         slo = cap.metrics.get("slo") or {}
-        limits = ", ".join(f"{name} ≤ {_num(slo.get(key), 's')}" for key, name in (("ttft_p95_s", "TTFT p95"),
-                                                                                  ("tpot_p95_s", "TPOT p95")) if slo.get(key))
-        rows.append(PerfGateRow("Capacity", "knee: the highest concurrency up to which every swept level meets the SLOs"
+        limits = ", ".join(f"{name} ≤ {slo[key] * 1000:g} ms" for key, name in (("ttft_p95_s", "TTFT p95"),
+                                                                                ("tpot_p95_s", "TPOT p95")) if slo.get(key))
+        rows.append(PerfGateRow("Capacity", "knee: highest concurrency with every level up to it within the SLOs"
                                 + (f" ({limits})" if limits else ""), f"concurrency {knee.get('baseline', '–')}",
                                 f"concurrency {knee.get('candidate', '–')}", "", cap.status.value))
         price = cap.metrics.get("price_per_accelerator_hour")
-        rows.append(PerfGateRow("Cost", "per 1,000 successful requests at the knee, in the policy's price unit "
-                                        f"({price} per accelerator-hour × {cap.metrics.get('accelerators', 1)})",
+        rows.append(PerfGateRow("Cost", f"per 1,000 requests at the knee (price {price} per accelerator-hour × "
+                                        f"{cap.metrics.get('accelerators', 1)}, in the policy's unit)",
                                 _num(cost.get("baseline"), ""), _num(cost.get("candidate"), ""), "", cap.status.value))
     return tuple(rows)
 
