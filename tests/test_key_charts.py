@@ -14,7 +14,7 @@ from gatekeeper.gates.shadow.analysis import MetricResult, SliceResult
 from gatekeeper.gates.shadow.gate import _slice_table
 from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.charts import intervals_svg, line_chart_svg
-from gatekeeper.report.evidence_view import fmt_value
+from gatekeeper.report.evidence_view import fmt_metric, fmt_value
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_reasons import performance_reasons
 from gatekeeper.report.serialise import check_json
@@ -64,6 +64,8 @@ def test_coinciding_lines_both_show() -> None:
 
 def test_numbers_in_views_are_short() -> None:
     assert fmt_value([0.12345678901234567, {"a": 1 / 3}]) == '[0.1235, {"a": 0.3333}]'
+    assert (fmt_metric("ttft_p95_s", 0.041351234), fmt_metric("startup_s", 5.17), fmt_metric("requests_per_s", 27.4512)) == (
+        "41.35 ms", "5.17 s", "27.45")
     html = render_performance_html(perf_rollback_run())
     assert not re.search(r"\d\.\d{9,}", html.split("<svg", 1)[0])  # the tables before the charts
     assert "878.3 tok/s" in html and "3.43 ms" in html

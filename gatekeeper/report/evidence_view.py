@@ -3,7 +3,8 @@
 `evidence_view(ev)` turns a typed evidence value (gatekeeper/evidence.py) into an `EvidenceView`:
 a text pair pre-cut at its first difference, a table of formatted cells, a ready SVG chart
 (charts.py), a log or raw JSON. `fmt_value` is how every number a view builds is written: at most
-four significant digits, inside lists and objects too, so no table shows a 17-digit float.
+four significant digits, inside lists and objects too, so no table shows a 17-digit float;
+`fmt_metric` adds the unit a metric's name implies (`…_s`: a duration).
 """
 
 from __future__ import annotations
@@ -68,6 +69,15 @@ def fmt_value(value: Any) -> str:
         text = json.dumps(to_jsonable(_rounded(value)), ensure_ascii=False)
         return text if len(text) <= MAX_JSON_CHARS else text[:MAX_JSON_CHARS - 1] + "…"
     return str(value)
+
+
+def fmt_metric(key: str, value: Any) -> str:
+    """A metric's value with the unit its name implies: a number under a key ending in `_s` (not
+    `_per_s`) is a duration, shown in ms below a second, else in s; anything else as `fmt_value`."""
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if is_number and key.endswith("_s") and not key.endswith("_per_s"):
+        return f"{value * 1000:.4g} ms" if abs(value) < 1 else f"{value:.4g} s"
+    return fmt_value(value)
 
 
 def evidence_view(ev: Evidence, status: str = "") -> EvidenceView:

@@ -20,7 +20,7 @@ from markupsafe import Markup
 
 from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData, StatusCounts, badge_status, coverage_text
-from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_value
+from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_metric
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
@@ -117,7 +117,7 @@ def _flatten(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]
         if isinstance(value, dict) and value:
             rows += _flatten(value, name + ".")
         else:
-            rows.append((name, fmt_value(value)))
+            rows.append((name, fmt_metric(str(key), value)))
     return rows
 
 
