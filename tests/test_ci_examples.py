@@ -120,7 +120,8 @@ def test_the_github_gate_job_gates_two_servers_and_fails_on_rollback(tmp_path, t
     assert "s3cret-ref" not in "".join(p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file())
     subprocess.run(["bash", "-e", "-c", summary["run"]], cwd=tmp_path, check=True,
                    env=_shell_env(tmp_path, RUN_DIR=outputs["run_dir"], GITHUB_STEP_SUMMARY=str(step_summary)))
-    assert "ROLLBACK" in step_summary.read_text() and "numerics." in step_summary.read_text()
+    said = step_summary.read_text()
+    assert said.startswith("## gatekeeper: ❌ ROLLBACK") and "](correctness.html#check-" in said, said
     acted = subprocess.run(["bash", "-e", "-c", verdict["run"]], cwd=tmp_path, capture_output=True, text=True,
                            env=_shell_env(tmp_path, CODE=outputs["exit_code"]))
     assert acted.returncode == 1 and "ROLLBACK" in acted.stdout

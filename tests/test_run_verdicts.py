@@ -26,7 +26,7 @@ def test_clean_candidate_promotes_with_all_reports(tmp_path, tiny_model_dir):
     for suite in xml:
         if suite.name in ("gatekeeper.startup", "gatekeeper.numerics"):  # each check's own time, within the gate's
             times = [case.time for case in suite]
-            assert 0.5 * suite.time <= sum(times) <= suite.time + 0.001 * len(times), (suite.name, times, suite.time)
+            assert all(t <= suite.time + 0.001 for t in times) and max(times) > 0, (suite.name, times, suite.time)
 
 
 def test_optional_import_rolls_back_at_startup_with_the_error(tmp_path, tiny_model_dir):
