@@ -78,6 +78,7 @@ def main() -> None:
 def _register() -> None:
     """The commands (gatekeeper/commands/ and the live proxy's), onto `main`."""
     from gatekeeper.commands.bisect import bisect
+    from gatekeeper.commands.compare import compare
     from gatekeeper.commands.golden import golden
     from gatekeeper.commands.init import init
     from gatekeeper.commands.matrix import matrix, report
@@ -88,7 +89,7 @@ def _register() -> None:
     from gatekeeper.live.commands import pairs, record, shadow
 
     traffic.add_command(record)
-    for command in (run, init, bisect, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
+    for command in (run, init, bisect, compare, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
         main.add_command(command)
 
 
