@@ -34,6 +34,7 @@ class PerfGateRow:
     candidate: str
     ratio: str
     status: str
+    budgeted: bool = False  # a figure judged against its budget (a `performance.c<N>.<metric>` check)
 
 
 def performance_gate(run: RunResult) -> GateResult | None:
@@ -75,7 +76,8 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
             dim, label = _LABELS[metric]
             unit = "s" if _LATENCY.search(str(metric)) else _UNITS.get(str(metric), "")
             rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
-                                    _num(c.metrics.get("candidate"), unit), _ratio(c), "UNDECIDED" if c.undecided else c.status.value))
+                                    _num(c.metrics.get("candidate"), unit), _ratio(c), "UNDECIDED" if c.undecided else c.status.value,
+                                    budgeted=True))
     measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
     for level, sides in (measured.metrics.get("figures") or {}).items() if measured is not None else ():
         base, cand = sides.get("baseline", {}), sides.get("candidate", {})

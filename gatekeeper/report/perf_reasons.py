@@ -2,8 +2,9 @@
 
 The verdict box of performance.html states the performance gate's outcome instead of pointing
 at the correctness report: its checks that went against the run (a FAIL, an ERROR, a blocking
-SKIP or undecided check), then its advisory checks that are undecided, WARN, FAIL or skipped, each
-linked to the check; or why the gate did not run. The run's verdict also rests on the
+SKIP or undecided check), then its advisory checks that are undecided, WARN or FAIL (or skipped,
+when nothing else is to say), each linked to the check and cut to a line; or why the gate did
+not run (left out, or stopped by an earlier gate). The run's verdict also rests on the
 correctness gates, whose reasons are on the other page; `PerfReasons.elsewhere` says so when any
 of the run's reasons are there.
 """
@@ -17,7 +18,7 @@ from gatekeeper.report.perf_gate_view import performance_gate
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
-MAX_REASON_CHARS = 240
+MAX_REASON_CHARS = 124  # a line each at 1280 px: the full reason is in the check
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class PerfReasons:
 
 
 def _line(c: CheckResult) -> tuple[str | None, str]:
-    reason = c.reason if len(c.reason) <= MAX_REASON_CHARS else c.reason[: MAX_REASON_CHARS - 1] + "…"
-    return f"#check-{c.id}", f"{c.id}: {badge_status(c)}{'' if c.blocking else ' (advisory)'} — {reason}"
+    text = f"{c.id}: {badge_status(c)}{'' if c.blocking else ' (advisory)'} — {c.reason}"
+    return f"#check-{c.id}", text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
 
 
 def _open_question(c: CheckResult) -> bool:
@@ -43,15 +44,20 @@ def performance_reasons(run: RunResult) -> PerfReasons:
     """The performance gate's own reasons for `run`."""
     gate = performance_gate(run)
     others = [c for g in run.gates if g.excluded is None and g is not gate for c in g.checks]
-    ran = gate is not None and gate.excluded is None
+    ran = gate is not None and gate.excluded is None and gate.coverage is not None
     elsewhere = "" if not any(check_verdict(c) is not Verdict.PROMOTE for c in others) else (
         f"The run's verdict {'also ' if ran else ''}rests on the correctness gates: their reasons are in the")
     if gate is None:
         return PerfReasons("performance gate: not in this run", (), elsewhere)
     if gate.excluded is not None:
         return PerfReasons(f"performance gate: not run ({gate.excluded})", (), elsewhere)
+    if gate.coverage is None:  # stopped before it started: its checks only say so
+        why = "; ".join(c.reason for c in gate.checks) or "an earlier gate stopped the run"
+        return PerfReasons(f"performance gate: not run ({why})", (), elsewhere)
     against = [c for c in gate.checks if check_verdict(c) is not Verdict.PROMOTE]
     advisory = [c for c in gate.checks if c not in against and _open_question(c)]
+    if len(advisory) > sum(1 for c in advisory if c.status is Status.SKIP):  # an advisory skip is news only alone
+        advisory = [c for c in advisory if c.status is not Status.SKIP]
     counts = {s: sum(1 for c in gate.checks if c.status is s) for s in Status}
     said = " · ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     undecided = sum(1 for c in gate.checks if c.undecided)

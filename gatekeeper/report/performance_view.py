@@ -1,11 +1,12 @@
 """The view of performance.html, built from the report data.
 
 In reading order: the verdict with the performance gate's own reasons (perf_reasons.py); the
-gate's table (perf_gate_view.py) with its judged rows first and the figures it only reports
-folded; its key charts (the ratios with their intervals, the capacity curves with the SLO); its
-failures; the gate's checks. Then what the correctness gates observed: per-target figures
-(transposed, with candidate/reference ratios — a different baseline from the gate's, and said
-so), per-gate rows, and latency histograms on one shared axis.
+gate's table (perf_gate_view.py) of the figures judged against a budget; its key charts (the
+ratios with their intervals, the capacity curves with the SLO); the rest of the table folded
+(startup, capacity, cost, the figures only reported); its failures; the gate's checks. Then what
+the correctness gates observed: per-target figures (transposed, with candidate/reference ratios —
+a different baseline from the gate's, and said so), per-gate rows, and latency histograms on one
+shared axis.
 """
 
 from __future__ import annotations
@@ -103,12 +104,12 @@ def performance_view(data: ReportData) -> dict[str, Any]:
         if values:
             histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)", x_range=shared))
     gate = next(((g, counts) for g, counts in data.gates() if g.id == PERFORMANCE_GATE), None)
-    ran = gate is not None and gate[0].excluded is None
+    ran = gate is not None and gate[0].excluded is None and gate[0].coverage is not None  # not stopped before it
     table = seed_table(gate[0], run) if gate else ()
     return {
         "gate": gate_view(*gate) if ran and gate else None,
-        "gate_table": tuple(r for r in table if r.status != "reported"),
-        "reported_rows": tuple(r for r in table if r.status == "reported"),
+        "gate_table": tuple(r for r in table if r.budgeted),
+        "reported_rows": tuple(r for r in table if not r.budgeted),
         "baseline": baseline_of(gate[0]) if gate else "",
         "key_charts": key_charts((gate[0],)) if ran and gate else (),
         "failures": failures((gate[0],)) if ran and gate else (),

@@ -27,8 +27,8 @@ from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
 _PASSED = (Status.PASS, Status.WARN)
-MAX_TOP_REASONS = 5  # the verdict box shows these; the rest fold away under <details>
-MAX_REASON_CHARS = 400
+MAX_TOP_REASONS = 3  # the verdict box shows these; the rest fold away under <details>
+MAX_REASON_CHARS = 180  # the verdict box keeps each reason to two lines; the check has it whole
 
 
 @dataclass(frozen=True)
@@ -175,8 +175,11 @@ def is_failure(c: CheckResult) -> bool:
 
 
 def failures(gates: tuple[GateResult, ...]) -> tuple[CheckView, ...]:
-    """The checks of `gates` that went against the run (gates the run left out have none)."""
-    return tuple(check_view(c) for g in gates if g.excluded is None for c in g.checks if is_failure(c))
+    """The checks of `gates` that went against the run. A gate that did not run (left out, or
+    stopped by an earlier one: no coverage) has none: its skips are the earlier failure's
+    consequence, shown in its own section."""
+    return tuple(check_view(c) for g in gates if g.excluded is None and g.coverage is not None
+                 for c in g.checks if is_failure(c))
 
 
 def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
