@@ -18,6 +18,7 @@ from gatekeeper.report.evidence_view import fmt_metric, fmt_value
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_reasons import performance_reasons
 from gatekeeper.report.serialise import check_json
+from gatekeeper.report.viewmodel import failures
 from gatekeeper.results import Status
 from gatekeeper.run_dir import _check
 from report_runs import _check as make_check
@@ -130,3 +131,12 @@ def test_a_gate_left_out_draws_no_key_chart() -> None:
     gate = _gate("numerics", 2, "Numerical consistency", [make_check("numerics", "x", Status.PASS, "ok", evidence=(hist,))])
     assert len(key_charts((gate,))) == 1
     assert key_charts((replace(gate, excluded="not selected by --gates"),)) == ()
+
+
+def test_a_gate_stopped_by_an_earlier_one_is_not_run_not_a_failure() -> None:
+    stopped = _gate("performance", 6, "Performance", [make_check("performance", "not_run", Status.SKIP,
+                                                                  "not run: gate 1 (startup) failed")], coverage=None)
+    run = replace(rollback_run(), gates=(*rollback_run().gates, stopped))
+    assert performance_reasons(run).status == "performance gate: not run (not run: gate 1 (startup) failed)"
+    assert failures((stopped,)) == ()
+    assert 'id="failures"' not in render_performance_html(run) and 'id="perf-table"' not in render_performance_html(run)
