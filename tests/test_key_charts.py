@@ -137,6 +137,6 @@ def test_a_gate_stopped_by_an_earlier_one_is_not_run_not_a_failure() -> None:
     stopped = _gate("performance", 6, "Performance", [make_check("performance", "not_run", Status.SKIP,
                                                                   "not run: gate 1 (startup) failed")], coverage=None)
     run = replace(rollback_run(), gates=(*rollback_run().gates, stopped))
-    assert performance_reasons(run).status == "performance gate: not run (not run: gate 1 (startup) failed)"
+    assert performance_reasons(run).status == "performance gate: not run (gate 1 (startup) failed)"
     assert failures((stopped,)) == ()
     assert 'id="failures"' not in render_performance_html(run) and 'id="perf-table"' not in render_performance_html(run)

@@ -52,7 +52,7 @@ def performance_reasons(run: RunResult) -> PerfReasons:
     if gate.excluded is not None:
         return PerfReasons(f"performance gate: not run ({gate.excluded})", (), elsewhere)
     if gate.coverage is None:  # stopped before it started: its checks only say so
-        why = "; ".join(c.reason for c in gate.checks) or "an earlier gate stopped the run"
+        why = "; ".join(c.reason.removeprefix("not run: ") for c in gate.checks) or "an earlier gate stopped the run"
         return PerfReasons(f"performance gate: not run ({why})", (), elsewhere)
     against = [c for c in gate.checks if check_verdict(c) is not Verdict.PROMOTE]
     advisory = [c for c in gate.checks if c not in against and _open_question(c)]
