@@ -88,6 +88,7 @@ def test_bad_input_is_one_line_and_exit_3(tmp_path, args, says):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # 21 s of real runs: the default suite keeps the synthetic bisect tests
 def test_a_real_bisect_names_the_first_bad_build_and_resumes_without_relaunching(tmp_path):
     builds, template = synthetic_history(tmp_path / "history", 3, 1, "eos-ignored")
     out = tmp_path / "bisect"

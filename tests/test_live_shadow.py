@@ -158,6 +158,7 @@ def test_mirror_sink_mode_pairs_a_gateways_copies_itself(tmp_path, servers):
     assert json.loads(json.dumps(data))["verdict"] == "HOLD"  # 6 pairs are not enough to promote
 
 
+@pytest.mark.slow  # 16 s: a recorded replay through gate 5
 def test_recorded_traffic_replays_as_gate_5_traffic(tmp_path, servers):
     primary, _, _ = servers
     out = tmp_path / "recorded.jsonl"

@@ -137,6 +137,7 @@ TWO = """\
     """
 
 
+@pytest.mark.slow  # 14 s of real cell runs
 def test_matrix_run_runs_cells_as_separate_processes_and_keeps_finished_ones(tmp_path):
     matrix = tmp_path / "two.yaml"
     matrix.write_text(textwrap.dedent(TWO))
