@@ -110,7 +110,10 @@ def _summary(path: Path, doc: dict[str, Any]) -> RunSummary:
 
 
 def _headline(doc: dict[str, Any]) -> str:
-    """The run's headline as `RunResult.headline` writes it, from the fields summary.json keeps."""
+    """The run's headline: summary.json's own, or for a file written before it had one, rebuilt as
+    `RunResult.headline` writes it from the fields it keeps."""
+    if isinstance(doc.get("headline"), str):
+        return str(doc["headline"])
     not_run, total = len(doc.get("gates_not_run", ())), len(doc["gates"])
     said = ([f"{total - not_run} of {total} gates ran"] if not_run else []) + [str(r) for r in doc.get("restricted", ())]
     return doc["verdict"] + (f" (partial: {'; '.join(said)})" if said else "")

@@ -51,6 +51,7 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished_at": run.finished_at,
         "verdict": run.verdict.value,
+        "headline": run.headline,
         "exit_code": run.exit_code,
         "reasons": list(run.reasons),
         "partial": run.is_partial,
