@@ -83,13 +83,14 @@ def _register() -> None:
     from gatekeeper.commands.init import init
     from gatekeeper.commands.matrix import matrix, report
     from gatekeeper.commands.perf import perf
+    from gatekeeper.commands.rejudge import rejudge
     from gatekeeper.commands.run import run
     from gatekeeper.commands.selftest import selftest
     from gatekeeper.commands.traffic import traffic
     from gatekeeper.live.commands import pairs, record, shadow
 
     traffic.add_command(record)
-    for command in (run, init, bisect, compare, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
+    for command in (run, rejudge, init, bisect, compare, golden, traffic, perf, matrix, report, selftest, shadow, pairs):
         main.add_command(command)
 
 

@@ -21,6 +21,7 @@ What a misbehaving server can do and what it becomes:
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import threading
@@ -223,6 +224,17 @@ class Endpoint:
         """Yield decoded SSE events; yields the string "[DONE]" for the terminator."""
         for _, chunks in self._exchange("POST", path, body):
             yield from sse_events(_lines(chunks), self._url(path))
+
+    @contextlib.contextmanager
+    def periodic(self) -> Iterator[None]:
+        """Requests this thread makes inside are periodic samples, as many as time allows (a
+        recording keys them apart from the others, `tape/endpoint.py`); here, nothing changes."""
+        yield
+
+    def recorded_ahead(self, method: str, *args: Any) -> bool:
+        """Whether a recording replayed through this endpoint holds a further answer to this
+        request (periodic samples are replayed to the last); a live endpoint: False."""
+        return False
 
     def _record(self, e2e: float, ttft: float | None, tokens: int | None) -> None:
         with self._lock:

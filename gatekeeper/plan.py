@@ -104,6 +104,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
         timeout_s=values["timeout"],
         on_rollback=tuple(values["on_rollback"]),
         restricted=tuple(restricted),
+        reference_cache=values.get("reference_cache") or None,
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)

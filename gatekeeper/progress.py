@@ -43,10 +43,15 @@ class Progress:
         if len(result.reasons) > 10:
             self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
         reused = [g.id for g in result.gates if g.reused]
-        if reused:
+        if result.rejudged_from:
+            self.console.print(f"re-judged the answers run {result.rejudged_from} recorded; no server was asked"
+                               + (f"; carried over as measured: {', '.join(reused)}" if reused else ""), markup=False)
+        elif reused:
             ran = [g.id for g in result.gates if not g.reused]
             self.console.print(f"resumed: {len(reused)} gate(s) from the interrupted run ({', '.join(reused)}); "
                                f"{len(ran)} ran now ({', '.join(ran)})", markup=False)
+        if result.reference_cache is not None:
+            self.console.print(result.reference_cache.line, markup=False)
         self.console.print(f"reports: {run_dir}/ ({', '.join(listed_filenames())})", markup=False)
 
 

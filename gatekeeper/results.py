@@ -139,6 +139,23 @@ class TargetInfo:
 
 
 @dataclass(frozen=True)
+class CacheUse:
+    """How the reference answer cache served a run (gatekeeper/tape/cache.py)."""
+
+    identity: str  # the reference's identity, described
+    requests: int  # cacheable reference requests the run made
+    hits: int  # answered from the cache
+    stored: int  # new answers the run stored
+
+    @property
+    def line(self) -> str:
+        """One line for the console and the reports."""
+        rate = f" ({self.hits / self.requests:.0%})" if self.requests else ""
+        return (f"reference answer cache: {self.hits} of {self.requests} cacheable reference requests answered from "
+                f"the cache{rate}, {self.stored} new answers stored; identity {self.identity}")
+
+
+@dataclass(frozen=True)
 class RunResult:
     """Everything a run produced; the single input of every report renderer."""
 
@@ -155,6 +172,8 @@ class RunResult:
     seed: int = 0
     hooks: tuple[Any, ...] = ()  # HookOutcome per rollback hook that ran (gatekeeper/hooks.py)
     restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit)
+    reference_cache: CacheUse | None = None  # how the reference answer cache served the run (None: not used)
+    rejudged_from: str | None = None  # the run whose recorded answers this one judged (gatekeeper rejudge)
 
     @property
     def partial(self) -> tuple[GateResult, ...]:
@@ -181,4 +200,4 @@ class RunResult:
         return exit_codes.FOR_VERDICT[self.verdict.value]
 
 
-__all__ = ["CheckResult", "Coverage", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]
+__all__ = ["CacheUse", "CheckResult", "Coverage", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]

@@ -40,7 +40,7 @@ INCOMPLETE = "incomplete.json"
 PLAN = "plan.json"
 PLAN_FORMAT = "gatekeeper.plan/1"
 ALWAYS_RERUN = frozenset({"startup"})
-_NOT_PLAN = frozenset({"out", "resume"})  # options that say where, not what
+_NOT_PLAN = frozenset({"out", "resume", "reference_cache"})  # options that say where, not what
 
 
 def mark_incomplete(run_dir: Path, run_id: str, started_at: str) -> None:
@@ -72,6 +72,11 @@ def _files(paths: Iterable[Path]) -> str:
                     yield str(f.relative_to(path) if path.is_dir() else f.name).encode()
                     yield f.read_bytes()
     return _digest(chunks())
+
+
+def files_digest(paths: Iterable[Path]) -> str:
+    """One short hash over files' names and contents (directories walked in order)."""
+    return _files(paths)
 
 
 def _named_files(plan: RunPlan) -> list[Path]:
@@ -107,10 +112,35 @@ def fingerprint(plan: RunPlan, options: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str]) -> None:
-    """Record the plan's fingerprint in the run directory."""
-    write_atomic(run_dir / PLAN, json.dumps({"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)},
-                                            indent=2) + "\n")
+def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: PlanOptions | None = None) -> None:
+    """Record the plan's fingerprint in the run directory and, when given, the resolved options
+    and where each came from (what `gatekeeper rejudge` rebuilds the plan from)."""
+    data: dict[str, Any] = {"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)}
+    if options is not None:
+        data["options"], data["sources"] = options.values, options.sources
+    write_atomic(run_dir / PLAN, json.dumps(data, indent=2, default=str) + "\n")
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """The resolved run options (`config/run_config.resolve`) and the layer each came from."""
+
+    values: dict[str, Any]
+    sources: dict[str, str]
+
+
+def read_plan_options(run_dir: Path) -> PlanOptions:
+    """The options a finished run recorded in plan.json (ConfigError naming what is missing)."""
+    try:
+        data = json.loads((run_dir / PLAN).read_text(encoding="utf-8"))
+    except OSError:
+        raise ConfigError(f"{run_dir / PLAN}: missing; not a run directory gatekeeper run wrote") from None
+    except ValueError as e:
+        raise ConfigError(f"{run_dir / PLAN}: not JSON ({e})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("options"), dict) or not isinstance(data.get("sources"), dict):
+        raise ConfigError(f"{run_dir / PLAN}: records no options (a run made before gatekeeper recorded them, or not by "
+                          "`gatekeeper run`): it cannot be re-judged")
+    return PlanOptions(data["options"], data["sources"])
 
 
 @dataclass(frozen=True)
@@ -143,10 +173,11 @@ def check_resumable(run_dir: Path, parts: Mapping[str, str]) -> Resumable:
     if changed:
         raise ConfigError(f"--resume {run_dir}: the plan differs from the interrupted run's in: {', '.join(changed)}",
                           hint="give the same options, files and gatekeeper version as the run had")
-    return _finished_gates(run_dir)
+    return finished_gates(run_dir)
 
 
-def _finished_gates(run_dir: Path) -> Resumable:
+def finished_gates(run_dir: Path) -> Resumable:
+    """The gates a run directory's records.jsonl says finished (gate 1 aside), rebuilt."""
     path = run_dir / "records.jsonl"
     try:
         lines = list(read_records(path)) if path.exists() else []

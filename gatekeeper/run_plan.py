@@ -32,6 +32,7 @@ class RunPlan:
     timeout_s: float = 120.0
     on_rollback: tuple[str, ...] = ()  # hook commands / webhook URLs (gatekeeper/hooks.py)
     restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit): it is partial
+    reference_cache: str | None = None  # the reference answer cache's directory (None: the reference is asked everything)
 
     def redactor(self) -> Redactor:
         """What keeps this run's secrets (the targets' API keys, and anything shaped like a

@@ -11,6 +11,7 @@ report is written, and a resumed run takes the gates the interrupted one finishe
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 import threading
 import time
 import traceback
@@ -26,11 +27,12 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RunResult, Status, TargetInfo
-from gatekeeper.run_dir import (Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
+from gatekeeper.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.spec import make_target
+from gatekeeper.tape.session import AnswerTape
 from gatekeeper.verdict import decide
 
 _ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
@@ -60,15 +62,31 @@ class Runner:
     """Runs one plan; `progress` receives one-line status messages."""
 
     def __init__(self, plan: RunPlan, progress: Callable[[str], None] = lambda m: None,
-                 fingerprint: Mapping[str, str] | None = None, resume: Resumable | None = None) -> None:
+                 fingerprint: Mapping[str, str] | None = None, resume: Resumable | None = None,
+                 options: PlanOptions | None = None) -> None:
         self.plan = plan
         self.progress = progress
         self.fingerprint = fingerprint  # recorded in plan.json, for a later --resume
         self.resume = resume
+        self.options = options  # the resolved options, recorded in plan.json with the fingerprint (for a rejudge)
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
+        self.tape: AnswerTape | None = None  # every answer the targets give, kept (rejudge); the reference cache
+
+    def _new_tape(self) -> AnswerTape:
+        """Where this run's answers go (and where the reference's may come from)."""
+        return AnswerTape(self.run_dir, self.plan.run_id,
+                          Path(self.plan.reference_cache) if self.plan.reference_cache else None)
+
+    def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec) -> Endpoint:
+        assert self.tape is not None
+        return self.tape.endpoint(role, base_url, model, api_key, self.plan.timeout_s, spec.key_source)
+
+    def _served_model(self, role: str, s: Started, spec: TargetSpec, target: Target) -> str:
+        """The model id a started target is sent."""
+        return served_model(s.base_url, spec, target.api_key()) if s.ready else (spec.model or "")
 
     def _start_targets(self) -> dict[str, Started]:
         started: dict[str, Started] = {}
@@ -98,7 +116,7 @@ class Runner:
         started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         mark_incomplete(self.run_dir, plan.run_id, started_at)
         if self.fingerprint is not None:
-            write_plan(self.run_dir, plan.run_id, self.fingerprint)
+            write_plan(self.run_dir, plan.run_id, self.fingerprint, self.options)
         if self.resume is not None:
             keep_reused_records(self.resume)
             set_aside_logs(self.run_dir)
@@ -109,18 +127,21 @@ class Runner:
         endpoints: dict[str, Endpoint] = {}
         gates: list[GateResult] = []
         infos: list[TargetInfo] = []
+        self.tape = tape = self._new_tape()
         try:
             started = self._start_targets()
             specs = {"reference": plan.reference, "candidate": plan.candidate}
             runtimes: dict[str, TargetRuntime] = {}
             for role in ROLES:
                 s, target, spec = started[role], self.targets[role], specs[role]
-                model = served_model(s.base_url, spec, target.api_key()) if s.ready else (spec.model or "")
-                endpoints[role] = Endpoint(role, s.base_url, model, target.api_key(), plan.timeout_s,
-                                           key_source=spec.key_source)
+                model = self._served_model(role, s, spec, target)
+                if role == "reference" and s.ready:
+                    self._open_cache(s.base_url, model, spec, target)
+                endpoints[role] = self._endpoint(role, s.base_url, model, target.api_key(), spec)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive, target.has_log(),
                                                getattr(target, "log_error", None), spec.assumed_path())
+                tape.started(role, s, model, runtimes[role])
             capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
             versions: dict[str, str | None] = {}
             observed: dict[str, dict[str, str]] = {}
@@ -137,6 +158,7 @@ class Runner:
             for ep in [*endpoints.values(), *self._extra]:
                 ep.close()
             records.close()
+            tape.close()
         verdict, reasons = decide(gates, plan.restricted)
         hooks = run_hooks([Hook(t) for t in plan.on_rollback], verdict.value, plan.run_id, self.run_dir, list(reasons),
                           redactor)
@@ -156,11 +178,24 @@ class Runner:
             seed=plan.seed,
             hooks=hooks,
             restricted=plan.restricted,
+            reference_cache=tape.cache_stats,
+            rejudged_from=self._rejudged_from(),
         )
         write_reports(result, self.run_dir, redactor)
         redactor.tree(self.run_dir)  # a last sweep: the logs are masked as written (targets/watchdog.py)
         mark_complete(self.run_dir)
         return result
+
+    def _open_cache(self, base_url: str, model: str, spec: TargetSpec, target: Target) -> None:
+        """Open the reference answer cache, when the plan names one, for this reference's identity."""
+        if self.plan.reference_cache and self.tape is not None:
+            why_not = self.tape.open_cache(base_url, model, spec, target.api_key())
+            self.progress(why_not or f"reference answer cache: {self.plan.reference_cache} "
+                          f"({self.tape.cache_size()} answers for this reference)")
+
+    def _rejudged_from(self) -> str | None:
+        """The run this one re-judged (None: the targets were asked)."""
+        return None
 
     def _reused_timings(self, gates: list[GateResult]) -> tuple[RequestTiming, ...]:
         """The requests the reused gates made in the interrupted run."""
@@ -196,6 +231,11 @@ class Runner:
                 results.append(self._disabled(gate, records, why_not))
                 records.write_gate(results[-1], [])
                 continue
+            carried = self._carried_over(gate, records, stopped_by)
+            if carried is not None:
+                results.append(carried)
+                stopped_by = carried if carried.stopped_run and stopped_by is None else stopped_by
+                continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
                               plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
                               self.progress, versions=versions, observed=observed, earlier=tuple(results),
@@ -227,6 +267,10 @@ class Runner:
                 stopped_by = result
         return results
 
+    def _carried_over(self, gate: Gate, records: RecordWriter, stopped_by: GateResult | None) -> GateResult | None:
+        """A gate's result taken as it is instead of running it (a re-judged run's measured gates); None: run it."""
+        return None
+
     def _launch(self, role: str, spec: TargetSpec) -> Endpoint:
         """Start one more target for a gate (gate 5's replica, the performance baseline); it is
         stopped when the gate ends. A target that does not come up is an EndpointError (the gate's ERROR)."""
@@ -237,8 +281,10 @@ class Runner:
         if not s.ready:
             raise EndpointError("connect", s.base_url or role, f"the {role} did not start: {s.error}")
         self.progress(f"{role} ready in {s.startup_s:.1f} s")
-        ep = Endpoint(role, s.base_url, served_model(s.base_url, spec, target.api_key()), target.api_key(),
-                      self.plan.timeout_s, key_source=spec.key_source)
+        model = served_model(s.base_url, spec, target.api_key())
+        ep = self._endpoint(role, s.base_url, model, target.api_key(), spec)
+        if self.tape is not None:
+            self.tape.started(role, s, model, None)
         ep.gate = self._gate
         self._extra.append(ep)
         return ep
@@ -264,20 +310,30 @@ class Runner:
         `<gate>.reference_unusable` (ERROR → HOLD). Whether the run must stop."""
         if not all(rt.ready for rt in runtimes.values()):
             return False
-        errors = any(c.status is Status.ERROR for c in ctx.checks)
-        gone = {role: not self._answers(endpoints[role], runtimes[role], errors) for role in ROLES}
+        gone, alive, tail = self._gone(ctx, endpoints, runtimes)
         if gone["candidate"] and not gone["reference"]:
-            target = self.targets.get("candidate")
-            tail = target.log_lines()[-40:] if target is not None else []
-            how = "its process exited" if not runtimes["candidate"].alive() else "it no longer accepts connections"
+            how = "its process exited" if not alive["candidate"] else "it no longer accepts connections"
             ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
-                      f"({how}) while the reference kept answering", {"process_alive": runtimes["candidate"].alive()},
+                      f"({how}) while the reference kept answering", {"process_alive": alive["candidate"]},
                       [Log("candidate log tail", tail)] if tail else [])
         elif gone["reference"]:
             both = " and so did the candidate" if gone["candidate"] else ""
             ctx.check("reference_unusable", Status.ERROR, f"reference unusable: the reference stopped answering during "
                       f"gate {ctx.gate_id}{both}; nothing after it can be judged")
         return any(gone.values())
+
+    def _gone(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]
+              ) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
+        """Which targets stopped answering after the gate, whose process is alive, and the candidate's
+        log tail when it stopped (all recorded, for a rejudge)."""
+        errors = any(c.status is Status.ERROR for c in ctx.checks)
+        gone = {role: not self._answers(endpoints[role], runtimes[role], errors) for role in ROLES}
+        alive = {role: runtimes[role].alive() for role in ROLES}
+        target = self.targets.get("candidate")
+        tail = target.log_lines()[-40:] if gone["candidate"] and target is not None else []
+        if self.tape is not None:
+            self.tape.liveness(ctx.gate_id, gone, alive, tail)
+        return gone, alive, tail
 
     @staticmethod
     def _answers(ep: Endpoint, rt: TargetRuntime, errors: bool) -> bool:
@@ -323,6 +379,7 @@ class Runner:
         self._gate = gate.id
         for ep in endpoints.values():
             ep.gate = gate.id
+            ep.cacheable = gate.reference_cacheable  # type: ignore[attr-defined]  # TapedEndpoint's
         try:
             gate.run(ctx)
         except EndpointError as e:

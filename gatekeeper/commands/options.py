@@ -58,6 +58,10 @@ RUN_OPTIONS = [
                                "'docker logs vllm' (instead of --reference-log-file).")),
     click.option("--candidate-log-command", "candidate_log_command", default=None, metavar="CMD",
                  help=env_help("candidate_log_command", "A command printing a URL candidate's log.")),
+    click.option("--reference-cache", "reference_cache", default=None, metavar="DIR",
+                 help=env_help("reference_cache", "Cache the reference's answers in DIR, keyed by its model, /version "
+                               "and declared path: later runs against the same reference ask it only what is new "
+                               "(not gate 1, not the performance gate). Off unless set.")),
     click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
                   help=env_help("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
                             "(repeatable; never on PROMOTE or HOLD).")),

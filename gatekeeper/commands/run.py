@@ -40,7 +40,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     from gatekeeper.progress import Progress
     from gatekeeper.runner import Runner
 
-    from gatekeeper.run_dir import check_resumable, fingerprint
+    from gatekeeper.run_dir import PlanOptions, check_resumable, fingerprint
 
     if as_json:
         json_errors()
@@ -82,7 +82,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         progress(f"matrix {cell_run.matrix.name} cell {cell_run.cell.id}"
                  + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
     try:
-        result = Runner(plan, progress, parts, resumable).run()
+        result = Runner(plan, progress, parts, resumable, PlanOptions(values, sources)).run()
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: exit INTERNAL_ERROR, the run dir stays incomplete

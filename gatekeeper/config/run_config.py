@@ -154,6 +154,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("reference_log_command", None, _as_text, "a command printing a URL reference's log, e.g. `docker logs vllm` "
            "(sets its log_command)", schema=_TEXT),
     Option("candidate_log_command", None, _as_text, "a command printing a URL candidate's log (same)", schema=_TEXT),
+    Option("reference_cache", None, _as_text, "a directory caching the reference's answers across runs, keyed by its "
+           "model, /version and declared path (gating several candidates asks the reference once)", schema=_TEXT),
     Option("on_rollback", [], parse_hooks, "commands to run or webhook URLs to POST when the verdict is ROLLBACK"),
     Option("matrix", None, str, "an execution-path matrix file (matrices/*.yaml): run one of its cells, named by `cell`"),
     Option("cell", None, str, "the id of the matrix cell to run (`gatekeeper matrix plan` lists them)"),

@@ -280,6 +280,8 @@ class Gate(ABC):
     needs_ready_targets: ClassVar[bool] = True  # False: the gate runs (and reports) even when a target did not start
     uses_golden_sets: ClassVar[bool] = False  # True: the plan loads the golden sets for it
     judgement: ClassVar[Judgement] = Judgement.EXACT  # how its checks decide unless a check says otherwise
+    reference_cacheable: ClassVar[bool] = True  # the reference's answers in this gate may come from the answer cache
+    measures_machine: ClassVar[bool] = False  # its evidence is measured load, not answers: a rejudge carries it over
 
     @classmethod
     def description(cls) -> str:

@@ -15,7 +15,7 @@ from gatekeeper.report.data import ReportData
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.serialise import counts_json, gate_json
-from gatekeeper.results import GateResult, TargetInfo
+from gatekeeper.results import GateResult, RunResult, TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"
 SUMMARY_SCHEMA = "https://gatekeeper.dev/schemas/summary.schema.json"  # its `$id`; the file ships in gatekeeper/schemas/
@@ -66,8 +66,14 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "gates": [gate_json(g, counts) for g, counts in data.gates()],
         "performance": data.performance.to_dict(),
         "hooks": [h.to_dict() for h in run.hooks],
-        **_resumed(run.gates),
+        **(_rejudged(run) if run.rejudged_from else _resumed(run.gates)),
+        **({"reference_cache": dataclasses.asdict(run.reference_cache)} if run.reference_cache else {}),
     }
+
+
+def _rejudged(run: RunResult) -> dict[str, Any]:
+    """For a re-judged run (`gatekeeper rejudge`): the run it judged, and the measured gates carried over."""
+    return {"rejudged": {"from": run.rejudged_from, "carried_over": [g.id for g in run.gates if g.reused]}}
 
 
 def _resumed(gates: tuple[GateResult, ...]) -> dict[str, Any]:

@@ -113,15 +113,22 @@ class UsageSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        with self.ep.periodic():  # a replayed run: the samples the recorded run took, to the last
+            while self.ep.recorded_ahead("get", "/metrics") and self._sample():
+                pass
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            snap = scrape(self.ep)
-            usage = snap.get("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
-            running = snap.get("vllm:num_requests_running")
-            if usage is not None:
-                self.max_usage = max(self.max_usage or 0.0, usage)
-            if running is not None:
-                self.max_running = max(self.max_running or 0.0, running)
-            if not snap.available:
-                return
+        with self.ep.periodic():
+            while not self._stop.wait(self.interval_s) and self._sample():
+                pass
+
+    def _sample(self) -> bool:
+        """One sample; False when the target exposes no metrics (sampling stops)."""
+        snap = scrape(self.ep)
+        usage = snap.get("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+        running = snap.get("vllm:num_requests_running")
+        if usage is not None:
+            self.max_usage = max(self.max_usage or 0.0, usage)
+        if running is not None:
+            self.max_running = max(self.max_running or 0.0, running)
+        return snap.available

@@ -27,7 +27,7 @@ def is_bad(x: float | None) -> bool:
 
 def kl_shared_topk(p_top: dict[str, float], q_top: dict[str, float]) -> float | None:
     """KL(p || q) over the tokens in both top-k lists, with the remaining mass as one bucket."""
-    shared = set(p_top) & set(q_top)
+    shared = sorted(set(p_top) & set(q_top))  # one summation order, whatever the process's string hashing
     if not shared:
         return None
     p = np.array([math.exp(p_top[t]) for t in shared])

@@ -84,6 +84,8 @@ class PerformanceGate(Gate):
     Settings = PerformanceSettings
     judgement = Judgement.STATISTICAL
     min_judged_share = 0.5
+    reference_cacheable = False  # it measures load: every request is sent
+    measures_machine = True  # a rejudge cannot replay load; it carries the measured result over
 
     @classmethod
     def not_applicable(cls, settings: PerformanceSettings, plan: RunPlan) -> str | None:

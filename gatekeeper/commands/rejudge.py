@@ -1,0 +1,86 @@
+"""`gatekeeper rejudge RUN_DIR`: the gates again on the answers a finished run recorded, no server asked.
+
+Under the run's own policy it reproduces the run's verdict and every check status; under another
+(`--policy`) it says what that policy would have decided on the same answers. Exit codes as `run`:
+0 PROMOTE, 1 ROLLBACK, 2 HOLD, 3 bad input (not a finished run, no recorded answers, a bad policy).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from gatekeeper import exit_codes
+from gatekeeper.cli_exit import crashed, fail, json_errors
+from gatekeeper.errors import GatekeeperError
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path))
+@click.option("--policy", default=None, metavar="FILE", help="Judge under this policy instead of the run's own.")
+@click.option("--out", default=None, metavar="DIR", help="Reports go to DIR/<new-run-id>/. [the run's own parent directory]")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -> None:
+    """Judge a finished run's recorded answers again, under its policy or another, without
+    calling any server. Every gate runs on the answers the run recorded (answers/ in RUN_DIR); a
+    request the run did not make is an ERROR (HOLD), never a guess. The performance gate measures
+    load, which cannot be replayed: its recorded result is carried over when the policy asks it the
+    same question, otherwise it is a blocking SKIP (HOLD). A new run directory is written, its
+    summary.json naming the run it re-judged."""
+    from gatekeeper.errors import ConfigError
+    from gatekeeper.plan import build_plan, new_run_id
+    from gatekeeper.progress import Progress
+    from gatekeeper.run_dir import INCOMPLETE, PlanOptions, fingerprint, read_plan_options
+    from gatekeeper.tape.recording import DIR, TARGETS
+    from gatekeeper.tape.replay import ReplayRunner
+
+    if as_json:
+        json_errors()
+    try:
+        if not run_dir.is_dir():
+            raise ConfigError(f"{run_dir}: no such run directory")
+        if (run_dir / INCOMPLETE).exists():
+            raise ConfigError(f"{run_dir}: the run did not finish ({INCOMPLETE}); finish it with --resume, then re-judge it")
+        if not (run_dir / DIR / TARGETS).is_file():
+            raise ConfigError(f"{run_dir}: no recorded answers ({DIR}/{TARGETS} is missing: a run made before gatekeeper "
+                              "recorded answers)")
+        recorded = read_plan_options(run_dir)
+        original = build_plan(dict(recorded.values), dict(recorded.sources), run_dir.name)
+        values, sources = dict(recorded.values), dict(recorded.sources)
+        if policy:
+            values["policy"], sources["policy"] = policy, "flag"
+        values["out"] = out or str(run_dir.parent)
+        values["on_rollback"], values["reference_cache"] = [], None  # a rejudge notifies no one and asks nothing
+        plan = build_plan(values, sources, new_run_id())
+        parts = fingerprint(plan, values)
+    except ConfigError as e:
+        fail(str(e), exit_codes.USAGE, e.hint)
+    progress = Progress(plan.redactor())
+    for part in ("golden_sets", "policy_files", "model", "code"):
+        if _recorded_part(run_dir, part) not in (None, parts[part]):
+            progress(f"note: the {part.replace('_', ' ')} differ from the recorded run's: requests it did not make are "
+                     "ERRORs, changed expectations are judged as they are now")
+    try:
+        result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(values, sources)).run()
+    except GatekeeperError as e:
+        fail(str(e), exit_codes.HOLD, "no verdict: the rejudge could not finish")
+    except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code
+        crashed(e, plan.redactor())
+    progress.summary(result, plan.out_dir / plan.run_id)
+    if as_json:
+        from gatekeeper.report.summary_json import SummaryJsonRenderer
+
+        click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())
+    sys.exit(result.exit_code)
+
+
+def _recorded_part(run_dir: Path, part: str) -> str | None:
+    """One part of the fingerprint the recorded run wrote in plan.json."""
+    import json
+
+    try:
+        return json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["fingerprint"].get(part)
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None

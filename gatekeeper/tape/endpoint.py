@@ -1,0 +1,147 @@
+"""An Endpoint whose answers are recorded, and may come from a recording or a cache instead.
+
+Every public request method of `Endpoint` goes through `_taped`: the request gets a key (method and
+arguments) and an occurrence number (how many times this endpoint was asked the same before, so a
+request sent twice on purpose — a determinism check, gate 5's two replays — keeps both answers);
+a `Source` may answer it (a replayed run always does, a cache sometimes); otherwise the server is
+asked. Whatever the answer, each `Sink` keeps it. Calls a method makes internally (chat's POST)
+pass straight through.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import httpx
+
+from gatekeeper.client import Endpoint
+from gatekeeper.errors import EndpointError
+from gatekeeper.responses import ChatResponse, CompletionResponse
+from gatekeeper.tape.codec import decode, encode
+from gatekeeper.tape.key import request_key
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One request as the tape sees it: who was asked what, the n-th time, in which gate."""
+
+    role: str
+    gate: str
+    method: str
+    key: str
+    occurrence: int
+    cacheable: bool = True  # the gate asking judges answers (not gate 1, which judges this launch)
+
+
+class Source(Protocol):
+    """Where an answer may come from instead of the server."""
+
+    def answer(self, asked: Asked) -> dict[str, Any] | None:
+        """The encoded answer to `asked`, or None (the server is asked)."""
+
+    def must_answer(self) -> bool:
+        """True when the server may never be asked (a replay): a miss is an `unrecorded` error."""
+
+
+class Sink(Protocol):
+    """What keeps answers."""
+
+    def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+        """Keep the encoded answer to `asked` (`from_source`: it came from the source, not the server)."""
+
+
+class TapedEndpoint(Endpoint):
+    """An Endpoint that records every answer into its sinks and asks its source first."""
+
+    def __init__(self, *args: Any, source: Source | None = None, sinks: Sequence[Sink] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.source, self.sinks = source, tuple(sinks)
+        self._asked: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
+        self._local = threading.local()
+        self.cacheable = True  # set per gate by the runner (`Gate.reference_cacheable`)
+
+    @contextlib.contextmanager
+    def periodic(self) -> Iterator[None]:
+        """Requests this thread makes inside are keyed as periodic samples (their count depends on
+        time, so they must not shift the occurrence numbers of the others)."""
+        self._local.periodic = True
+        try:
+            yield
+        finally:
+            self._local.periodic = False
+
+    def _key(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        key = request_key(method, args, kwargs)
+        return key + "#periodic" if getattr(self._local, "periodic", False) else key
+
+    def recorded_ahead(self, method: str, *args: Any) -> bool:
+        """Whether the replayed recording holds the next occurrence of this request (in this thread's keying)."""
+        if self.source is None or not self.source.must_answer():
+            return False
+        key = self._key(method, args, {})
+        with self._count_lock:
+            occurrence = self._asked[key]
+        return self.source.answer(Asked(self.role, self.gate, method, key, occurrence, self.cacheable)) is not None
+
+    def _taped(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], call: Callable[[], T]) -> T:
+        if getattr(self._local, "inside", False):
+            return call()
+        key = self._key(method, args, kwargs)
+        with self._count_lock:
+            occurrence = self._asked[key]
+            self._asked[key] += 1
+        asked = Asked(self.role, self.gate, method, key, occurrence, self.cacheable)
+        stored = self.source.answer(asked) if self.source is not None else None
+        if stored is not None:
+            value = decode(stored)
+            self._keep(asked, stored, True)
+            if isinstance(value, (ChatResponse, CompletionResponse)):
+                self._record(value.e2e_s, value.ttft_s, value.completion_tokens)
+            if isinstance(value, EndpointError):
+                raise value
+            return value
+        if self.source is not None and self.source.must_answer():
+            raise EndpointError("unrecorded", self.base_url, f"the recorded run has no answer to this {method} request "
+                                "(it did not ask it): nothing can be judged without asking the server")
+        self._local.inside = True
+        try:
+            value = call()
+        except EndpointError as e:
+            self._keep(asked, encode(e), False)
+            raise
+        finally:
+            self._local.inside = False
+        self._keep(asked, encode(value), False)
+        return value
+
+    def _keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+        for sink in self.sinks:
+            sink.keep(asked, answer, from_source)
+
+    def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResponse:  # noqa: D102 — Endpoint.chat, taped
+        return self._taped("chat", (messages,), kwargs, lambda: super(TapedEndpoint, self).chat(messages, **kwargs))
+
+    def completion(self, prompt: str | list[int], **kwargs: Any) -> CompletionResponse:  # noqa: D102
+        return self._taped("completion", (prompt,), kwargs,
+                           lambda: super(TapedEndpoint, self).completion(prompt, **kwargs))
+
+    def tokenize(self, text: str | None = None, messages: list[dict[str, Any]] | None = None) -> list[int]:  # noqa: D102
+        return self._taped("tokenize", (text, messages), {},
+                           lambda: super(TapedEndpoint, self).tokenize(text, messages))
+
+    def get(self, path: str) -> httpx.Response:  # noqa: D102
+        return self._taped("get", (path,), {}, lambda: super(TapedEndpoint, self).get(path))
+
+    def get_json(self, path: str) -> dict[str, Any]:  # noqa: D102
+        return self._taped("get_json", (path,), {}, lambda: super(TapedEndpoint, self).get_json(path))
+
+    def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:  # noqa: D102
+        return self._taped("post_json", (path, body), {}, lambda: super(TapedEndpoint, self).post_json(path, body))

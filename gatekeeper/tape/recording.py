@@ -1,0 +1,96 @@
+"""A run's answers on disk: `answers/<role>.jsonl` in the run directory, one line per request.
+
+Written as the answers come (a crash loses nothing already answered), read back by
+`gatekeeper rejudge` as the `Source` that answers every request the run made. Also here: what the
+runner knew about each target besides its answers (`answers/targets.json`: how it started, its log,
+its declared path) and whether each target still answered after each gate (`answers/liveness.jsonl`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from gatekeeper.report.atomic import write_atomic
+from gatekeeper.tape.endpoint import Asked
+
+FORMAT = "gatekeeper.answer/1"
+DIR = "answers"
+TARGETS = "targets.json"
+LIVENESS = "liveness.jsonl"
+
+
+class Recorder:
+    """The run's sink: every answer each role gave (or the error it raised), in order."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir / DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._files: dict[str, IO[str]] = {}
+        self._lock = threading.Lock()
+
+    def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+        """Append the answer to the role's file."""
+        line = json.dumps({"format": FORMAT, "role": asked.role, "gate": asked.gate, "method": asked.method,
+                           "key": asked.key, "n": asked.occurrence, "cached": from_source, "answer": answer}) + "\n"
+        with self._lock:
+            f = self._files.get(asked.role)
+            if f is None:
+                f = self._files[asked.role] = (self.dir / f"{_safe(asked.role)}.jsonl").open("a", encoding="utf-8")
+            f.write(line)
+            f.flush()
+
+    def liveness(self, gate: str, gone: dict[str, bool], alive: dict[str, bool], tail: list[str]) -> None:
+        """Whether each target still answered after `gate`, whether its process was alive, and the
+        log tail of a candidate that stopped."""
+        with self._lock, (self.dir / LIVENESS).open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"gate": gate, "gone": gone, "alive": alive, "tail": tail}) + "\n")
+
+    def targets(self, described: dict[str, Any]) -> None:
+        """What the runner knew about each started target."""
+        write_atomic(self.dir / TARGETS, json.dumps(described, indent=1) + "\n")
+
+    def close(self) -> None:
+        """Close the files."""
+        with self._lock:
+            for f in self._files.values():
+                f.close()
+            self._files.clear()
+
+
+class Recorded:
+    """A finished run's answers, as a `Source` that must answer every request (a replay)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.dir = run_dir / DIR
+        self.answers: dict[tuple[str, str, int], dict[str, Any]] = {}
+        for path in sorted(self.dir.glob("*.jsonl")):
+            if path.name == LIVENESS:
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if not line.strip():
+                    continue
+                r = json.loads(line)
+                if r.get("format") == FORMAT:
+                    self.answers[(r["role"], r["key"], r["n"])] = r["answer"]
+        self.liveness: dict[str, dict[str, Any]] = {}
+        if (self.dir / LIVENESS).exists():
+            for line in (self.dir / LIVENESS).read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    self.liveness[r["gate"]] = r
+        self.targets: dict[str, Any] = json.loads((self.dir / TARGETS).read_text(encoding="utf-8"))
+
+    def answer(self, asked: Asked) -> dict[str, Any] | None:
+        """The recorded answer to the same request, the same occurrence, by the same role."""
+        return self.answers.get((asked.role, asked.key, asked.occurrence))
+
+    def must_answer(self) -> bool:
+        """A replay never asks a server."""
+        return True
+
+
+def _safe(role: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in role)
