@@ -12,7 +12,8 @@ passes it on after; "rate_limit" answers every POST
 `Retry-After` with probability `rate`, drawn from a generator seeded with `seed`, as a real server
 behind an overloaded balancer does now and then). With `record`, every request's (method, path,
 body) is appended to it; with `injected`, the (method, path) of every request unavailable_random
-answered 503; with `rewrite`, every non-streamed JSON answer is passed through it first.
+answered 503; with `rewrite`, every non-streamed JSON answer is passed through it first; with
+`version`, GET /version reports that version instead of the upstream's (an upgraded server).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self._unavailable_now("GET"):
             self._reply(503, _UNAVAILABLE)
             return
+        if self.server.version is not None and self.path.startswith("/version"):
+            self._reply(200, json.dumps({"version": self.server.version}).encode())
+            return
         if self.server.mode == "no_health" and self.path.startswith("/health"):
             self._reply(404, b'{"detail": "Not Found"}')
             return
@@ -142,8 +146,9 @@ class _ProxyServer(ThreadingHTTPServer):
 
     def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
                  rewrite: Callable[[str, dict], dict] | None = None, rate: float = 0.0, seed: int | str = 0,
-                 injected: list | None = None, port: int = 0) -> None:
+                 injected: list | None = None, port: int = 0, version: str | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
+        self.version = version
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
         self.rewrite = rewrite
         self.record: list = record if record is not None else []
@@ -162,14 +167,15 @@ class _ProxyServer(ThreadingHTTPServer):
 @contextmanager
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None, *,
-                rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0) -> Iterator[str]:
+                rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0,
+                version: str | None = None) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
     requests, each appended to `injected`), rate_limit, no_health (GET /health answers 404, everything
     else passes) or no_tokenize (POST /tokenize answers 404, everything else passes); `rewrite(path, body)`
     edits every non-streamed JSON answer (a server that differs, for real); `port` 0 lets the OS choose."""
-    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port)
+    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

@@ -34,7 +34,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
     from gatekeeper.progress import Progress
     from gatekeeper.run_dir import INCOMPLETE, PlanOptions, fingerprint, read_plan_options
     from gatekeeper.tape.recording import DIR, TARGETS
-    from gatekeeper.tape.replay import ReplayRunner
+    from gatekeeper.rejudge import ReplayRunner
 
     if as_json:
         json_errors()

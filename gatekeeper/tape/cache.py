@@ -8,7 +8,9 @@ reference that reports no version gets no cache at all (its identity is unknown)
 
 Only answers are cached: chat, completions, tokenize and other POSTs, by the reference, in gates
 that judge answers (`Gate.reference_cacheable`: not gate 1, which judges this launch, nor the
-performance gate, which measures load and never goes through here). Errors are not cached. A
+performance gate, which measures load and never goes through here). Failures are not cached — a
+timeout, a 5xx, a refused key or a rate limit is asked again next time — but a refusal of the request
+itself (a 4xx such as "context too long", or an unsupported feature) is the reference's answer. A
 cached answer keeps the latencies measured when it was first given. New answers are written when
 the run ends, atomically, one file per run under `<dir>/<identity>/`.
 """
@@ -117,7 +119,7 @@ class AnswerCache:
 
     def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
         """Store what the reference answered (not errors, not what the cache itself gave)."""
-        if from_source or not self.cacheable(asked) or answer.get("type") == "error":
+        if from_source or not self.cacheable(asked) or (answer.get("type") == "error" and not _refusal(answer)):
             return
         with self._lock:
             self.new[(asked.key, asked.occurrence)] = answer
@@ -135,3 +137,10 @@ class AnswerCache:
                                                              "launch": self.identity.launch}, indent=1) + "\n")
         write_atomic(self.dir / f"{self.run_id}.jsonl", "".join(
             json.dumps({"format": FORMAT, "key": key, "n": n, "answer": answer}) + "\n" for (key, n), answer in new.items()))
+
+
+def _refusal(error: dict[str, Any]) -> bool:
+    """An error that is the reference's answer to the request itself (a 4xx other than auth, timeout, rate limit)."""
+    status = error.get("status")
+    return (error.get("kind") in ("http", "unsupported") and isinstance(status, int) and 400 <= status < 500
+            and status not in (401, 403, 408, 429))
