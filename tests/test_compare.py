@@ -223,7 +223,8 @@ def test_hostile_text_is_escaped_in_the_html_and_the_markdown(tmp_path):
     a, b = write_run(run, tmp_path / "a"), write_run(hostile, tmp_path / "b")
     proc = gk("compare", str(a), str(b), "--out", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.splitlines()[-2:] == [f"  {tmp_path / 'out' / 'compare.html'}", f"  {tmp_path / 'out' / 'compare.md'}"]
+    assert proc.stdout.splitlines()[-3:] == [f"  {tmp_path / 'out' / name}" for name in
+                                             ("compare.html", "compare.md", "compare.json")]
     page = (tmp_path / "out" / "compare.html").read_text(encoding="utf-8")
     assert "<script" not in page.lower()
     assert "answered &lt;script&gt;alert(1)&lt;/script&gt; | @team" in page
@@ -241,3 +242,32 @@ def test_a_partial_run_is_a_plan_difference(tmp_path):
     assert (left_out.name, left_out.a) == ("left out", "nothing")
     assert left_out.b == "gate numerics (not selected (--gates startup)); gate golden (not selected (--gates startup))"
     assert c.b.headline == "ROLLBACK (partial: 1 of 3 gates ran)"
+
+
+def test_json_lists_every_change_and_keeps_the_exit_code(tmp_path):
+    a, b = write_run(promote_run(), tmp_path / "a"), write_run(rollback_run(), tmp_path / "b")
+    proc = gk("compare", str(a), str(b), "--json", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["format"] == "gatekeeper.compare/1" and data["worse"] is True
+    assert {w["id"] for w in data["got_worse"]} == FAILED == {x["id"] for x in data["new_findings"]}
+    assert data["a"]["verdict"] == "PROMOTE" and data["b"]["verdict"] == "ROLLBACK"
+    assert json.loads((tmp_path / "out" / "compare.json").read_text()) == data
+    assert "compare.json" in proc.stderr  # the files written are listed on stderr, stdout is the JSON alone
+
+
+def test_compare_md_fits_a_pull_request_comment(tmp_path):
+    from gatekeeper.compare.render import MAX_MD_CHARS, MAX_MD_ROWS
+
+    def noisy(c: CheckResult) -> CheckResult:
+        return dataclasses.replace(c, metrics={f"m{i}": float(i) for i in range(200)}, reason="r" * 2000)
+
+    many = promote_run()
+    a = write_run(with_checks(many, noisy), tmp_path / "a")
+    b_run = with_checks(many, lambda c: dataclasses.replace(noisy(c), status=Status.FAIL,
+                                                            metrics={f"m{i}": float(i) + 1 for i in range(200)}))
+    c = compare_runs(load_run(a, "A"), load_run(write_run(b_run, tmp_path / "b"), "B"))
+    assert len(c.deltas) > MAX_MD_ROWS
+    text = markdown(c)
+    assert len(text) <= MAX_MD_CHARS
+    assert "compare.html and compare.json" in text

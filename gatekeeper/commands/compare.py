@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from gatekeeper import exit_codes
+from gatekeeper.cli_exit import json_errors
 from gatekeeper.errors import ConfigError
 
 NOTHING_WORSE = exit_codes.OK
@@ -23,8 +24,10 @@ SOMETHING_WORSE = exit_codes.ROLLBACK  # 1, as a run's regression
 @click.argument("run_a", type=click.Path(path_type=Path))
 @click.argument("run_b", type=click.Path(path_type=Path))
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Also write compare.html and compare.md into this directory (made if missing).")
-def compare(run_a: Path, run_b: Path, out: Path | None) -> None:
+              help="Also write compare.html, compare.md and compare.json into this directory (made if missing).")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON (format gatekeeper.compare/1) "
+              "instead of the console lines.")
+def compare(run_a: Path, run_b: Path, out: Path | None, as_json: bool) -> None:
     """Compare two finished runs (their directories, e.g. reports/<run-id>): the checks that
     changed status, those only one run has, the new findings in B, the metrics that moved, and
     whether both ran the same plan. Exit 1 when some check got worse from A to B."""
@@ -32,9 +35,16 @@ def compare(run_a: Path, run_b: Path, out: Path | None) -> None:
     from gatekeeper.compare.load import load_run
     from gatekeeper.compare.render import console_lines, write
 
+    if as_json:
+        json_errors()
     comparison = compare_runs(load_run(run_a, "A"), load_run(run_b, "B"))
-    for line in console_lines(comparison):
-        click.echo(line)
+    if as_json:
+        from gatekeeper.compare.json_form import to_text
+
+        click.echo(to_text(comparison), nl=False)
+    else:
+        for line in console_lines(comparison):
+            click.echo(line)
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
@@ -42,5 +52,5 @@ def compare(run_a: Path, run_b: Path, out: Path | None) -> None:
         except OSError as e:
             raise ConfigError(f"cannot write the comparison: {e}", key="--out") from None
         for p in paths:
-            click.echo(f"  {p}")
+            click.echo(f"  {p}", err=as_json)
     sys.exit(SOMETHING_WORSE if comparison.worse else NOTHING_WORSE)

@@ -25,7 +25,9 @@ from gatekeeper.report.html import render_page
 from gatekeeper.report.markdown import md_cell, md_code
 from gatekeeper.results import CheckResult
 
-MAX_CONSOLE_ROWS = 20  # per list on the console; the files list everything
+MAX_CONSOLE_ROWS = 20  # per list on the console; compare.html and compare.json list everything
+MAX_MD_ROWS = 60  # per table in compare.md (a PR comment): the rest are counted and left to the other files
+MAX_MD_CHARS = 60_000  # below GitHub's 65,536-character limit on a comment
 MAX_CONSOLE_CHARS = 300
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 
@@ -162,7 +164,19 @@ def console_lines(c: RunComparison) -> list[str]:
 def _md_table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     if not rows:
         return ["None.", ""]
-    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns), *("| " + " | ".join(r) + " |" for r in rows), ""]
+    more = [f"…and {len(rows) - MAX_MD_ROWS} more: compare.html and compare.json list every one.", ""] \
+        if len(rows) > MAX_MD_ROWS else []
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(r) + " |" for r in rows[:MAX_MD_ROWS]), "", *more]
+
+
+def _capped(lines: list[str]) -> str:
+    """The Markdown, cut at a line boundary below MAX_MD_CHARS with a note saying where the rest is."""
+    text = "\n".join(lines).rstrip("\n") + "\n"
+    if len(text) <= MAX_MD_CHARS:
+        return text
+    note = "\n…cut here to fit a pull-request comment: compare.html and compare.json have everything.\n"
+    return text[:text.rfind("\n", 0, MAX_MD_CHARS - len(note)) + 1] + note
 
 
 def _md_checks(rows: tuple[CheckRow, ...]) -> list[str]:
@@ -192,7 +206,7 @@ def markdown(c: RunComparison) -> str:
     lines += [f"### Intervals ({len(v.intervals)})", "",
               *_md_table(("check", "metric", "A", "B", "overlap"),
                          [(f"`{md_code(i)}`", f"`{md_code(n)}`", x, y, o) for i, n, x, y, o in v.intervals])]
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return _capped(lines)
 
 
 def html(c: RunComparison) -> str:
@@ -201,5 +215,8 @@ def html(c: RunComparison) -> str:
 
 
 def write(c: RunComparison, out: Path) -> list[Path]:
-    """compare.html and compare.md in `out` (which must exist), each written atomically."""
-    return [write_atomic(out / "compare.html", html(c)), write_atomic(out / "compare.md", markdown(c))]
+    """compare.html, compare.md and compare.json in `out` (which must exist), each written atomically."""
+    from gatekeeper.compare.json_form import to_text
+
+    return [write_atomic(out / "compare.html", html(c)), write_atomic(out / "compare.md", markdown(c)),
+            write_atomic(out / "compare.json", to_text(c))]

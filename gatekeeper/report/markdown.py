@@ -19,6 +19,7 @@ from gatekeeper.report.perf_gate_view import performance_gate, seed_table
 from gatekeeper.report.data import ReportData, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
+from gatekeeper.report.viewmodel import provenance
 from gatekeeper.evidence import TextPair
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
@@ -137,6 +138,7 @@ class MarkdownRenderer(Renderer):
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")
         lines.append(f"- run `{md_code(run.run_id)}`, policy `{md_code(run.policy or '-')}`, seed {run.seed}")
+        lines += [f"- {md_cell(line)}" for line in provenance(run)]
         lines += ["", "### Reasons", ""]
         lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
         if len(run.reasons) > MAX_LISTED_REASONS:

@@ -23,7 +23,7 @@ from gatekeeper.report.data import ReportData, StatusCounts, badge_status, cover
 from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_metric
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
-from gatekeeper.results import CheckResult, GateResult, Status, Verdict
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
 _PASSED = (Status.PASS, Status.WARN)
@@ -99,6 +99,7 @@ class RunView:
     targets: tuple[TargetView, ...]
     counts: tuple[tuple[str, int], ...] = field(default=())
     hooks: tuple[tuple[bool, str], ...] = field(default=())  # (ok, "webhook https://… : HTTP 200") per rollback hook
+    provenance: tuple[str, ...] = field(default=())  # where the answers came from, when not (all) from the servers now
 
 
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -248,7 +249,20 @@ def run_view(data: ReportData, other_page: str = "") -> RunView:
         ),
         counts=_counts(data.counts),
         hooks=tuple((h.ok, f"{h.kind} {h.target}: {h.detail}") for h in run.hooks),
+        provenance=provenance(run),
     )
+
+
+def provenance(run: RunResult) -> tuple[str, ...]:
+    """Where the judged answers came from, when not every one from the servers during this run."""
+    lines = []
+    if run.rejudged_from:
+        carried = [g.id for g in run.gates if g.reused]
+        lines.append(f"Re-judged: every answer comes from the recording of run {run.rejudged_from}; no server was asked"
+                     + (f"; carried over as measured: {', '.join(carried)}" if carried else "") + ".")
+    if run.reference_cache is not None:
+        lines.append(run.reference_cache.line[0].upper() + run.reference_cache.line[1:] + ".")
+    return tuple(lines)
 
 
 def correctness_view(data: ReportData, performance_page: str = "") -> dict[str, Any]:
