@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -142,3 +144,20 @@ def test_the_default_run_rejudged_is_the_same(tmp_path):
     assert out.summary is not None, out.stderr[-3000:]
     again = gk_rejudge(out.run_dir)
     _same(out, again)
+
+
+def test_compare_two_runs_of_one_build_shows_no_change_and_a_faulted_run_its_faulted_checks(rollback, tmp_path):
+    """`gatekeeper compare` on real runs: two launches of the same build, then the clean against the faulted."""
+    args = (*SMOKE, "--gates", "startup,numerics,golden")
+    first, second = gk_run(tmp_path / "one", *args), gk_run(tmp_path / "two", *args)
+    same = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "compare", str(first.run_dir), str(second.run_dir),
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert same.returncode == 0, same.stderr
+    data = json.loads(same.stdout)
+    assert data["changed"] == [] and data["num_common"] > 40 and not data["only_a"] and not data["only_b"]
+    faulted = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "compare", str(first.run_dir),
+                              str(rollback.run_dir), "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert faulted.returncode == 1, faulted.stderr
+    worse = {w["id"] for w in json.loads(faulted.stdout)["got_worse"]}
+    failed = {k for k, (status, blocking, _) in checks(rollback.summary).items() if status == "FAIL" and blocking}
+    assert worse == failed and "golden.tool-weather.stream" in worse, (worse, failed)

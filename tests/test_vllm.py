@@ -6,6 +6,8 @@ shared by the module's tests (60-180 s to start on 2 cores); the test that kills
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import threading
 import time
@@ -16,6 +18,7 @@ import pytest
 import yaml
 
 from fault_proxy import fault_proxy
+from rejudge_util import checks as check_statuses, gk_rejudge
 from run_util import gk_run
 from test_tokenizer_loaders import CORPUS
 from vllm_util import CANDIDATE_VERSION, GK_TINY, launch_target, running_vllm, stop_group, vllm_command
@@ -81,6 +84,35 @@ def test_the_bundled_reference_promotes_vllm_as_a_url_candidate(tmp_path, vllm):
     assert skipped.pop("performance") == ["performance.not_applicable"]
     assert "not a build of the candidate's engine" in out.check("performance.not_applicable")["reason"]
     assert all(not ids for ids in skipped.values()), skipped
+
+    again = gk_rejudge(out.run_dir)  # vLLM's recorded answers judged again: the same checks, no server asked
+    assert again.code == out.code and again.summary["verdict"] == out.summary["verdict"]
+    assert check_statuses(again.summary) == check_statuses(out.summary)
+
+
+_ANSWERED = re.compile(r'"POST (/v1/chat/completions|/v1/completions|/tokenize) HTTP/1\.1" \d+')
+
+
+def test_a_vllm_reference_is_asked_once_for_two_candidates(tmp_path, vllm):
+    """vLLM as the reference with `--reference-cache`: the second candidate's run sends vLLM only
+    gate 1's requests, counted in vLLM's own access log."""
+    cache, runs = tmp_path / "cache", []
+    for candidate in ("bundled:reference", "bundled:optimized"):
+        before = len(_ANSWERED.findall(vllm.log()))
+        out = gk_run(tmp_path / candidate.replace(":", "-"), "--reference", vllm.url + "/v1", "--served-model", "gk-tiny",
+                     "--candidate", candidate, "--policy", "gates/smoke.yaml", "--gates", "startup,numerics,golden",
+                     "--reference-cache", str(cache), timeout=900)
+        assert out.summary is not None, out.stderr
+        runs.append((out, len(_ANSWERED.findall(vllm.log())) - before))
+    (first, first_sent), (second, second_sent) = runs
+    stored, used = first.summary["reference_cache"], second.summary["reference_cache"]
+    assert f"version {CANDIDATE_VERSION}" in used["identity"], used
+    assert stored["hits"] == 0 and stored["stored"] > 20, stored
+    assert used["hits"] == used["requests"] == stored["stored"], used
+    answers = [json.loads(line) for line in (second.run_dir / "answers" / "reference.jsonl").read_text().splitlines()]
+    startup = [a for a in answers if a["gate"] == "startup" and a["method"] in ("chat", "completion", "tokenize")]
+    assert second_sent == len(startup) > 0 and first_sent >= second_sent + stored["stored"], (first_sent, second_sent)
+    assert second.summary["verdict"] == first.summary["verdict"] == "PROMOTE", second.summary["reasons"]
 
 
 def _garble(path: str, body: dict) -> dict:
