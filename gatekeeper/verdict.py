@@ -8,7 +8,8 @@ the evidence left open is not a "no regression".
 A PROMOTE's reason says what it rests on: the blocking checks that passed, and beside them the
 advisory WARNs and the advisory checks left undecided. A run that left gates out (`--gates`, a
 policy that disables them) is PARTIAL whatever its verdict: the first reason names the gates not
-run, so no headline reads as if every question had been asked.
+run (the first after the check that decided a HOLD or ROLLBACK, the very first on a PROMOTE), so no
+headline reads as if every question had been asked.
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ def decide(gates: list[GateResult], restricted: tuple[str, ...] = ()) -> tuple[V
     partial += [f"PARTIAL: {what}; this verdict covers those only" for what in restricted]
     checks = [c for g in gates if g.excluded is None for c in g.checks]
     blocking_fail = [c for c in checks if check_verdict(c) == Verdict.ROLLBACK]
-    if blocking_fail:
-        return Verdict.ROLLBACK, partial + [_line(c) for c in blocking_fail]
+    if blocking_fail:  # what decided it first; that the run was partial right after
+        return Verdict.ROLLBACK, [_line(blocking_fail[0]), *partial, *(_line(c) for c in blocking_fail[1:])]
     hold = [c for c in checks if check_verdict(c) == Verdict.HOLD]
     if hold:
-        return Verdict.HOLD, partial + [_line(c) for c in hold]
+        return Verdict.HOLD, [_line(hold[0]), *partial, *(_line(c) for c in hold[1:])]
     if not checks:
         return Verdict.HOLD, partial + ["no checks ran"]
     return Verdict.PROMOTE, partial + [_promote_line(checks)]

@@ -1,5 +1,6 @@
 """A run that leaves gates out, or chooses fewer golden cases by flag (--cases, --limit), is
-PARTIAL in every output, whatever its verdict: the first reasons name what was left out,
+PARTIAL in every output, whatever its verdict: the first reasons (after the check that decided a
+HOLD or ROLLBACK) name what was left out,
 summary.json says `partial`, and each left-out gate appears as skipped in summary.json, summary.md
 and junit.xml; a PROMOTE's reason says what it rests on."""
 
@@ -32,14 +33,14 @@ def test_a_full_promote_says_what_it_rests_on():
     assert reasons == ["all 2 blocking checks passed; 1 WARN, 1 undecided (advisory) (3 checks)"]
 
 
-def test_a_partial_run_names_the_gates_not_run_first_whatever_its_verdict():
+def test_a_partial_run_names_the_gates_not_run_right_after_what_decided_it():
     left_out = _gate("shadow", CheckResult("shadow.not_selected", "shadow", Status.SKIP, False, "not run"),
                      excluded="not selected (--gates a)")
     verdict, reasons = decide([_gate("a", _check("a", Status.PASS)), left_out])
     assert verdict is Verdict.PROMOTE
     assert reasons[0] == "PARTIAL: 1 of 2 gates not run (shadow: not selected (--gates a)); this verdict covers a only"
     verdict, reasons = decide([_gate("a", _check("a", Status.FAIL)), left_out])
-    assert verdict is Verdict.ROLLBACK and reasons[0].startswith("PARTIAL: ") and reasons[1].startswith("a.x_fail: FAIL")
+    assert verdict is Verdict.ROLLBACK and reasons[0].startswith("a.x_fail: FAIL") and reasons[1].startswith("PARTIAL: ")
     verdict, reasons = decide([left_out])
     assert verdict is Verdict.HOLD and reasons[1] == "no checks ran"
 

@@ -161,7 +161,7 @@ def test_kv_stale_reuse_cannot_trigger_without_prefix_caching(tmp_path, gk_tiny)
     cold_warm = out.check("longctx.prefix_cache.cold_warm")
     assert cold_warm["status"] == "SKIP" and cold_warm["metrics"]["warm_cached_tokens"] == 0
     assert out.summary["verdict"] == "HOLD" and [r.split(":")[0] for r in out.summary["reasons"]] == [
-        "PARTIAL", "longctx.prefix_cache.cold_warm"]  # --gates longctx: the other five gates not run
+        "longctx.prefix_cache.cold_warm", "PARTIAL"]  # --gates longctx: the other five gates not run
     conditions = out.check("longctx.trigger_conditions")
     assert conditions["status"] == "WARN" and conditions["metrics"]["prefix caching"] == "absent"
 

@@ -4,9 +4,10 @@ Five dimensions, each a row with its metric, threshold, the reference's and the 
 figures, how much was judged, and a status:
 
 - Deterministic: the fixed short cases (golden family `short_answer`, and the startup canary) —
-  the candidate passes every case the reference passes;
+  the candidate passes every case the reference passes (without gate 3 the row is "not run" unless
+  the canary failed: a canary alone is no PASS for the row);
 - Structured: JSON and tool-call cases (families `json`, `tool_call`) — parse success not below
-  the reference's;
+  the reference's; a failing streamed variant (`<case>.stream`) fails the row too;
 - Numerical: logprob / perplexity drift (gate 2) within the dtype's tolerance (the row's status
   is gate 2's worst check);
 - Degeneration: repeated tokens, garbage, empty output — 0 severe degenerations;
@@ -70,11 +71,19 @@ def _judged(cases: list[CheckResult]) -> str:
     return _pct(sum(1 for c in cases if c.metrics.get("judged") is True), len(cases))
 
 
+def _streams(golden: GateResult | None, families: tuple[str, ...]) -> list[CheckResult]:
+    """The cases' streamed variants (`<case>.stream`): not counted as cases, but a failing one fails the row."""
+    return [c for c in golden.checks if c.family in families and c.id.endswith(".stream")] if golden else []
+
+
 def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult | None, families: tuple[str, ...],
                 extra: tuple[CheckResult, ...] = ()) -> CorrectnessRow:
     cases = _cases(golden, families)
-    checks = [*extra, *cases]
-    status = "not run" if golden is None and not extra else "no cases" if not checks else _worst(checks)
+    checks = [*extra, *cases, *_streams(golden, families)]
+    if golden is None:  # the cases were not run: only the canary can speak, and only against the run
+        status = _worst(list(extra)) if any(c.status in (Status.FAIL, Status.ERROR) for c in extra) else "not run"
+    else:
+        status = "no cases" if not checks else _worst(checks)
     if cases and not any(c.metrics.get("judged") is True for c in cases) and status in ("PASS", "WARN"):
         status = "not judged"  # every case both fail identically (or could not be compared): no blind PASS
     return CorrectnessRow(dimension, metric, threshold, _pct(_passing(cases, "reference_passes"), len(cases)),

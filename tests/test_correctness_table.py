@@ -1,0 +1,42 @@
+"""The correctness table's golden rows: nothing shown as a PASS that judged nothing, and a failing
+streamed variant fails its row (as in a real run whose streamed tool parser breaks)."""
+
+from __future__ import annotations
+
+from gatekeeper.report.correctness_table import build_table
+from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status, Verdict
+
+
+def _check(check_id: str, status: Status, family: str | None = None, **metrics) -> CheckResult:
+    return CheckResult(check_id, check_id.split(".")[0], status, True, "why", dict(metrics), family=family)
+
+
+def _gate(gate_id: str, *checks: CheckResult, ran: bool = True) -> GateResult:
+    return GateResult(gate_id, 1, gate_id, "", Status.PASS, checks, coverage=Coverage(len(checks), (), 0.5) if ran else None)
+
+
+def _run(*gates: GateResult) -> RunResult:
+    return RunResult("r", "", "", Verdict.HOLD, (), (), gates)
+
+
+def _rows(run: RunResult) -> dict[str, str]:
+    return {row.dimension: row.status for row in build_table(run)}
+
+
+def test_a_canary_alone_is_not_a_pass_for_the_deterministic_row():
+    startup = _gate("startup", _check("startup.canary.candidate", Status.PASS))
+    golden = _gate("golden", _check("golden.not_run", Status.SKIP), ran=False)
+    assert _rows(_run(startup, golden))["Deterministic"] == "not run"
+    failed = _gate("startup", _check("startup.canary.candidate", Status.FAIL))
+    assert _rows(_run(failed, golden))["Deterministic"] == "FAIL"  # a canary can still speak against the run
+
+
+def test_a_failing_streamed_variant_fails_the_structured_row():
+    case = dict(judged=True, reference_passes=True, candidate_passes=True)
+    plain = _check("golden.tool-weather", Status.PASS, "tool_call", **case)
+    stream = _check("golden.tool-weather.stream", Status.FAIL, "tool_call")
+    rows = {row.dimension: row for row in build_table(_run(_gate("startup"), _gate("golden", plain, stream)))}
+    assert rows["Structured"].status == "FAIL" and "golden.tool-weather.stream" in rows["Structured"].checks
+    assert rows["Structured"].candidate == "1/1 (100%)"  # the counts stay the cases'; the variant is not a case
+    ok = _check("golden.tool-weather.stream", Status.PASS, "tool_call")
+    assert _rows(_run(_gate("startup"), _gate("golden", plain, ok)))["Structured"] == "PASS"
