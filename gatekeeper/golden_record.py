@@ -11,7 +11,7 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.errors import ConfigError, TargetError
 from gatekeeper.golden.baseline import record_baseline
 from gatekeeper.golden.golden_set import load_golden_set
-from gatekeeper.runner import served_model
+from gatekeeper.targets.served import served_model
 from gatekeeper.targets.spec import make_target, parse_target
 
 

@@ -26,11 +26,12 @@ from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
-from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, GateResult, RequestTiming, RunResult, Status, TargetInfo
 from gatekeeper.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
+from gatekeeper.targets.served import served_model
 from gatekeeper.targets.spec import make_target
 from gatekeeper.tape.session import AnswerTape
 from gatekeeper.verdict import decide
@@ -41,21 +42,6 @@ ROLES = ("reference", "candidate")
 
 def _worst(checks: list[CheckResult]) -> Status:
     return min((c.status for c in checks), key=_ORDER.index, default=Status.SKIP)
-
-
-def served_model(ep_url: str, spec: TargetSpec, api_key: str | None = None) -> str:
-    """The model id to send: the configured one, else the first the server lists."""
-    if spec.kind != "bundled" and spec.model:
-        return spec.model
-    ep = Endpoint("probe", ep_url, "", api_key)
-    try:
-        data = ep.get_json("/v1/models").get("data") or []
-        first = data[0] if isinstance(data, list) and data else None
-        return str(first["id"]) if isinstance(first, dict) and "id" in first else (spec.model or "")
-    except EndpointError:
-        return spec.model or ""
-    finally:
-        ep.close()
 
 
 class Runner:
@@ -251,8 +237,7 @@ class Runner:
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
                 self._run_one(gate, ctx, endpoints)
-                coverage = ctx.coverage(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
-                _coverage_check(ctx, coverage)
+                coverage = ctx.coverage_check(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
             lost = self._liveness(ctx, endpoints, runtimes) if stopped_by is None else False
             self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
@@ -391,19 +376,3 @@ class Runner:
         if retried:
             ctx.notes.append(f"{gate.id}: {sum(retried.values())} request(s) retried after a transient failure ("
                              + ", ".join(f"{role} {n}" for role, n in sorted(retried.items())) + ")")
-
-
-def _coverage_check(ctx: GateContext, coverage: Coverage) -> None:
-    """`<gate>.coverage`: advisory by construction — a gate that judged too little holds the run
-    (an advisory FAIL is HOLD), it never rolls a candidate back."""
-    unjudged = ", ".join(f"{n} {why}" for why, n in coverage.unjudged)
-    share = "nothing" if coverage.share is None else f"{coverage.judged} of {coverage.total} items ({coverage.share:.0%})"
-    reason = (f"judged {share}" + (f"; not judged: {unjudged}" if unjudged else "")
-              + f"; the policy's minimum is {coverage.min_share:.0%}")
-    status = Status.PASS if coverage.enough else Status.FAIL
-    metrics = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share, "min_share": coverage.min_share,
-               "unjudged": dict(coverage.unjudged)}
-    result = CheckResult(f"{ctx.gate_id}.coverage", ctx.gate_id, status, False, reason, metrics,
-                         judgement=Judgement.TOLERANCE)
-    ctx.checks.append(result)
-    ctx.record(result)

@@ -25,7 +25,7 @@ from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.history import HistoryEntry, append_entry, load_history
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.run_plan import RunPlan
-from gatekeeper.runner import served_model
+from gatekeeper.targets.served import served_model
 from gatekeeper.targets.interface import Target, TargetSpec
 from gatekeeper.targets.spec import make_target
 

@@ -79,7 +79,7 @@ def perf_load(url: str, model: str | None, profile: str, concurrency: int, rate:
     from gatekeeper.perf.figures import Slo, block_figures
     from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
     from gatekeeper.perf.workload import Workload
-    from gatekeeper.runner import served_model
+    from gatekeeper.targets.served import served_model
     from gatekeeper.targets.interface import TargetSpec
     from gatekeeper.targets.spec import normalise_url
 

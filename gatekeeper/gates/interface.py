@@ -264,6 +264,23 @@ class GateContext:
         judged = sum(1 for c in self.checks if c.status in (Status.PASS, Status.WARN, Status.FAIL) and not c.undecided)
         return Coverage(judged, tuple(sorted(unjudged.items())), min_share)
 
+    def coverage_check(self, min_share: float) -> Coverage:
+        """Record `<gate>.coverage` and return the coverage it judged. Advisory by construction: a
+        gate that judged too little holds the run (an advisory FAIL is HOLD), it never rolls a
+        candidate back."""
+        coverage = self.coverage(min_share)
+        unjudged = ", ".join(f"{n} {why}" for why, n in coverage.unjudged)
+        share = "nothing" if coverage.share is None else f"{coverage.judged} of {coverage.total} items ({coverage.share:.0%})"
+        reason = (f"judged {share}" + (f"; not judged: {unjudged}" if unjudged else "")
+                  + f"; the policy's minimum is {coverage.min_share:.0%}")
+        metrics = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share,
+                   "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
+        result = CheckResult(f"{self.gate_id}.coverage", self.gate_id, Status.PASS if coverage.enough else Status.FAIL,
+                             False, reason, metrics, judgement=Judgement.TOLERANCE)
+        self.checks.append(result)
+        self.record(result)
+        return coverage
+
 
 class Gate(ABC):
     """A staged gate. Subclasses set `id`, `stage`, `title` and `Settings`, write `run`, and say
