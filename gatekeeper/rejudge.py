@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
@@ -94,7 +95,7 @@ class ReplayRunner(Runner):
         self._extra.append(ep)
         return ep
 
-    def _gone(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]
+    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]
               ) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
         r = self.recorded.liveness.get(ctx.gate_id)
         if r is None:  # the recorded run did not ask (e.g. a target had not started)

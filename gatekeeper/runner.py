@@ -6,17 +6,20 @@ produced (records.jsonl), so a crash loses nothing; the final reports are writte
 the end. A gate that raises is an ERROR check (fail closed), and a gate that fails hard stops the
 later gates, which are reported as not run. The run directory says it is incomplete until the last
 report is written, and a resumed run takes the gates the interrupted one finished (run_dir.py).
+Every endpoint the gates get is taped (`tape/`): what the targets answer is recorded in the run
+directory for `gatekeeper rejudge` (whose runner, `rejudge.py`, overrides how targets start and
+answer), and with a cache directory the reference's answers may come from the answer cache.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 import threading
 import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from gatekeeper.client import Endpoint
 from gatekeeper.errors import EndpointError
@@ -33,6 +36,7 @@ from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.served import served_model
 from gatekeeper.targets.spec import make_target
+from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.session import AnswerTape
 from gatekeeper.verdict import decide
 
@@ -66,7 +70,7 @@ class Runner:
         return AnswerTape(self.run_dir, self.plan.run_id,
                           Path(self.plan.reference_cache) if self.plan.reference_cache else None)
 
-    def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec) -> Endpoint:
+    def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec) -> TapedEndpoint:
         assert self.tape is not None
         return self.tape.endpoint(role, base_url, model, api_key, self.plan.timeout_s, spec.key_source)
 
@@ -110,7 +114,7 @@ class Runner:
                           + (f" ({', '.join(self.resume.gates)})" if self.resume.gates else ""))
         redactor = plan.redactor()
         records = RecordWriter(self.run_dir / "records.jsonl", redactor)
-        endpoints: dict[str, Endpoint] = {}
+        endpoints: dict[str, TapedEndpoint] = {}
         gates: list[GateResult] = []
         infos: list[TargetInfo] = []
         self.tape = tape = self._new_tape()
@@ -189,7 +193,7 @@ class Runner:
             return ()
         return tuple(t for g in gates if g.reused for t in self.resume.timings.get(g.id, ()))
 
-    def _run_gates(self, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime],
+    def _run_gates(self, endpoints: dict[str, TapedEndpoint], runtimes: dict[str, TargetRuntime],
                    capabilities: ProbedCapabilities, versions: dict[str, str | None],
                    observed: dict[str, dict[str, str]], records: RecordWriter) -> list[GateResult]:
         plan = self.plan
@@ -288,7 +292,7 @@ class Runner:
             ep.close()
         self._extra.clear()
 
-    def _liveness(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> bool:
+    def _liveness(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> bool:
         """After a gate: is each target still there? A candidate that stopped answering (its
         process exited, or connections fail while the reference still answers) is a blocking
         FAIL `<gate>.candidate_crashed` with its log tail → ROLLBACK; a reference that stopped is
@@ -307,7 +311,7 @@ class Runner:
                       f"gate {ctx.gate_id}{both}; nothing after it can be judged")
         return any(gone.values())
 
-    def _gone(self, ctx: GateContext, endpoints: dict[str, Endpoint], runtimes: dict[str, TargetRuntime]
+    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]
               ) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
         """Which targets stopped answering after the gate, whose process is alive, and the candidate's
         log tail when it stopped (all recorded, for a rejudge)."""
@@ -357,14 +361,14 @@ class Runner:
         return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded,
                           started_at=now)
 
-    def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, Endpoint]) -> None:
+    def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, TapedEndpoint]) -> None:
         """Run one gate; whatever it raises becomes an ERROR check (fail closed). The requests its
         targets answered with a transient failure and the client retried are counted in its notes."""
         self.progress(f"gate {gate.stage}: {gate.title}")
         self._gate = gate.id
         for ep in endpoints.values():
             ep.gate = gate.id
-            ep.cacheable = gate.reference_cacheable  # type: ignore[attr-defined]  # TapedEndpoint's
+            ep.cacheable = gate.reference_cacheable
         try:
             gate.run(ctx)
         except EndpointError as e:
