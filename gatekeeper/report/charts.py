@@ -198,19 +198,24 @@ def _marker(i: int, x: float, y: float, color: str, tip: str) -> str:
     return f'<polygon points="{coords}" fill="{color}">{title}</polygon>'
 
 
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
 def heatmap_svg(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[object]],
                 labels: Sequence[Sequence[str]] | None, label: str) -> Markup:
     """A grid of cells coloured by value in [0, 1] (red 0 → green 1; grey when not a number),
     each with its text label: e.g. a needle grid of prompt length × depth."""
     if not rows or not columns:
         return Markup(f'<p class="muted">{escape(label)}: no data.</p>')
-    row_h, label_w = 26, 110
+    longest = max(len(str(r)) for r in rows)
+    row_h, label_w = 26, 110 if longest <= 16 else 160  # room for "tool_enforced · streamed"
     cell_w = (W - label_w - RIGHT) / len(columns)
     height = TOP + 18 + row_h * len(rows) + 8
     body = [_text(label_w + cell_w * (j + 0.5), TOP + 10, str(c)[:16]) for j, c in enumerate(columns)]
     for i, name in enumerate(rows):
         y = TOP + 18 + i * row_h
-        body.append(_text(label_w - 8, y + 17, str(name)[:16], "end"))
+        body.append(_text(label_w - 8, y + 17, _clip(str(name), 16 if label_w == 110 else 26), "end"))
         for j in range(len(columns)):
             v = values[i][j] if j < len(values[i]) else None
             if _ok(v):

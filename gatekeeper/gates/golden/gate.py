@@ -121,6 +121,9 @@ class GoldenGate(Gate):
             self._candidate_repeat(ctx, ask_cand, runnable, cand, ref_changed, floor_conc)
         if settings.stream_variants:
             self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
+            for check in ctx.checks:
+                if check.id.endswith(".stream") and check.family:
+                    rates.add_stream(check.family, check.status)
         rates.report(ctx, settings.max_pass_rate_drop)
 
     def _reference_runs(self, ctx: GateContext, ask_ref: Asker, cases: list[GoldenCase], baseline: Baseline | None,

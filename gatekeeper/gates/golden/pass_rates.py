@@ -34,6 +34,15 @@ class PassRates:
 
     families: dict[str, _Family] = field(default_factory=dict)
     reference_flips: int = 0
+    streams: dict[str, list[int]] = field(default_factory=dict)  # family -> [streamed answers equal to plain, judged]
+
+    def add_stream(self, family: str, status: Status) -> None:
+        """One `<case>.stream` check: whether the candidate's streamed answer equals its plain one
+        (shown in the heatmap beside the families; not part of the pass rates)."""
+        if status in (Status.PASS, Status.WARN, Status.FAIL):
+            counts = self.streams.setdefault(family, [0, 0])
+            counts[0] += status is not Status.FAIL
+            counts[1] += 1
 
     def add(self, family: str, candidate_ok: bool | None, reference_ok: bool | None, status: Status,
             reference_flip: bool = False) -> None:
@@ -89,8 +98,14 @@ class PassRates:
                            f.candidate / f.judged_candidate if f.judged_candidate else None])
             labels.append([f"{f.reference}/{f.judged_reference}" if f.judged_reference else "not judged",
                            f"{f.candidate}/{f.judged_candidate}" if f.judged_candidate else "not judged"])
-        return Heatmap("cases passed by family: reference, candidate (green all, red none)", rows, ["reference", "candidate"],
-                       values, labels, is_key=True)
+            if name in self.streams:  # its streamed variants, right below: the candidate against itself
+                same, judged = self.streams[name]
+                rows.append(f"{name} · streamed")
+                values.append([None, same / judged])
+                labels.append(["–", f"{same}/{judged}"])
+        streamed = "; '· streamed': the candidate's streamed answer equals its plain one" if self.streams else ""
+        return Heatmap(f"cases passed by family: reference, candidate (green all, red none){streamed}", rows,
+                       ["reference", "candidate"], values, labels, is_key=True)
 
     def report(self, ctx: GateContext, max_drop: float) -> None:
         """Record `golden.pass_rate` on the gate context."""
