@@ -1,5 +1,5 @@
-"""The house rules the file tree itself must keep: no folder-level import cycle, and a gate side
-that never imports torch or the bundled engine.
+"""The house rules the file tree itself must keep: no folder-level import cycle, a gate side
+that never imports torch or the bundled engine, and no module over 400 lines.
 
 Folder-level acyclicity is checked at every level of the package: within each package, its
 direct children (modules and sub-packages, each taken whole) must import one another without a
@@ -143,3 +143,12 @@ def test_mypy_is_clean_on_the_gate_side() -> None:
     r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental"], cwd=ROOT, capture_output=True, text=True,
                        check=False)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+MAX_MODULE_LINES = 400  # one concept per file (STYLE.md): a module past this holds two
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
