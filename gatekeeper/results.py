@@ -44,6 +44,11 @@ class Verdict(str, Enum):
     HOLD = "HOLD"
     ROLLBACK = "ROLLBACK"
 
+    @property
+    def severity(self) -> int:
+        """0 PROMOTE < 1 HOLD < 2 ROLLBACK: the worse of two verdicts has the higher one."""
+        return (Verdict.PROMOTE, Verdict.HOLD, Verdict.ROLLBACK).index(self)
+
 
 @dataclass(frozen=True)
 class CheckResult:

@@ -38,7 +38,6 @@ from gatekeeper.compare.load import RunSummary
 from gatekeeper.results import CheckResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
-_SEVERITY = {Verdict.PROMOTE: 0, Verdict.HOLD: 1, Verdict.ROLLBACK: 2}
 _DECIDED_NO_REGRESSION = (Status.PASS, Status.WARN)
 
 
@@ -163,7 +162,7 @@ def _worse(a: CheckResult, b: CheckResult) -> str | None:
         return f"{change}{'' if b.blocking else ' (advisory)'}"
     if b.undecided and not a.undecided and a.status in _DECIDED_NO_REGRESSION:
         return f"{change}: decided in A, undecided in B"
-    if _SEVERITY[check_verdict(b)] > _SEVERITY[check_verdict(a)]:
+    if check_verdict(b).severity > check_verdict(a).severity:
         return f"{change}: the check alone now makes the run {check_verdict(b).value}"
     return None
 

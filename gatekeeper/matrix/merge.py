@@ -29,6 +29,7 @@ from gatekeeper import exit_codes
 
 import yaml
 
+from gatekeeper.results import Verdict
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.localise import Localisation, localise
 from gatekeeper.matrix.record import path_record
@@ -36,7 +37,7 @@ from gatekeeper.report.atomic import write_atomic
 from gatekeeper.report.junit import xml_text
 
 CELL_FILE, SUMMARY_FILE = "cell.json", "summary.json"
-RANK = {"PROMOTE": 0, "HOLD": 1, "ROLLBACK": 2}
+RANK = {v.value: v.severity for v in Verdict}
 EXIT = exit_codes.FOR_VERDICT  # the one verdict → exit code table
 
 
