@@ -25,16 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatekeeper import exit_codes
-
 import yaml
 
-from gatekeeper.results import Verdict
+from gatekeeper import exit_codes
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.localise import Localisation, localise
 from gatekeeper.matrix.record import path_record
 from gatekeeper.report.atomic import write_atomic
 from gatekeeper.report.junit import xml_text
+from gatekeeper.results import Verdict
 
 CELL_FILE, SUMMARY_FILE = "cell.json", "summary.json"
 RANK = {v.value: v.severity for v in Verdict}
