@@ -216,11 +216,15 @@ def keep_reused_records(resumable: Resumable) -> None:
 
 
 def set_aside_logs(run_dir: Path) -> None:
-    """The interrupted run's target logs become `<name>.interrupted.log`: the resumed run's
-    targets write their own."""
+    """The interrupted run's target logs become `<name>.interrupted.log`, and its recorded answers
+    `answers.interrupted/`: the resumed run's targets write their own (a resumed run is two
+    launches, so `gatekeeper rejudge` refuses it)."""
     for log in run_dir.glob("*.log"):
         if not log.name.endswith(".interrupted.log"):
             log.replace(log.with_name(log.name[:-len(".log")] + ".interrupted.log"))
+    answers, aside = run_dir / "answers", run_dir / "answers.interrupted"
+    if answers.is_dir() and not aside.exists():
+        answers.replace(aside)
 
 
 def _number(value: Any) -> Any:

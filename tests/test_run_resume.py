@@ -17,6 +17,7 @@ from gatekeeper.config.run_config import resolve
 from gatekeeper.plan import build_plan
 from gatekeeper.run_dir import INCOMPLETE, fingerprint, mark_incomplete, write_plan
 from gatekeeper.report.records import GATE_FORMAT, read_records
+from rejudge_util import gk_rejudge
 from run_util import gk_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,6 +99,9 @@ def test_a_run_killed_after_gate_3_resumes_to_the_uninterrupted_verdict_rerunnin
     assert summary["verdict"] == whole.summary["verdict"]
     assert summary["resumed"]["reused"] == finished and "numerics" in finished and "golden" in finished
     assert summary["resumed"]["ran"] == [g["id"] for g in whole.summary["gates"] if g["id"] not in finished]
+    refused = gk_rejudge(run_dir, out=tmp_path / "rejudged")  # two launches answered it: no replay as one run
+    assert refused.code == 3 and "was resumed" in refused.stderr, refused.stderr
+    assert (run_dir / "answers.interrupted").is_dir() and (run_dir / "answers").is_dir()
     gates = {g["id"]: g for g in summary["gates"]}
     for g in whole.summary["gates"]:
         title_line = f"gate {g['stage']}: {g['title']}"  # the progress line of a gate that runs

@@ -43,6 +43,9 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
             raise ConfigError(f"{run_dir}: no such run directory")
         if (run_dir / INCOMPLETE).exists():
             raise ConfigError(f"{run_dir}: the run did not finish ({INCOMPLETE}); finish it with --resume, then re-judge it")
+        if (run_dir / "answers.interrupted").exists():
+            raise ConfigError(f"{run_dir}: the run was resumed (--resume): its gates were answered by two launches, and "
+                              "its recording cannot be replayed as one run; re-judge a run that was not interrupted")
         if not (run_dir / DIR / TARGETS).is_file():
             raise ConfigError(f"{run_dir}: no recorded answers ({DIR}/{TARGETS} is missing: a run made before gatekeeper "
                               "recorded answers)")
