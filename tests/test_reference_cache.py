@@ -34,6 +34,7 @@ def _answers(run: RunOutcome) -> list[dict]:
     return [json.loads(line) for line in (run.run_dir / "answers" / "reference.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow  # three runs behind a proxy (~35 s); the identity and refusal tests below stay in the default suite
 def test_a_second_candidate_asks_the_reference_only_what_gate_1_asks(tmp_path, tiny_model_dir):
     cache = tmp_path / "cache"
     first_sent: list = []

@@ -53,6 +53,7 @@ def _same(original: RunOutcome, again: RunOutcome) -> None:
     assert again.summary["rejudged"]["from"] == original.run_dir.name
 
 
+@pytest.mark.slow  # a 25 s run with the performance gate: the ROLLBACK and HOLD rejudges below stay in the default suite
 def test_a_clean_run_rejudged_under_its_policy_is_the_same_and_asks_no_server(clean):
     again = gk_rejudge(clean.run_dir)
     _same(clean, again)
@@ -92,6 +93,7 @@ def test_another_policy_decides_on_the_same_answers(rollback, tmp_path):
     assert fail["status"] == "FAIL" and not fail["blocking"]
 
 
+@pytest.mark.slow  # shares the clean run
 def test_a_measured_gate_whose_question_changed_holds_instead_of_carrying_over(clean, tmp_path):
     policy = tmp_path / "more-pairs.yaml"
     policy.write_text((ROOT / "gates/smoke.yaml").read_text().replace("    pairs: 4\n", "    pairs: 6\n", 1))
@@ -146,6 +148,7 @@ def test_the_default_run_rejudged_is_the_same(tmp_path):
     _same(out, again)
 
 
+@pytest.mark.slow  # two more runs: test_compare.py's synthetic runs stay in the default suite
 def test_compare_two_runs_of_one_build_shows_no_change_and_a_faulted_run_its_faulted_checks(rollback, tmp_path):
     """`gatekeeper compare` on real runs: two launches of the same build, then the clean against the faulted."""
     args = (*SMOKE, "--gates", "startup,numerics,golden")
