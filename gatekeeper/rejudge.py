@@ -68,7 +68,7 @@ class ReplayRunner(Runner):
         self.measured: Resumable = finished_gates(source_dir)
 
     def _new_tape(self) -> AnswerTape:
-        return AnswerTape(self.run_dir, self.plan.run_id, replay=self.recorded)
+        return AnswerTape(self.run_dir, self.plan.run_id, replay=self.recorded, redact=self.plan.redactor().text)
 
     def _start_targets(self) -> dict[str, Started]:
         specs = {"reference": self.plan.reference, "candidate": self.plan.candidate}

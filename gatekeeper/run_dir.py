@@ -22,7 +22,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,13 +112,15 @@ def fingerprint(plan: RunPlan, options: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: PlanOptions | None = None) -> None:
+def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: PlanOptions | None = None,
+               redact: Callable[[str], str] = lambda text: text) -> None:
     """Record the plan's fingerprint in the run directory and, when given, the resolved options
-    and where each came from (what `gatekeeper rejudge` rebuilds the plan from)."""
+    and where each came from (what `gatekeeper rejudge` rebuilds the plan from), through `redact`
+    (a URL's password, a launch command's key)."""
     data: dict[str, Any] = {"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)}
     if options is not None:
         data["options"], data["sources"] = options.values, options.sources
-    write_atomic(run_dir / PLAN, json.dumps(data, indent=2, default=str) + "\n")
+    write_atomic(run_dir / PLAN, redact(json.dumps(data, indent=2, default=str)) + "\n")
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,8 @@ class Runner:
     def _new_tape(self) -> AnswerTape:
         """Where this run's answers go (and where the reference's may come from)."""
         return AnswerTape(self.run_dir, self.plan.run_id,
-                          Path(self.plan.reference_cache) if self.plan.reference_cache else None)
+                          Path(self.plan.reference_cache) if self.plan.reference_cache else None,
+                          redact=self.plan.redactor().text)
 
     def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec) -> TapedEndpoint:
         assert self.tape is not None
@@ -106,7 +107,7 @@ class Runner:
         started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         mark_incomplete(self.run_dir, plan.run_id, started_at)
         if self.fingerprint is not None:
-            write_plan(self.run_dir, plan.run_id, self.fingerprint, self.options)
+            write_plan(self.run_dir, plan.run_id, self.fingerprint, self.options, plan.redactor().text)
         if self.resume is not None:
             keep_reused_records(self.resume)
             set_aside_logs(self.run_dir)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any
 
 from gatekeeper.report.atomic import write_atomic
@@ -23,18 +24,22 @@ LIVENESS = "liveness.jsonl"
 
 
 class Recorder:
-    """The run's sink: every answer each role gave (or the error it raised), in order."""
+    """The run's sink: every answer each role gave (or the error it raised), in order. Every line
+    passes through `redact` as it is written (a log line or an error naming a key never reaches the
+    disk, even if the run then crashes before its last sweep)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, redact: Callable[[str], str] = lambda text: text) -> None:
         self.dir = run_dir / DIR
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.redact = redact
         self._files: dict[str, IO[str]] = {}
         self._lock = threading.Lock()
 
     def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
         """Append the answer to the role's file."""
-        line = json.dumps({"format": FORMAT, "role": asked.role, "gate": asked.gate, "method": asked.method,
-                           "key": asked.key, "n": asked.occurrence, "cached": from_source, "answer": answer}) + "\n"
+        line = self.redact(json.dumps({"format": FORMAT, "role": asked.role, "gate": asked.gate, "method": asked.method,
+                                       "key": asked.key, "n": asked.occurrence, "cached": from_source,
+                                       "answer": answer})) + "\n"
         with self._lock:
             f = self._files.get(asked.role)
             if f is None:
@@ -46,11 +51,11 @@ class Recorder:
         """Whether each target still answered after `gate`, whether its process was alive, and the
         log tail of a candidate that stopped."""
         with self._lock, (self.dir / LIVENESS).open("a", encoding="utf-8") as f:
-            f.write(json.dumps({"gate": gate, "gone": gone, "alive": alive, "tail": tail}) + "\n")
+            f.write(self.redact(json.dumps({"gate": gate, "gone": gone, "alive": alive, "tail": tail})) + "\n")
 
     def targets(self, described: dict[str, Any]) -> None:
         """What the runner knew about each started target."""
-        write_atomic(self.dir / TARGETS, json.dumps(described, indent=1) + "\n")
+        write_atomic(self.dir / TARGETS, self.redact(json.dumps(described, indent=1)) + "\n")
 
     def close(self) -> None:
         """Close the files."""

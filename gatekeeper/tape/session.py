@@ -7,6 +7,7 @@ identity; a re-judged run (`gatekeeper rejudge`) takes every answer from the run
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from gatekeeper.tape.recording import Recorded, Recorder
 class AnswerTape:
     """The endpoints of one run and their recording; `replay`: the recorded run that answers everything."""
 
-    def __init__(self, run_dir: Path, run_id: str, cache_root: Path | None = None, replay: Recorded | None = None) -> None:
-        self.recorder = Recorder(run_dir)
+    def __init__(self, run_dir: Path, run_id: str, cache_root: Path | None = None, replay: Recorded | None = None,
+                 redact: Callable[[str], str] = lambda text: text) -> None:
+        self.recorder = Recorder(run_dir, redact)
         self.run_id, self.cache_root, self.replay = run_id, cache_root, replay
         self.cache: AnswerCache | None = None
         self._targets: dict[str, Any] = {}
