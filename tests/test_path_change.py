@@ -61,6 +61,7 @@ def test_a_clean_bundled_pair_has_no_path_change(tmp_path, tiny_model_dir):
     assert check["metrics"]["unexplained"] == 0
 
 
+@pytest.mark.slow  # two real runs; the kernel-fallback test stays
 def test_a_fusion_switch_the_reference_does_not_take_is_a_change_unless_explained(tmp_path):
     """Two URL targets with logs: the reference states fused_norm=off and the sdpa backend, the
     candidate (the same build, fusion on) states fused_norm=on: a key change nobody declared."""

@@ -53,7 +53,7 @@ def _same(original: RunOutcome, again: RunOutcome) -> None:
     assert again.summary["rejudged"]["from"] == original.run_dir.name
 
 
-@pytest.mark.slow  # a 25 s run with the performance gate: the ROLLBACK and HOLD rejudges below stay in the default suite
+@pytest.mark.slow  # a 25 s run with the performance gate: the ROLLBACK rejudges below stay in the default suite
 def test_a_clean_run_rejudged_under_its_policy_is_the_same_and_asks_no_server(clean):
     again = gk_rejudge(clean.run_dir)
     _same(clean, again)
@@ -74,6 +74,7 @@ def test_a_rollback_rejudged_is_the_same_rollback(rollback):
     assert again.check("golden.tool-weather.stream")["status"] == "FAIL"
 
 
+@pytest.mark.slow  # a server and a proxy; the ROLLBACK rejudge stays
 def test_a_hold_for_an_unusable_reference_rejudged_is_the_same_hold(tmp_path, tiny_model_dir):
     with running_server(tiny_model_dir, "--profile", "optimized") as upstream, \
             fault_proxy(upstream.url, "http500") as url:

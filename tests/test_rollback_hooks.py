@@ -66,6 +66,7 @@ def test_hooks_run_on_rollback_with_the_run_and_report_their_outcome(tmp_path, t
     assert "Rollback hooks:" in (out.run_dir / "correctness.html").read_text()
 
 
+@pytest.mark.slow  # two real runs; the hooks-on-rollback test stays
 def test_hooks_never_run_on_promote_or_hold(tmp_path, tiny_model_dir, receiver):
     url, got = receiver
     marker = tmp_path / "hook.txt"

@@ -146,6 +146,7 @@ def _golden_policy(tmp_path):
     return str(policy)
 
 
+@pytest.mark.slow  # a golden run behind a rewriting proxy; the other transport cases stay
 def test_a_both_fail_case_the_candidate_answers_differently_fails(tmp_path, upstream, tiny_model_dir):
     """The random checkpoint fails these cases on both targets. Answered identically they only
     WARN; a candidate whose answer differs from the reference's repeatable one is a regression."""
