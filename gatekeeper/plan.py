@@ -38,9 +38,11 @@ def load_golden(paths: list[str]) -> tuple[GoldenSet, ...]:
     return tuple(load_golden_set(find_file(p)) for p in paths)
 
 
-def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | None = None) -> RunPlan:
+def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | None = None, *,
+               asks_servers: bool = True) -> RunPlan:
     """A validated RunPlan; every problem is a ConfigError (exit code 3). `run_id`: the run's
-    id when the caller chose it (a matrix cell writes into its run directory first), else a new one."""
+    id when the caller chose it (a matrix cell writes into its run directory first), else a new one.
+    `asks_servers=False` (a rejudge): the key variables the targets name need not be set."""
     def file_of(name: str) -> str | None:
         return sources[name] if sources[name] not in ("default", "flag", "env") else None
 
@@ -64,8 +66,9 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
     candidate = _key_and_log(candidate, "candidate", values, sources, file_of)
     for role, spec in (("reference", reference), ("candidate", candidate)):
         named = values[f"{role}_key_env"]  # the key option, when it set the variable; else the target's own key
-        _check_key(role, spec, file_of(f"{role}_key_env") if named else file_of(role),
-                   _option_label(f"{role}_key_env", sources[f"{role}_key_env"]) if named else f"{role}.api_key_env")
+        if asks_servers:  # a rejudge asks no server: it needs no key
+            _check_key(role, spec, file_of(f"{role}_key_env") if named else file_of(role),
+                       _option_label(f"{role}_key_env", sources[f"{role}_key_env"]) if named else f"{role}.api_key_env")
         if spec.kind == "bundled" and (spec.engine_options or spec.faults):
             where = [f"{role}.options/faults"] if in_file[role] else []
             if role == "candidate":

@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from fault_proxy import fault_proxy  # noqa: E402
+from rejudge_util import checks, gk_rejudge
 from run_util import gk_run  # noqa: E402
 from server_util import free_port, running_server  # noqa: E402
 
@@ -189,6 +190,10 @@ def test_a_url_with_userinfo_and_a_key_sends_the_key_and_masks_both(tmp_path, ti
         if path.is_file():
             assert password not in path.read_text(errors="replace"), path.name
     assert password not in out.stderr
+    assert "GK_TEST_KEY" not in os.environ
+    again = gk_rejudge(out.run_dir, out=tmp_path / "rejudged")  # no key needed: no server is asked
+    assert again.code == out.code and checks(again.summary) == checks(out.summary), again.stderr
+    assert not [p for p in again.run_dir.rglob("*") if p.is_file() and password in p.read_text(errors="replace")]
 
 
 def test_a_reference_that_refuses_the_key_holds_and_nothing_is_compared_with_it(tmp_path, tiny_model_dir):

@@ -50,13 +50,13 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
             raise ConfigError(f"{run_dir}: no recorded answers ({DIR}/{TARGETS} is missing: a run made before gatekeeper "
                               "recorded answers)")
         recorded = read_plan_options(run_dir)
-        original = build_plan(dict(recorded.values), dict(recorded.sources), run_dir.name)
+        original = build_plan(dict(recorded.values), dict(recorded.sources), run_dir.name, asks_servers=False)
         values, sources = dict(recorded.values), dict(recorded.sources)
         if policy:
             values["policy"], sources["policy"] = policy, "flag"
         values["out"] = out or str(run_dir.parent)
         values["on_rollback"], values["reference_cache"] = [], None  # a rejudge notifies no one and asks nothing
-        plan = build_plan(values, sources, new_run_id())
+        plan = build_plan(values, sources, new_run_id(), asks_servers=False)
         parts = fingerprint(plan, values)
     except ConfigError as e:
         fail(str(e), exit_codes.USAGE, e.hint)
