@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from fault_proxy import fault_proxy  # noqa: E402
-from rejudge_util import checks, gk_rejudge
+from rejudge_util import checks, gk_rejudge  # noqa: E402
 from run_util import gk_run  # noqa: E402
 from server_util import free_port, running_server  # noqa: E402
 
