@@ -2,8 +2,9 @@
 
 Under the run's own policy it gives the same verdict and every check the same status and reason
 (a clean run with a carried-over performance gate, a ROLLBACK at golden, a HOLD for an unusable
-reference); under another policy it decides what that policy says; a request the run did not make,
-and a measured gate whose question changed, HOLD it — never a guess, never a PROMOTE.
+reference; the default run's rejudge is in test_run_gk_tiny.py, beside its run); under another
+policy it decides what that policy says; a request the run did not make, and a measured gate whose
+question changed, HOLD it — never a guess, never a PROMOTE.
 """
 
 from __future__ import annotations
@@ -139,14 +140,6 @@ def test_what_cannot_be_rejudged_is_one_line_and_exit_3(rollback, tmp_path, case
     said = [line for line in out.stderr.splitlines() if line.strip()]
     assert said and str(run) in said[0], out.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
-
-
-@pytest.mark.slow
-def test_the_default_run_rejudged_is_the_same(tmp_path):
-    out = gk_run(tmp_path / "out")
-    assert out.summary is not None, out.stderr[-3000:]
-    again = gk_rejudge(out.run_dir)
-    _same(out, again)
 
 
 @pytest.mark.slow  # two more runs: test_compare.py's synthetic runs stay in the default suite

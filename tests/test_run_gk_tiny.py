@@ -1,5 +1,6 @@
-"""`gatekeeper run` on the shipped gk-tiny: the default run promotes, and candidates carrying
-real bugs end as they should, each caught by the gate and check that exists to catch it."""
+"""`gatekeeper run` on the shipped gk-tiny: the default run promotes (and `gatekeeper rejudge` of it
+gives every check the same), and candidates carrying real bugs end as they should, each caught by
+the gate and check that exists to catch it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from rejudge_util import checks, gk_rejudge  # noqa: E402
 from run_util import gk_run  # noqa: E402
 
 GK_TINY = Path(__file__).resolve().parent.parent / "gatekeeper" / "models" / "gk-tiny"
@@ -39,6 +41,9 @@ def test_default_run_promotes(tmp_path):
     assert list(table) == ["Deterministic", "Structured", "Numerical", "Degeneration", "Long context", "Shadow traffic"]
     assert table["Numerical"]["status"] == "PASS" and table["Degeneration"]["candidate"].startswith("0 of ")
     assert all(row["status"] != "FAIL" for row in table.values())
+    again = gk_rejudge(out.run_dir)  # its recorded answers judged again, no server asked: every check the same
+    assert again.code == out.code and again.summary["reasons"] == out.summary["reasons"]
+    assert checks(again.summary) == checks(out.summary) and again.summary["rejudged"]["carried_over"] == ["performance"]
 
 
 @pytest.mark.slow  # ~35 s; selftest --quick runs the same whole-run catch, test_golden_gate the gate's
