@@ -61,8 +61,9 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
     except ConfigError as e:
         fail(str(e), exit_codes.USAGE, e.hint)
     progress = Progress(plan.redactor())
+    before = _recorded_fingerprint(run_dir)
     for part in ("golden_sets", "policy_files", "model", "code"):
-        if _recorded_part(run_dir, part) not in (None, parts[part]):
+        if before.get(part) not in (None, parts[part]):
             progress(f"note: the {part.replace('_', ' ')} differ from the recorded run's: requests it did not make are "
                      "ERRORs, changed expectations are judged as they are now")
     try:
@@ -79,11 +80,12 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
     sys.exit(result.exit_code)
 
 
-def _recorded_part(run_dir: Path, part: str) -> str | None:
-    """One part of the fingerprint the recorded run wrote in plan.json."""
+def _recorded_fingerprint(run_dir: Path) -> dict[str, str]:
+    """The fingerprint parts the recorded run wrote in plan.json (empty when unreadable)."""
     import json
 
     try:
-        return json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["fingerprint"].get(part)
-    except (OSError, ValueError, KeyError, AttributeError):
-        return None
+        parts = json.loads((run_dir / "plan.json").read_text(encoding="utf-8"))["fingerprint"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return parts if isinstance(parts, dict) else {}
