@@ -134,8 +134,7 @@ class ReplayRunner(Runner):
 
 def _why_not_carried(gate_id: str, recorded: GateResult | None, original: RunPlan, plan: RunPlan) -> str | None:
     """Why a measured gate's recorded result does not answer `plan`'s question, or None when it does."""
-    if recorded is None or recorded.excluded is not None or not recorded.checks or \
-            any(c.id.endswith((".not_run", ".not_applicable", ".disabled", ".not_selected")) for c in recorded.checks):
+    if recorded is None or recorded.coverage is None:  # no coverage: it was left out, not applicable, or not run
         return "the recorded run did not measure it"
     if gate_id not in original.policy.gates or original.policy.settings(gate_id) != plan.policy.settings(gate_id):
         return f"its settings in {plan.policy.path} differ from the recorded run's ({original.policy.path})"
