@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from gatekeeper.gates.shadow.rules import PAIR_RULES  # noqa: E402
+from gatekeeper.traffic.rules import PAIR_RULES  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

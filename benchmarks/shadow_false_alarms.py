@@ -21,7 +21,7 @@ from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gatekeeper.gates.shadow.sequential import PairedEProcess  # noqa: E402
+from gatekeeper.traffic.sequential import PairedEProcess  # noqa: E402
 
 
 def one(rng: random.Random, pairs: int, alpha: float, chunk: int, p_twin: float, p_cand: float) -> tuple[bool, bool, int]:

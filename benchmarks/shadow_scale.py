@@ -37,9 +37,9 @@ from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gatekeeper.gates.shadow.answers import Answer  # noqa: E402
-from gatekeeper.gates.shadow.settings import ShadowSettings  # noqa: E402
-from gatekeeper.gates.shadow.store import PairStore  # noqa: E402
+from gatekeeper.traffic.answers import Answer  # noqa: E402
+from gatekeeper.traffic.settings import ShadowSettings  # noqa: E402
+from gatekeeper.traffic.store import PairStore  # noqa: E402
 from gatekeeper.live.judgement import LiveJudgement  # noqa: E402
 from gatekeeper.live.verdict import judge_store  # noqa: E402
 from gatekeeper.traffic.format import TrafficRecord, parse_record  # noqa: E402

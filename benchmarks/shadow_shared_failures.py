@@ -21,15 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gatekeeper.gates.shadow.analysis import Analysis  # noqa: E402
-from gatekeeper.gates.shadow.answers import Answer  # noqa: E402
+from gatekeeper.traffic.analysis import Analysis  # noqa: E402
+from gatekeeper.traffic.answers import Answer  # noqa: E402
 from gatekeeper.gates.shadow.gate import _facts  # noqa: E402
-from gatekeeper.gates.shadow.judge import slice_plan  # noqa: E402
-from gatekeeper.gates.shadow.measures import measure  # noqa: E402
+from gatekeeper.traffic.judging import slice_plan  # noqa: E402
+from gatekeeper.traffic.measures import measure  # noqa: E402
 from gatekeeper.gates.shadow.replay import stage_selection  # noqa: E402
-from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule  # noqa: E402
-from gatekeeper.gates.shadow.settings import ShadowSettings  # noqa: E402
-from gatekeeper.gates.shadow.pair_of import pair_of  # noqa: E402
+from gatekeeper.traffic.rules import PAIR_RULES, pair_rule  # noqa: E402
+from gatekeeper.traffic.settings import ShadowSettings  # noqa: E402
+from gatekeeper.traffic.pair_of import pair_of  # noqa: E402
 from gatekeeper.config.run_config import find_file  # noqa: E402
 from gatekeeper.results import Status  # noqa: E402
 from gatekeeper.traffic.format import TrafficRecord, load_traffic  # noqa: E402

@@ -61,7 +61,7 @@ class EndpointError(GatekeeperError):
     Kinds: "connect" (refused / DNS), "timeout", "http" (status >= 400), "malformed" (body is
     not the JSON shape expected), "stream" (SSE cut or garbled), "unsupported" (the endpoint
     says it does not do this: 404/405/501 or a 400 naming the feature). `retries_done`: the client
-    already applied its bounded retry to this answer (gatekeeper/retry.py), so asking again would
+    already applied its bounded retry to this answer (gatekeeper/endpoints/retry.py), so asking again would
     multiply the bound.
     """
 

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.run_config import find_file
 from gatekeeper.errors import ConfigError, TargetError
 from gatekeeper.golden.baseline import record_baseline

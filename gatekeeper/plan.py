@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from gatekeeper.config.policy import load_policy
+from gatekeeper.config.policy import Policy, load_policy
 from gatekeeper.config.run_config import BY_NAME, find_file
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
@@ -26,6 +26,12 @@ from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import TargetSpec, normalise_dtype
 from gatekeeper.targets.spec import parse_declared, parse_target
+
+
+def load_gate_policy(path: str) -> Policy:
+    """The policy at `path` (found as a run finds it), every gate's section checked against its
+    settings: for the commands that read a policy without planning a run (the live proxy)."""
+    return load_policy(find_file(path), settings_types())
 
 
 def new_run_id() -> str:
@@ -74,7 +80,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
             if role == "candidate":
                 where += [_option_label(name, sources[name]) for name in ("candidate_opts", "candidate_faults") if values[name]]
             _check_engine(role, spec, file_of(role) if in_file[role] else None, " or ".join(where))
-    policy = load_policy(find_file(values["policy"]), settings_types())
+    policy = load_gate_policy(values["policy"])
     if values.get("shadow_store"):
         policy = policy.with_setting("shadow", "store", str(find_file(values["shadow_store"])))
     restricted = []

@@ -15,7 +15,7 @@ from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext, TargetRuntime, utc_now
 from gatekeeper.report.records import RecordWriter

@@ -31,7 +31,7 @@ from gatekeeper import __version__
 from gatekeeper.config.run_config import find_file
 from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import from_json
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, Status
 from gatekeeper.run_plan import RunPlan

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log
 from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime, utc_now

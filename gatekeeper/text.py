@@ -12,3 +12,14 @@ def first_divergence(a: str, b: str) -> int | None:
         if a[i] != b[i]:
             return i
     return n
+
+
+def utf8_safe(text: str) -> str:
+    """`text` encodable as UTF-8: surrogate pairs (from JSON `\\ud83d\\ude00` escapes) become
+    the character they encode, and lone surrogates (half an emoji cut at a token boundary)
+    become U+FFFD. Unchanged, and fast, when the text is already clean."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

@@ -22,7 +22,7 @@ import yaml
 
 from gatekeeper import tasks
 from gatekeeper.golden.assertions import build_assertion
-from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.tasks.sample import Sample
 from gatekeeper.tasks.tool_call import parse_calls
 

@@ -118,7 +118,7 @@ def _run(case: dict[str, Any], tmp_path: Path) -> Outcome:
 PRELOADED = ("gatekeeper.cli", "gatekeeper.plan", "gatekeeper.runner", "gatekeeper.run_dir", "gatekeeper.config.run_config",
              "gatekeeper.config.policy", "gatekeeper.gates.registry", "gatekeeper.traffic.format", "gatekeeper.live.commands",
              "gatekeeper.matrix.spec", "gatekeeper.matrix.cell_run", "gatekeeper.matrix.job_matrix",
-             "gatekeeper.golden.golden_set", "gatekeeper.gates.shadow.store", "gatekeeper.perf.history")
+             "gatekeeper.golden.golden_set", "gatekeeper.traffic.store", "gatekeeper.perf.history")
 
 
 def _forked(args: list[str], cwd: Path, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:

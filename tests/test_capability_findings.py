@@ -16,8 +16,8 @@ from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 from gatekeeper.capabilities import UNDETERMINED  # noqa: E402
-from gatekeeper.probe import tool_parsing  # noqa: E402
-from gatekeeper.responses import ChatResponse, ToolCall  # noqa: E402
+from gatekeeper.endpoints.probe import tool_parsing  # noqa: E402
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall  # noqa: E402
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gatekeeper.client import Endpoint, _retry_after
+from gatekeeper.endpoints.client import Endpoint, _retry_after
 from gatekeeper.errors import EndpointError
 from scripted_server import Reply, chat_body, forever, scripted_server
 
@@ -136,7 +136,7 @@ def _probe_server(refuse: str):
 
 
 def test_probe_a_400_refusing_the_parameter_is_a_missing_capability_other_400s_are_errors():
-    from gatekeeper.probe import probe
+    from gatekeeper.endpoints.probe import probe
 
     with _probe_server("logprobs are not supported by this server") as (url, _):
         caps = probe(_ep(url))
@@ -148,7 +148,7 @@ def test_probe_a_400_refusing_the_parameter_is_a_missing_capability_other_400s_a
 
 def test_fastapi_validation_errors_are_read_and_count_as_a_refused_parameter():
     """transformers serve answers an unknown field with FastAPI's 422 `detail` list."""
-    from gatekeeper.probe import is_missing_capability
+    from gatekeeper.endpoints.probe import is_missing_capability
 
     body = {"detail": [{"type": "extra_forbidden", "loc": ["body", "prompt_logprobs"], "msg": "Extra inputs are not permitted"}]}
     with scripted_server(lambda req: Reply.json(body, 422)) as (url, _):
@@ -159,7 +159,7 @@ def test_fastapi_validation_errors_are_read_and_count_as_a_refused_parameter():
 
 
 def test_transformers_serves_unexpected_fields_answer_is_a_refused_parameter():
-    from gatekeeper.probe import is_missing_capability
+    from gatekeeper.endpoints.probe import is_missing_capability
 
     e = EndpointError("http", "u", "Unexpected fields in the request: {'prompt_logprobs'}", 422)
     assert is_missing_capability("prompt_logprobs", e) and not is_missing_capability("tools", e)

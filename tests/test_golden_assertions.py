@@ -6,7 +6,7 @@ import pytest
 
 from gatekeeper.golden.assertions import REGISTRY, SpecError, build_assertion, similarity
 from gatekeeper.golden.degeneration import find_degeneration
-from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.gates.golden.gate import GoldenGate
 from gatekeeper.capabilities import FEATURES, Capabilities
 from gatekeeper.gates.golden.settings import GoldenSettings

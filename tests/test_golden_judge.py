@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gatekeeper.golden import parse_golden_set
 from gatekeeper.gates.golden.judge import judge_case, judge_stream, passes_absolute
-from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
 
 SET = """\
@@ -145,7 +145,7 @@ def test_shared_hard_failures_warn_by_default():
 
 
 def _ctx():
-    from gatekeeper.client import Endpoint
+    from gatekeeper.endpoints.client import Endpoint
     from gatekeeper.gates.interface import GateContext
 
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never called
@@ -194,8 +194,8 @@ def test_a_forgiven_divergence_keeps_the_other_findings():
 
 
 def test_near_tie_divergence_is_noise_and_a_confident_one_is_not():
-    from gatekeeper.near_tie import first_divergence
-    from gatekeeper.responses import TokenLogprob
+    from gatekeeper.stats.near_tie import first_divergence
+    from gatekeeper.endpoints.responses import TokenLogprob
 
     def answer(*tokens: tuple[str, float, dict[str, float]]) -> ChatResponse:
         return ChatResponse(text="".join(t for t, _, _ in tokens), logprobs=tuple(TokenLogprob(*t) for t in tokens))
@@ -216,8 +216,8 @@ def test_a_divergence_whose_logprobs_moved_within_the_dtype_drift_is_a_near_tie(
     and 9): one side nearly indifferent, the other not within the 1-nat gap, but every contested
     logprob within gate 2's bf16 tolerance of the other side's. A fault that moves them further,
     or fp32's drift limit, keeps the divergence confident."""
-    from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, first_divergence
-    from gatekeeper.responses import TokenLogprob
+    from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, first_divergence
+    from gatekeeper.endpoints.responses import TokenLogprob
 
     def at(token: str, top: dict[str, float]) -> ChatResponse:
         return ChatResponse(text=token, logprobs=(TokenLogprob(token, top[token], top),))

@@ -19,7 +19,7 @@ from gatekeeper.golden.baseline import (
     response_from_dict,
     response_to_dict,
 )
-from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "golden_sets" / "core.yaml"

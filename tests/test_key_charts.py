@@ -10,7 +10,7 @@ from html import unescape
 
 from gatekeeper import evidence as ev
 from gatekeeper.gates.golden.pass_rates import PassRates
-from gatekeeper.gates.shadow.analysis import MetricResult, SliceResult
+from gatekeeper.traffic.analysis import MetricResult, SliceResult
 from gatekeeper.gates.shadow.gate import _slice_table
 from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.charts import intervals_svg, line_chart_svg

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Measures, Pair, measure
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.measures import Measures, Pair, measure
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.measured import _sources, decode, encode, measured_of
 from gatekeeper.live.verdict import judge_store
@@ -164,7 +164,7 @@ def test_a_cache_row_is_the_measures_it_was(tmp_path: Path):
         assert decode(m.seq, encode(m)) == m
     assert decode(1, "{not json") is None and decode(1, '{"facts": []}') is None
     measuring = set(_sources("gatekeeper.live.measured"))  # what the cache's version hashes
-    assert {"gatekeeper.gates.shadow.measures", "gatekeeper.golden.degeneration", "gatekeeper.gates.shadow.store"} <= measuring
+    assert {"gatekeeper.traffic.measures", "gatekeeper.golden.degeneration", "gatekeeper.traffic.store"} <= measuring
 
 
 def test_pairs_committed_while_looks_run_are_judged_by_the_next(tmp_path: Path):

@@ -22,7 +22,7 @@ from live_util import live  # noqa: E402
 from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
-from gatekeeper.gates.shadow.store import PairStore  # noqa: E402
+from gatekeeper.traffic.store import PairStore  # noqa: E402
 from gatekeeper.traffic.format import load_traffic  # noqa: E402
 
 GK_TINY = Path(__file__).resolve().parents[1] / "gatekeeper" / "models" / "gk-tiny"

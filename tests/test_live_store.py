@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from gatekeeper.errors import ConfigError
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.live.verdict import judge_store
 from gatekeeper.traffic.format import parse_record
 
@@ -174,9 +174,9 @@ def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_changes_between
     """The live verdict's alpha split is fixed by its first judgement: a tenant that appears later
     gets its alpha from the reserve (the j-th: alpha × reserve × 2^-j), the first slices keep
     theirs, and the whole stays within alpha however many slices appear."""
-    from gatekeeper.gates.shadow.analysis import SliceKey, Thresholds, allocate_with_reserve
-    from gatekeeper.gates.shadow.judge import facts_of, slice_plan
-    from gatekeeper.gates.shadow.pair_of import pairs
+    from gatekeeper.traffic.analysis import SliceKey, Thresholds, allocate_with_reserve
+    from gatekeeper.traffic.judging import facts_of, slice_plan
+    from gatekeeper.traffic.pair_of import pairs
     from gatekeeper.live.verdict import RESERVE
 
     def record(i: int, tenant: str):

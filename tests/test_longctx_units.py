@@ -10,8 +10,9 @@ import pytest
 
 from gatekeeper.gates.longctx import conditions as cond
 from gatekeeper.gates.longctx import tasks
-from gatekeeper.gates.longctx.decay import Cell, one_cell_effect, score, sqdr
-from gatekeeper.multiple import holm
+from gatekeeper.gates.longctx.decay import Cell, one_cell_effect, score
+from gatekeeper.stats.decay_rate import sqdr
+from gatekeeper.stats.holm import holm
 from gatekeeper.gates.longctx.prompts import needle_prompts, padded_variants
 from gatekeeper.gates.longctx.scrape import delta, parse, pool_tokens
 from gatekeeper.gates.longctx.sessions import SessionPlan, build_session, steer
@@ -168,7 +169,7 @@ def test_heatmap_evidence_renders_as_an_svg_grid():
 
 def test_watched_candidate_asks_for_logprobs_and_counts_nan():
     from gatekeeper.gates.longctx.traffic import Watched
-    from gatekeeper.responses import ChatResponse, TokenLogprob
+    from gatekeeper.endpoints.responses import ChatResponse, TokenLogprob
 
     class Fake:
         role = "candidate"
@@ -192,8 +193,8 @@ def test_watched_candidate_asks_for_logprobs_and_counts_nan():
 
 def test_reference_noise_floor_marks_answers_it_does_not_repeat():
     from gatekeeper.gates.longctx.traffic import unstable
-    from gatekeeper.noise import ask_twice
-    from gatekeeper.responses import ChatResponse
+    from gatekeeper.stats.noise import ask_twice
+    from gatekeeper.endpoints.responses import ChatResponse
 
     calls: list[int] = []
 

@@ -97,7 +97,7 @@ def test_gate_5s_kernel_rule_honours_the_explanations_gate_1_applied():
     from report_runs import _check, _gate
 
     from gatekeeper.evidence import Table
-    from gatekeeper.gates.shadow.rules import earlier_rule
+    from gatekeeper.gates.shadow.earlier_rules import earlier_rule
     from gatekeeper.results import Status
 
     line = Table("matched log lines", ["rule", "severity", "line"],

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from fault_proxy import fault_proxy
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.probe import probe
-from gatekeeper.retry import ATTEMPTS, transient, with_retries
+from gatekeeper.endpoints.probe import probe
+from gatekeeper.endpoints.retry import ATTEMPTS, transient, with_retries
 from server_util import running_server
 
 

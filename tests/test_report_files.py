@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.html import CorrectnessHtmlRenderer
 from gatekeeper.report.records import RECORD_FORMAT, RecordWriter, read_records
 from gatekeeper.report.writer import write_reports
@@ -44,7 +44,7 @@ def test_write_atomic_failure_keeps_old_content_and_no_temp(tmp_path: Path, monk
     def failing_replace(src: str, dst: str) -> None:
         raise Boom("disk gone")
 
-    monkeypatch.setattr("gatekeeper.report.atomic.os.replace", failing_replace)
+    monkeypatch.setattr("gatekeeper.atomic.os.replace", failing_replace)
     with pytest.raises(Boom):
         write_atomic(target, "new")
     assert target.read_text() == "old"
@@ -55,7 +55,7 @@ def test_write_atomic_failure_mid_write_leaves_nothing(tmp_path: Path, monkeypat
     def failing_fsync(fd: int) -> None:
         raise Boom("fsync failed")
 
-    monkeypatch.setattr("gatekeeper.report.atomic.os.fsync", failing_fsync)
+    monkeypatch.setattr("gatekeeper.atomic.os.fsync", failing_fsync)
     with pytest.raises(Boom):
         write_atomic(tmp_path / "junit.xml", "x" * 100_000)
     assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,8 @@ import pytest
 
 from gatekeeper.report.charts import bar_chart_svg, histogram_svg, line_chart_svg
 from gatekeeper.report import render_correctness_html, render_performance_html
-from gatekeeper.report.performance import quantile, summarize_performance
+from gatekeeper.report.performance import summarize_performance
+from gatekeeper.stats.quantiles import percentile
 from gatekeeper.report.textdiff import first_divergence, text_pair
 from gatekeeper.report.viewmodel import evidence_view
 from gatekeeper.evidence import from_json
@@ -126,11 +127,11 @@ def test_charts_escape_their_text_and_fit() -> None:
     assert "polyline" in line and "a&lt;" in line
 
 
-def test_quantile() -> None:
-    assert quantile([], 0.5) is None
-    assert quantile([3.0], 0.95) == 3.0
-    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
-    assert quantile(list(map(float, range(101))), 0.95) == pytest.approx(95.0)
+def test_percentile() -> None:
+    assert percentile([], 50) is None
+    assert percentile([3.0], 95) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert percentile(list(map(float, range(101))), 95) == pytest.approx(95.0)
 
 
 def test_performance_figures() -> None:

@@ -1,10 +1,10 @@
 """The "same tokens, rendered differently" half of the one rule for two differing answers asked
-again (gatekeeper/near_tie.py): forgiven only when both answers are renderings of one generation."""
+again (gatekeeper/stats/near_tie.py): forgiven only when both answers are renderings of one generation."""
 
 from __future__ import annotations
 
-from gatekeeper.near_tie import asked_again, drawn_from_tokens, same_tokens
-from gatekeeper.responses import ChatResponse, TokenLogprob, ToolCall
+from gatekeeper.stats.near_tie import asked_again, drawn_from_tokens, same_tokens
+from gatekeeper.endpoints.responses import ChatResponse, TokenLogprob, ToolCall
 
 TOKENS = ["<tool_call>", '\n{"', "name", '":', ' "', "get", "_weather", '",', ' "', "arguments", '":', ' {"',
           "city", '":', ' "', "Par", "is", '"}}', "\n</tool_call>"]

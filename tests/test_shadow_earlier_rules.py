@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from report_runs import _check, _gate
 
-from gatekeeper.gates.shadow.rules import earlier_rule
+from gatekeeper.gates.shadow.earlier_rules import earlier_rule
 from gatekeeper.results import Status
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Pair, measure
-from gatekeeper.gates.shadow.settings import ShadowSettings
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.measures import Pair, measure
+from gatekeeper.traffic.settings import ShadowSettings
 
 _spec = importlib.util.spec_from_file_location(
     "shadow_shared_failures", Path(__file__).resolve().parents[1] / "benchmarks" / "shadow_shared_failures.py")

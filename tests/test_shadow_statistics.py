@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, Thresholds, allocate, hodges_lehmann
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Pair, measure
-from gatekeeper.gates.shadow.sequential import PairedEProcess, log_e_value
+from gatekeeper.traffic.analysis import CRITICAL, Analysis, SliceKey, Thresholds, allocate, hodges_lehmann
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.measures import Pair, measure
+from gatekeeper.traffic.sequential import PairedEProcess, log_e_value
 
 
 def _simulate(runs: int, n: int, alpha: float, p_discordant: float, p_candidate: float, seed: int) -> float:

@@ -1,4 +1,4 @@
-"""Gate 5's task success (gates/shadow/task.py) and its rules: an answer that differs from the
+"""Gate 5's task success (traffic/task.py) and its rules: an answer that differs from the
 reference's is `answers_differ`'s business, a lost task — broken JSON, no valid tool call, a new
 refusal, not the expected answer — `task_success_down`'s; both compare the candidate with the
 reference's own second run."""
@@ -10,15 +10,15 @@ from dataclasses import replace
 
 import pytest
 
-from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, Thresholds
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import NEAR_TIE, Pair, measure, task_of, with_task
+from gatekeeper.traffic.analysis import CRITICAL, Analysis, SliceKey, Thresholds
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.measures import NEAR_TIE, Pair, measure, task_of, with_task
 from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review
-from gatekeeper.gates.shadow.rules import ANSWERS_DIFFER, MEASURES, PAIR_RULES, TASK_SUCCESS_DOWN, pair_rule
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.gates.shadow.task import Task, json_schema_of
-from gatekeeper.near_tie import first_divergence
-from gatekeeper.responses import ChatResponse, TokenLogprob
+from gatekeeper.traffic.rules import ANSWERS_DIFFER, MEASURES, PAIR_RULES, TASK_SUCCESS_DOWN, pair_rule
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.traffic.task import Task, json_schema_of
+from gatekeeper.stats.near_tie import first_divergence
+from gatekeeper.endpoints.responses import ChatResponse, TokenLogprob
 from gatekeeper.results import Status
 from gatekeeper.traffic.format import parse_record
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from gatekeeper.errors import ConfigError
-from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.traffic.answers import Answer
 from gatekeeper.gates.shadow.gate import _stored
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.gates.shadow.store import MARKER, PairStore
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.traffic.store import MARKER, PairStore
 from gatekeeper.traffic.format import parse_record
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import httpx
 
 from gatekeeper.errors import EndpointError
 from gatekeeper.redact import Redactor
-from gatekeeper.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
 from gatekeeper.tape.codec import decode, encode
 from gatekeeper.tape.endpoint import Asked, TapedEndpoint
 from gatekeeper.tape.key import request_key

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from fault_proxy import fault_proxy
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.longctx.tokens import TokenCounter, estimate
 from server_util import running_server

@@ -121,7 +121,7 @@ def test_openai_batch_files_import_with_their_answers(tmp_path):
 
 def test_stages_select_by_a_seeded_hash_and_timing_is_kept_as_recorded_offsets():
     from gatekeeper.gates.shadow.replay import offsets_of, stage_selection
-    from gatekeeper.gates.shadow.settings import Stage
+    from gatekeeper.traffic.settings import Stage
 
     records = generate(200, seed=1)
     narrow = stage_selection(records, Stage("n", share=0.1, budget=1000), seed=5, done=set())

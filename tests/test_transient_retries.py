@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from fault_proxy import fault_proxy
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, with_retries
+from gatekeeper.endpoints.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, with_retries
 from scripted_server import Reply, chat_body, scripted_server
 
 MSG = [{"role": "user", "content": "hi"}]

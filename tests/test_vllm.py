@@ -23,9 +23,9 @@ from run_util import gk_run
 from test_tokenizer_loaders import CORPUS
 from vllm_util import CANDIDATE_VERSION, GK_TINY, launch_target, running_vllm, stop_group, vllm_command
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.engine.tokenizer import Tokenizer
-from gatekeeper.probe import probe
+from gatekeeper.endpoints.probe import probe
 
 pytestmark = pytest.mark.vllm
 

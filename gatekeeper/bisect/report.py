@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.bisect.driver import BisectResult
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.html import render_page
 
 FORMAT = "gatekeeper.bisect/1"

@@ -23,9 +23,10 @@ from typing import Any
 import yaml
 
 from gatekeeper.bisect.search import Outcome
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.gates.startup.checks import READY_CANDIDATE, READY_REFERENCE
+from gatekeeper.atomic import write_atomic
 
-READY = "startup.ready.candidate"
+READY = READY_CANDIDATE
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=la
 
 def decide(checks: tuple[str, ...], found: dict[str, dict[str, Any]]) -> tuple[Outcome | None, str]:
     """(good, bad or None for undecided, and why) from one run's checks by id."""
-    ref = found.get("startup.ready.reference")
+    ref = found.get(READY_REFERENCE)
     if ref is not None and ref["status"] != "PASS":
         return None, f"the good build did not start as the reference: {ref['reason'][:200]}"
     ready = found.get(READY)

@@ -14,7 +14,7 @@ import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.gates.performance.history_check import history_path
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up

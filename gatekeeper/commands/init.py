@@ -35,7 +35,7 @@ def init(reference: str | None, candidate: str | None, dtype: str | None, refere
     """Write gatekeeper.yaml, gatekeeper-policy.yaml and .github/workflows/gatekeeper.yml for two URLs."""
     from gatekeeper.cli_exit import fail
     from gatekeeper.init_files import InitAnswers, init_files
-    from gatekeeper.report.atomic import write_atomic
+    from gatekeeper.atomic import write_atomic
 
     answers = InitAnswers(_url("reference", reference), _url("candidate", candidate), reference_dtype or dtype,
                           candidate_dtype or dtype, served_model, keys=not no_keys)

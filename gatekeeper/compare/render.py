@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gatekeeper.compare.diff import RunComparison, plan_of, status_label
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.html import render_page
 from gatekeeper.report.markdown import md_cell, md_code
 from gatekeeper.results import CheckResult

@@ -1,11 +1,13 @@
-"""The staged gates: one package per gate (`startup/`, `numerics/`, `golden/`, `longctx/`), each
-with its `gate.py`, its `settings.py` (defaults and tolerances) and the internals only it uses.
+"""The staged gates, one package per gate in stage order: `startup/` (gate 1), `numerics/` (2),
+`golden/` (3), `longctx/` (4), `shadow/` (5) and `performance/` (after correctness). Each has its
+`gate.py` (the `Gate` subclass), its `settings.py` (defaults and tolerances), its `checks.py` (the
+check ids and typed findings other code may read: nothing outside a gate's package writes one of
+its check ids as a literal) and the internals only it uses.
 
-Shared by every gate: `interface.py` (the `Gate` contract and the `GateContext` it runs against),
-`gatekeeper/noise.py` (the reference's noise-floor pass, shared with baseline recording). `registry.py` lists the gates in stage order.
+Shared by every gate: `interface.py` (the `Gate` contract and the `GateContext` it runs against)
+and `registry.py` (the gates in stage order). Libraries the gates build on live outside this
+package: `gatekeeper/stats/` (noise floor, near ties, Holm, percentiles), `gatekeeper/endpoints/`
+(the HTTP edge), `gatekeeper/traffic/` (gate 5's library, shared with the live proxy).
 
-To add a gate: a package with a `Gate` subclass (id, stage, title, a docstring saying what it
-checks and what a failure looks like, a frozen `Settings` dataclass, `run`, and `validate` if
-something must be checked before any engine starts), then one entry in `registry.py`; its policy
-section and report section follow from those.
+Adding a gate: docs/adding-a-gate.md.
 """

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from gatekeeper.capabilities import Capabilities
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.settings import NoSettings
 from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenSet
-from gatekeeper.probe import probe
+from gatekeeper.endpoints.probe import probe
 from gatekeeper.evidence import Evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
@@ -171,12 +171,13 @@ class GateContext:
         advisory: bool = False,
         undecided: bool = False,
     ) -> CheckResult:
-        """Record one check `<gate>.<name>` with the policy's blocking rule applied (`advisory`
-        makes it non-blocking whatever the policy says); `judgement` says how it decided (the
-        gate's default when None). `undecided`: the check asked its question and the evidence
-        did not answer it (shown as WARN; not judged; a blocking one HOLDs the run). Its
-        duration is the time since `started` or, without it, since the gate's previous check."""
-        check_id = f"{self.gate_id}.{name}"
+        """Record one check `<gate>.<name>` (`name` may be the whole id, as a gate's `checks.py`
+        writes it) with the policy's blocking rule applied (`advisory` makes it non-blocking
+        whatever the policy says); `judgement` says how it decided (the gate's default when None).
+        `undecided`: the check asked its question and the evidence did not answer it (shown as
+        WARN; not judged; a blocking one HOLDs the run). Its duration is the time since `started`
+        or, without it, since the gate's previous check."""
+        check_id = name if name.startswith(f"{self.gate_id}.") else f"{self.gate_id}.{name}"
         since_last = self.clock.lap()
         result = CheckResult(
             id=check_id,

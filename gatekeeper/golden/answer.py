@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)\n?```", re.S)
 

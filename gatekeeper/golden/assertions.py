@@ -43,14 +43,16 @@ from gatekeeper.golden.assertion_base import (
     register,
 )
 from gatekeeper.golden.degeneration import DegenerationLimits, find_degeneration
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 
-__all__ = ["REGISTRY", "Assertion", "Outcome", "SpecError", "build_assertion", "REFUSAL_MARKERS"]
+__all__ = ["REGISTRY", "Assertion", "Outcome", "SpecError", "build_assertion", "REFUSAL_MARKERS", "DEGENERATE_OUTPUT"]
 
 REFUSAL_MARKERS = (r"\bI can(?:'|’|no)t\b", r"\bI won(?:'|’)?t\b", r"\bI(?:'|’)m sorry\b", r"\bI am sorry\b",
                    r"\bI(?:'|’)m not able to\b", r"\bI am not able to\b", r"\bunable to (?:help|assist)\b",
                    r"\bcannot (?:help|assist)\b")
 """Phrases that mark a refusal (case-insensitive), after common instruction models' wording."""
+DEGENERATE_OUTPUT = "degenerate output"
+"""How a failed `no_degeneration` assertion's reason starts (the correctness table counts these)."""
 
 
 def _norm(text: str, strip: bool, ignore_case: bool) -> str:
@@ -150,7 +152,7 @@ class NoDegeneration(Assertion):
     def check(self, response: ChatResponse, tools: Any) -> Outcome:
         limits = DegenerationLimits(**{f.name: getattr(self, f.name) for f in fields(self)})
         found = find_degeneration(render_answer(response), limits)
-        return PASSED if found is None else Outcome(False, f"degenerate output ({found.kind}): {found.detail}", hard=True)
+        return PASSED if found is None else Outcome(False, f"{DEGENERATE_OUTPUT} ({found.kind}): {found.detail}", hard=True)
 
 
 @register

@@ -4,7 +4,7 @@
 `record_baseline`, so later runs can judge a candidate against the trusted engine's answers
 without that engine running (set the golden gate's `baseline` setting to the file).
 
-Each case is answered twice, at two concurrencies and in opposite orders (`gatekeeper/noise.py`,
+Each case is answered twice, at two concurrencies and in opposite orders (`gatekeeper/stats/noise.py`,
 so the batch composition differs), which keeps the noise floor in the file: answers that differ between the two passes mark a case on
 which even the reference disagrees with itself. Stream variants are recorded once.
 
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.golden.request import ask
-from gatekeeper.noise import ask_twice
-from gatekeeper.responses import ChatResponse, ToolCall
+from gatekeeper.stats.noise import ask_twice
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 
 FORMAT = "gatekeeper-golden-baseline/1"
 

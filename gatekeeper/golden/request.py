@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import threading
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.golden.golden_set import GoldenCase
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 
 _UNREACHABLE = ("connect", "timeout")
 

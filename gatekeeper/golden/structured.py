@@ -18,7 +18,7 @@ import jsonschema
 from gatekeeper.golden.answer import clip, strip_fences
 from gatekeeper.golden.assertion_base import PASSED, Assertion, Outcome, SpecError, need, need_type, register
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls, type_ok
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 
 
 @register

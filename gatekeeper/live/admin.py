@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from gatekeeper.config.policy import load_policy
-from gatekeeper.config.run_config import find_file
-from gatekeeper.gates.registry import settings_types
+from gatekeeper.plan import load_gate_policy
 from gatekeeper.live.judgement import LiveJudgement
 
 if TYPE_CHECKING:
@@ -43,7 +41,7 @@ class Judge:
     """The verdict over the store, brought up to date when pairs arrived and `interval` has passed."""
 
     def __init__(self, cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> None:
-        self.settings = load_policy(find_file(cfg.policy), settings_types()).settings("shadow")
+        self.settings = load_gate_policy(cfg.policy).settings("shadow")
         self.cfg, self.mirror, self.counters = cfg, mirror, counters
         self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)
         self._lock = threading.Lock()

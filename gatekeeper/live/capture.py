@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.shadow.answers import Answer, answer_of
+from gatekeeper.traffic.answers import Answer, answer_of
 from gatekeeper.traffic.format import ENDPOINTS, TrafficLineError, TrafficRecord, parse_record
-from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, sse_events
+from gatekeeper.endpoints.wire import assemble_chat_stream, parse_chat, parse_completion, sse_events
 
 PATHS = {path: name for name, path in ENDPOINTS.items()}
 

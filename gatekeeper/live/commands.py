@@ -124,13 +124,11 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     """Answer clients from the primary exactly as if the proxy were not there, mirror a sampled
     share to the shadow (and to a reference replica, the noise floor) through a bounded queue,
     commit each pair to the store, and serve /verdict and /metrics (docs/shadow-live.md)."""
-    from gatekeeper.config.policy import load_policy
-    from gatekeeper.config.run_config import find_file
-    from gatekeeper.gates.registry import settings_types
+    from gatekeeper.plan import load_gate_policy
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
     from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app
-    from gatekeeper.gates.shadow.store import PairStore
+    from gatekeeper.traffic.store import PairStore
 
     if sink == bool(primary):
         raise click.UsageError("give --primary (proxy mode) or --sink (mirror-sink mode), not both or neither")
@@ -142,7 +140,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
                        session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
-    load_policy(find_file(policy), settings_types())  # a bad policy fails here, before anything listens
+    load_gate_policy(policy)  # a bad policy fails here, before anything listens
     PairStore(store_path).close()  # and a file that is not a store (the last check: it creates the store)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=queue_size)
@@ -190,7 +188,7 @@ def pairs() -> None:
 @click.option("--out", "out_path", required=True, help="The traffic file to write (atomically), with `pair` keys.")
 def pairs_export(store_path: str, out_path: str) -> None:
     """Write every pair of a store to a traffic file (the store is only read)."""
-    from gatekeeper.gates.shadow.store import PairStore
+    from gatekeeper.traffic.store import PairStore
 
     store = PairStore.open_readonly(store_path)
     try:
@@ -206,7 +204,7 @@ def pairs_export(store_path: str, out_path: str) -> None:
 def pairs_import(paths: tuple[str, ...], store_path: str) -> None:
     """Merge exported pair files (from several proxy hosts) into one store; ids already held are
     skipped. All or nothing: a bad line anywhere leaves the store as it was (and creates none)."""
-    from gatekeeper.gates.shadow.store import import_pairs
+    from gatekeeper.traffic.store import import_pairs
 
     counts, total = import_pairs(store_path, paths)
     for path, (added, held) in zip(paths, counts):

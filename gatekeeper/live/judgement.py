@@ -29,11 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceState
-from gatekeeper.gates.shadow.judge import SlicePlanner
-from gatekeeper.gates.shadow.measures import Measures, Pair, measure
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceState
+from gatekeeper.traffic.judging import SlicePlanner
+from gatekeeper.traffic.measures import Measures, Pair, measure
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.live.measured import Measured, decode, encode, measured_of, measures_version
 from gatekeeper.live.sessions import SessionDecay
 from gatekeeper.live.verdict import fixed_split, latched, no_pairs, verdict_of

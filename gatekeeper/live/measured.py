@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import gatekeeper
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.judge import RequestFacts, facts_of
-from gatekeeper.gates.shadow.measures import Measures, Pair
-from gatekeeper.gates.shadow.pair_of import pair_of
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.judging import RequestFacts, facts_of
+from gatekeeper.traffic.measures import Measures, Pair
+from gatekeeper.traffic.pair_of import pair_of
 from gatekeeper.live.sessions import round_of, session_of
 from gatekeeper.traffic.format import TrafficRecord
 

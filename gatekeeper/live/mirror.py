@@ -25,10 +25,10 @@ from typing import Any
 
 import httpx
 
-from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.traffic.answers import Answer
 from gatekeeper.live.capture import Exchange, answer_of_exchange, to_record
 from gatekeeper.live.redaction import PII_DEFAULTS, BodyRedactor
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.store import PairStore
 
 STOP = None  # the queue's sentinel
 

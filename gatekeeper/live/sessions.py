@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gatekeeper.gates.longctx.decay import sqdr
-from gatekeeper.gates.shadow.measures import Measures, Pair, measure
+from gatekeeper.stats.decay_rate import sqdr
+from gatekeeper.traffic.measures import Measures, Pair, measure
 from gatekeeper.traffic.format import TrafficRecord
 
 TAG = "session:"

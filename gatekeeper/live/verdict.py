@@ -29,13 +29,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gatekeeper.gates.shadow.analysis import SliceKey, SliceResult, Thresholds, allocate_with_reserve
-from gatekeeper.gates.shadow.judge import judge_pairs
-from gatekeeper.gates.shadow.rules import PAIR_RULES, pair_rule
-from gatekeeper.gates.shadow.settings import ShadowSettings
+from gatekeeper.traffic.analysis import SliceKey, SliceResult, Thresholds, allocate_with_reserve
+from gatekeeper.traffic.judging import judge_pairs
+from gatekeeper.traffic import stage_rule
+from gatekeeper.traffic.rules import PAIR_RULES, pair_rule
+from gatekeeper.traffic.stage_rule import Standing
+from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.live.sessions import session_decay
-from gatekeeper.gates.shadow.pair_of import pair_of, pairs
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.pair_of import pair_of, pairs
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
@@ -113,9 +115,10 @@ def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResul
     overall = next(sl for sl in slices if sl.key == "all")
     rules = {name: pair_rule(name, slices) for name in PAIR_RULES}
     fired = [f"{name}: {r.reason}" for name, r in rules.items() if r.status is Status.FAIL]
-    if fired:
+    standing = stage_rule.standing(bool(fired), overall.judged, overall.score, s.score_marginal, s.score_pass)
+    if standing is Standing.FIRED:
         verdict, why = "ROLLBACK", fired[0]
-    elif overall.judged and overall.score < s.score_marginal:
+    elif standing is Standing.BELOW_MARGINAL:
         verdict, why = "ROLLBACK", f"score {overall.score:g} below score_marginal {s.score_marginal:g}"
     elif overall.judged < need:
         verdict, why = "HOLD", f"collecting: {overall.judged} of {need} pairs judged" + (

@@ -28,7 +28,7 @@ from gatekeeper.config.yaml_lines import load_yaml
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.cell import Cell
 from gatekeeper.matrix.spec import Matrix, load_matrix, merge_fragments, plain
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.targets.interface import normalise_dtype
 from gatekeeper.targets.spec import parse_declared
 

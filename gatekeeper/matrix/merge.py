@@ -31,7 +31,7 @@ from gatekeeper import exit_codes
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.localise import Localisation, localise
 from gatekeeper.matrix.record import path_record
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.junit import xml_text
 from gatekeeper.results import Verdict
 

@@ -19,14 +19,14 @@ from typing import Any
 
 import yaml
 
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.gates.longctx import checks as longctx_checks
+from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
+from gatekeeper.atomic import write_atomic
 
 RECORD_FILE = "path-record.yaml"
 
 _JSON = ("json", "json_enforced")
 _TOOLS = ("tool_call", "tool_enforced")
-_LONGCTX_JSON = ("longctx.json_schema",)
-_LONGCTX_TOOLS = ("longctx.tool_calls", "longctx.tool_stream", "longctx.tool_result")
 
 
 def _probe(checks: list[dict[str, Any]]) -> str:
@@ -52,9 +52,9 @@ def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]
         return None
 
     checks = [c for g in summary.get("gates") or [] for c in g.get("checks") or []]
-    canary = [c for c in checks if c["id"] == "startup.canary.candidate"]
-    json_checks = [c for c in checks if c.get("family") in _JSON or c["id"] in _LONGCTX_JSON]
-    tool_checks = [c for c in checks if c.get("family") in _TOOLS or c["id"] in _LONGCTX_TOOLS]
+    canary = [c for c in checks if c["id"] == CANARY_CANDIDATE]
+    json_checks = [c for c in checks if c.get("family") in _JSON or c["id"] in longctx_checks.JSON_CHECKS]
+    tool_checks = [c for c in checks if c.get("family") in _TOOLS or c["id"] in longctx_checks.TOOL_CHECKS]
     fusion = {k: v for k, v in axes.items() if "fus" in k or k.endswith("_rms")}
     if "fused_norm" in observed:
         fusion["fused_norm"] = observed["fused_norm"]

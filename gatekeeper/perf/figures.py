@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gatekeeper.perf.loadgen import LoadResult, RequestRecord
+from gatekeeper.stats.quantiles import percentile
 
 QUANTILES = (50, 90, 95, 99)
 
@@ -52,7 +53,7 @@ class Slo:
 
 
 def _pct(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if len(values) else None
+    return percentile(values, q)
 
 
 def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:

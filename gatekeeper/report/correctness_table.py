@@ -23,6 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gatekeeper.gates.golden import checks as golden_checks
+from gatekeeper.gates.golden.checks import CaseFinding
+from gatekeeper.gates.longctx.checks import NEEDLE_GRID, NeedleGridFinding
+from gatekeeper.gates.numerics import checks as numerics_checks
+from gatekeeper.gates.numerics.checks import DriftFinding
+from gatekeeper.gates.shadow import checks as shadow_checks
+from gatekeeper.gates.shadow.checks import DisagreementFinding
+from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status
 
 _ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
@@ -60,20 +68,16 @@ def _gate(run: RunResult, gate_id: str) -> GateResult | None:
 def _cases(golden: GateResult | None, families: tuple[str, ...]) -> list[CheckResult]:
     if golden is None:
         return []
-    return [c for c in golden.checks if c.family in families and not c.id.endswith(".stream")]
-
-
-def _passing(cases: list[CheckResult], key: str) -> int:
-    return sum(1 for c in cases if c.metrics.get(key) is True)
+    return [c for c in golden.checks if c.family in families and not golden_checks.is_streamed(c)]
 
 
 def _judged(cases: list[CheckResult]) -> str:
-    return _pct(sum(1 for c in cases if c.metrics.get("judged") is True), len(cases))
+    return _pct(sum(1 for c in cases if CaseFinding.of(c).judged), len(cases))
 
 
 def _streams(golden: GateResult | None, families: tuple[str, ...]) -> list[CheckResult]:
     """The cases' streamed variants (`<case>.stream`): not counted as cases, but a failing one fails the row."""
-    return [c for c in golden.checks if c.family in families and c.id.endswith(".stream")] if golden else []
+    return [c for c in golden.checks if c.family in families and golden_checks.is_streamed(c)] if golden else []
 
 
 def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult | None, families: tuple[str, ...],
@@ -84,10 +88,10 @@ def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult 
         status = _worst(list(extra)) if any(c.status in (Status.FAIL, Status.ERROR) for c in extra) else "not run"
     else:
         status = "no cases" if not checks else _worst(checks)
-    if cases and not any(c.metrics.get("judged") is True for c in cases) and status in ("PASS", "WARN"):
+    if cases and not any(CaseFinding.of(c).judged for c in cases) and status in ("PASS", "WARN"):
         status = "not judged"  # every case both fail identically (or could not be compared): no blind PASS
-    return CorrectnessRow(dimension, metric, threshold, _pct(_passing(cases, "reference_passes"), len(cases)),
-                          _pct(_passing(cases, "candidate_passes"), len(cases)), _judged(cases), status,
+    return CorrectnessRow(dimension, metric, threshold, _pct(sum(CaseFinding.of(c).reference_passes for c in cases), len(cases)),
+                          _pct(sum(CaseFinding.of(c).candidate_passes for c in cases), len(cases)), _judged(cases), status,
                           tuple(c.id for c in checks))
 
 
@@ -95,44 +99,43 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
     """The six rows for `run`."""
     startup, numerics, golden, longctx, shadow = (_gate(run, g) for g in ("startup", "numerics", "golden", "longctx",
                                                                           "shadow"))
-    canary = tuple(c for c in (startup.checks if startup else ()) if c.id == "startup.canary.candidate")
+    canary = tuple(c for c in (startup.checks if startup else ()) if c.id == CANARY_CANDIDATE)
     rows = [
         _golden_row("Deterministic", "fixed short cases passed (and the canary)", "every case the reference passes",
                     golden, DETERMINISTIC, canary),
         _golden_row("Structured", "JSON / tool-call cases passed", "not below the reference", golden, STRUCTURED),
     ]
-    drift = [c for c in (numerics.checks if numerics else ()) if not c.id.endswith(".coverage")]
-    nll = next((c for c in drift if c.id == "numerics.nll_drift"), None)
+    drift = [c for c in (numerics.checks if numerics else ()) if c.id != numerics_checks.COVERAGE]
+    nll = next((c for c in drift if c.id == numerics_checks.NLL_DRIFT), None)
+    found = DriftFinding.of(nll) if nll is not None else None
     rows.append(CorrectnessRow(
         "Numerical", "NLL drift, max |Δ logprob|, NaN/Inf", "within the dtype's tolerance (and the noise floor)",
-        "–" if nll is None else f"noise floor {_num(nll.metrics.get('noise_floor'))}",
-        "–" if nll is None else f"NLL drift {_num(nll.metrics.get('value'))} (limit {_num(nll.metrics.get('limit'))})",
+        "–" if found is None else f"noise floor {_num(found.noise_floor)}",
+        "–" if found is None else f"NLL drift {_num(found.value)} (limit {_num(found.limit)})",
         "–" if numerics is None or numerics.coverage is None else _pct(numerics.coverage.judged, numerics.coverage.total),
         _worst(drift), tuple(c.id for c in drift)))
-    cases = [c for c in (golden.checks if golden else ()) if not c.id.endswith((".coverage", ".pass_rate", ".candidate_repeat"))]
-    degenerate = [c for c in cases if c.status is Status.FAIL and "degenerate output" in c.reason]
+    cases = [c for c in (golden.checks if golden else ()) if golden_checks.is_case(c)]
+    degenerate = [c for c in cases if CaseFinding.of(c).degenerate]
     rows.append(CorrectnessRow(
         "Degeneration", "answers with repeated tokens, garbage or nothing (golden)", "0 severe degenerations", "–",
         f"{len(degenerate)} of {len(cases)}" if cases else "–",
         _pct(sum(c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in cases), len(cases)) if cases else "–",
         ("FAIL" if degenerate else "PASS") if cases else "not run", tuple(c.id for c in degenerate)))
-    grid = next((c for c in (longctx.checks if longctx else ()) if c.id == "longctx.needle_grid"), None)
-    m = grid.metrics if grid else {}
-    cells = int(m.get("cells") or 0)
+    grid = next((c for c in (longctx.checks if longctx else ()) if c.id == NEEDLE_GRID), None)
+    g = NeedleGridFinding.of(grid) if grid else NeedleGridFinding(0, 0, 0, 0)
     rows.append(CorrectnessRow(
         "Long context", "needle facts recalled (length × depth grid)", "not below the reference",
-        _pct(int(m.get("reference_pass") or 0), cells) if grid else "–", _pct(int(m.get("candidate_pass") or 0), cells) if grid else "–",
-        _pct(int(m.get("judged") or 0), cells) if grid else "–", grid.status.value if grid else "not run",
+        _pct(g.reference_pass, g.cells) if grid else "–", _pct(g.candidate_pass, g.cells) if grid else "–",
+        _pct(g.judged, g.cells) if grid else "–", grid.status.value if grid else "not run",
         (grid.id,) if grid else ()))
     rows.append(_shadow_row(shadow))
     return tuple(rows)
 
 
 def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:
-    rules = [c for c in (shadow.checks if shadow else ()) if c.id.startswith("shadow.rule.")]
-    stages = [c for c in (shadow.checks if shadow else ()) if c.id.startswith("shadow.stage.") and c.metrics.get("slices")]
-    everything = next((s for s in stages[-1].metrics["slices"] if s["slice"] == "all"), None) if stages else None
-    dis = next((m for m in everything["metrics"] if m["name"] == "disagreement"), None) if everything else None
+    rules = [c for c in (shadow.checks if shadow else ()) if shadow_checks.is_rule(c)]
+    stages = [c for c in (shadow.checks if shadow else ()) if shadow_checks.is_stage(c) and c.metrics.get("slices")]
+    dis = DisagreementFinding.of(stages[-1]) if stages else None
 
     def agree(rate: object) -> str:
         return "–" if not isinstance(rate, (int, float)) else f"{1 - rate:.1%} agree"
@@ -140,8 +143,8 @@ def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:
     judged = "–" if shadow is None or shadow.coverage is None else _pct(shadow.coverage.judged, shadow.coverage.total)
     return CorrectnessRow("Shadow traffic", "replayed requests answered as the reference answers them",
                           "not below the reference's own second run (sequential test, rules)",
-                          agree(dis["twin_rate"]) + " (second run)" if dis else "–",
-                          agree(dis["candidate_rate"]) if dis else "–", judged,
+                          agree(dis.twin_rate) + " (second run)" if dis else "–",
+                          agree(dis.candidate_rate) if dis else "–", judged,
                           "not run" if shadow is None else _worst(rules), tuple(c.id for c in rules))
 
 

@@ -13,6 +13,8 @@ import math
 from enum import Enum
 from typing import Any
 
+from gatekeeper.text import utf8_safe
+
 
 def to_jsonable(value: Any) -> Any:
     """Return a copy of `value` that `json.dumps(..., allow_nan=False)` accepts."""
@@ -35,17 +37,6 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, (set, frozenset)):
         return [to_jsonable(v) for v in sorted(value, key=str)]
     return str(value)
-
-
-def utf8_safe(text: str) -> str:
-    """`text` encodable as UTF-8: surrogate pairs (from JSON `\\ud83d\\ude00` escapes) become
-    the character they encode, and lone surrogates (half an emoji cut at a token boundary)
-    become U+FFFD. Unchanged, and fast, when the text is already clean."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def dumps(value: Any, indent: int | None = None) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from gatekeeper.gates.shadow import checks as shadow_checks
 from gatekeeper.report.perf_gate_view import performance_gate, seed_table
 from gatekeeper.report.data import ReportData, coverage_text
 from gatekeeper.report.interface import Renderer
@@ -172,8 +173,8 @@ class MarkdownRenderer(Renderer):
                 "| Dimension | Metric | Threshold | Reference | Candidate | Judged | Status |", "|---|---|---|---|---|---|---|",
                 *(f"| {md_cell(r.dimension)} | {md_cell(r.metric)} | {md_cell(r.threshold)} | {md_cell(r.reference)} "
                   f"| {md_cell(r.candidate)} | {md_cell(r.judged)} | {_row_status(r.status)} |" for r in data.correctness)])
-        stages = [c for g in run.gates if g.id == "shadow" for c in g.checks
-                  if c.id.startswith(("shadow.stage.", "shadow.rule."))]
+        stages = [c for g in run.gates if g.id == shadow_checks.GATE for c in g.checks
+                  if shadow_checks.is_stage(c) or shadow_checks.is_rule(c)]
         if stages:
             lines += _details("Shadow traffic: stages and rollback rules", [
                 "| Check | Status | Reason |", "|---|---|---|",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gatekeeper.gates.performance.checks import CAPACITY, MEASUREMENT
+from gatekeeper.gates.performance.checks import GATE as PERFORMANCE_GATE
 from gatekeeper.results import CheckResult, GateResult, RunResult
-
-PERFORMANCE_GATE = "performance"
 _REPORTED = (("e2e_p50_s", "Latency", "E2E p50"), ("e2e_p95_s", "Latency", "E2E p95"), ("itl_p99_s", "Latency", "ITL p99"),
              ("itl_median_s", "Latency", "median ITL per request (geometric mean)"),
              ("tpot_incl_first_p50_s", "Latency", "TPOT p50, first token included (guidellm's)"),
@@ -53,7 +53,7 @@ def _num(value: object, unit: str) -> str:
 
 def baseline_of(gate: GateResult) -> str:
     """What the gate's ratios are against, as its measurement check names it ("" when unknown)."""
-    measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
+    measured = next((c for c in gate.checks if c.id == MEASUREMENT), None)
     return str(measured.metrics.get("baseline") or "") if measured is not None else ""
 
 
@@ -78,7 +78,7 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
             rows.append(PerfGateRow(dim, f"{label} at concurrency {c.metrics.get('level')}", _num(c.metrics.get("baseline"), unit),
                                     _num(c.metrics.get("candidate"), unit), _ratio(c), "UNDECIDED" if c.undecided else c.status.value,
                                     budgeted=True))
-    measured = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.measurement"), None)
+    measured = next((c for c in gate.checks if c.id == MEASUREMENT), None)
     for level, sides in (measured.metrics.get("figures") or {}).items() if measured is not None else ():
         base, cand = sides.get("baseline", {}), sides.get("candidate", {})
         for key, dim, label in _REPORTED:
@@ -87,7 +87,7 @@ def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
             ratio = f"{c / b:.3f}" if isinstance(b, (int, float)) and isinstance(c, (int, float)) and b else "–"
             rows.append(PerfGateRow(dim, f"{label} at concurrency {level.removeprefix('c')}", _num(b, unit), _num(c, unit),
                                     ratio, "reported"))
-    cap = next((c for c in gate.checks if c.id == f"{PERFORMANCE_GATE}.capacity"), None)
+    cap = next((c for c in gate.checks if c.id == CAPACITY), None)
     if cap is not None and cap.metrics:
         knee, cost = cap.metrics.get("knee", {}), cap.metrics.get("cost_per_1000", {})
         slo = cap.metrics.get("slo") or {}

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+from gatekeeper.gates.performance.checks import GATE as PERFORMANCE_GATE
+from gatekeeper.stats.quantiles import percentile
 from gatekeeper.results import RequestTiming, RunResult, Status, Verdict
 from gatekeeper.verdict import decide
 
@@ -63,19 +65,8 @@ class PerformanceSummary:
         return asdict(self)
 
 
-def quantile(values: list[float], q: float) -> float | None:
-    """The q-quantile (0..1) with linear interpolation between order statistics."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
 def _quantiles(values: list[float]) -> Quantiles:
-    return Quantiles(p50=quantile(values, 0.5), p95=quantile(values, 0.95), count=len(values))
+    return Quantiles(p50=percentile(values, 50), p95=percentile(values, 95), count=len(values))
 
 
 def _figures(
@@ -122,7 +113,7 @@ def summarize_performance(run: RunResult) -> PerformanceSummary:
     roles += sorted({t.target for t in run.timings} - set(roles))
     startup = {t.role: t.startup_s for t in run.targets}
     run_reason = None
-    judged = [g for g in run.gates if g.id != "performance"]  # the performance gate's own outcome is not correctness
+    judged = [g for g in run.gates if g.id != PERFORMANCE_GATE]  # the performance gate's own outcome is not correctness
     correctness, _ = decide(judged) if judged else (Verdict.PROMOTE, [])
     if correctness != Verdict.PROMOTE and run.verdict != Verdict.PROMOTE:
         run_reason = f"correctness did not pass (verdict {correctness.value})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gatekeeper.redact import NONE, Redactor
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.report.data import build_report_data
 from gatekeeper.report.registry import RENDERERS, listed_filenames
 from gatekeeper.results import RunResult

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from gatekeeper.config.run_config import find_file
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
 
 GATE_ORDER = ("startup", "numerics", "golden", "longctx", "shadow", "performance")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.results import CacheUse
 from gatekeeper.tape.endpoint import Asked
 from gatekeeper.tape.key import ANSWERS

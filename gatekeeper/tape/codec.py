@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
 
 
 def encode(value: Any) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.responses import ChatResponse, CompletionResponse
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.tape.codec import decode, encode
 from gatekeeper.tape.key import request_key
 

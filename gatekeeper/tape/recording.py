@@ -14,7 +14,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import IO, Any
 
-from gatekeeper.report.atomic import write_atomic
+from gatekeeper.atomic import write_atomic
 from gatekeeper.tape.endpoint import Asked
 
 FORMAT = "gatekeeper.answer/1"

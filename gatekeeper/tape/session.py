@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.gates.interface import TargetRuntime
 from gatekeeper.targets.interface import Started, TargetSpec
 from gatekeeper.results import CacheUse

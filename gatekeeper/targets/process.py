@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.watchdog import SECRETS_ENV

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import TargetSpec
 

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 

@@ -14,22 +14,23 @@ from collections.abc import Sequence
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
 from gatekeeper.evidence import TextPair
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
 from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper import noise
-from gatekeeper.noise import ask_twice
+from gatekeeper.stats import noise
+from gatekeeper.stats.noise import ask_twice
 from gatekeeper.golden.answer import render_answer
 from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.request import Asker
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
+from gatekeeper.gates.golden import checks
 
 Answer = ChatResponse | EndpointError
 
@@ -64,7 +65,7 @@ class GoldenGate(Gate):
     The settings (the `golden:` section of a policy) and their defaults are `GoldenSettings`.
     """
 
-    id = "golden"
+    id = checks.GATE
     stage = 3
     title = "Golden prompts"
     Settings = GoldenSettings
@@ -122,7 +123,7 @@ class GoldenGate(Gate):
         if settings.stream_variants:
             self._streams(ctx, (ask_cand, ask_ref), runnable, cand, refs, baseline, conc)
             for check in ctx.checks:
-                if check.id.endswith(".stream") and check.family:
+                if checks.is_streamed(check) and check.family:
                     rates.add_stream(check.family, check.status)
         rates.report(ctx, settings.max_pass_rate_drop)
 
@@ -181,7 +182,7 @@ class GoldenGate(Gate):
         only_cand = [name for (name, _), c, r in zip(runnable, changed, ref_changed) if c and not r]
         reason = (f"the candidate changed {sum(changed)} of {len(changed)} answers on a second pass (the reference "
                   f"{sum(ref_changed)})" + (f"; only the candidate: {', '.join(only_cand[:10])}" if only_cand else ""))
-        ctx.check("candidate_repeat", Status.WARN if only_cand else Status.PASS, reason,
+        ctx.check(checks.CANDIDATE_REPEAT, Status.WARN if only_cand else Status.PASS, reason,
                   {"candidate_changed": sum(changed), "reference_changed": sum(ref_changed), "cases": len(changed),
                    "only_candidate": only_cand})
 
@@ -195,7 +196,7 @@ class GoldenGate(Gate):
         no_stream = ctx.lacks("streaming", "candidate")
         if no_stream:
             for _, name, case in items:
-                ctx.skip(f"{name}.stream", no_stream, family=case.family)
+                ctx.skip(name + checks.STREAM_SUFFIX, no_stream, family=case.family)
                 ctx.not_judged("capability missing")
             return
         # Streams the candidate lost finish reasons in: one finding in gate 1, not one per case.
@@ -218,7 +219,7 @@ class GoldenGate(Gate):
             for k, answer in zip(differ, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
                 ref_stream[k] = answer
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
-            self._judge_stream(ctx, f"{name}.stream", case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish)
+            self._judge_stream(ctx, name + checks.STREAM_SUFFIX, case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish)
 
     def _judge_stream(self, ctx: GateContext, name: str, case: GoldenCase, streamed: Answer, plain: Answer,
                       ref_stream: Answer | None, refs: list[Answer], no_finish: str | None) -> None:

@@ -29,7 +29,7 @@ from gatekeeper.golden.answer import answer_key, clip, render_answer
 from gatekeeper.golden.assertion_base import Assertion
 from gatekeeper.golden.assertions import similarity
 from gatekeeper.golden.golden_set import GoldenCase
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
 
 _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}

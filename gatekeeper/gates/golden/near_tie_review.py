@@ -5,14 +5,14 @@ where the answers part named in the reason."""
 
 from __future__ import annotations
 
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.golden.judge import Judgement
-from gatekeeper.near_tie import first_divergence
+from gatekeeper.stats.near_tie import first_divergence
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.golden.request import ask
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 
 TOP_K = 5
 

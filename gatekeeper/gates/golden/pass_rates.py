@@ -16,6 +16,7 @@ from typing import Any
 from gatekeeper.evidence import Heatmap, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Judgement, Status
+from gatekeeper.gates.golden.checks import PASS_RATE
 
 
 @dataclass
@@ -113,7 +114,7 @@ class PassRates:
         cand, ref = m["pass_rate"], m["reference_pass_rate"]
         m["max_pass_rate_drop"] = max_drop
         if cand is None:
-            ctx.check("pass_rate", Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()])
+            ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()])
             return
         allowed = max_drop + m["reference_noise"]
         if ref is not None and cand < ref - allowed - 1e-9:
@@ -122,7 +123,7 @@ class PassRates:
         else:
             why = f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
             status = Status.PASS
-        ctx.check("pass_rate", status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE)
+        ctx.check(PASS_RATE, status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE)
 
 
 def _pct(x: float | None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gatekeeper.config.settings import MAX_CASES, MAX_CONCURRENCY, MAX_GAP_NATS, check_ranges, require, setting
-from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 from gatekeeper.results import Status
 
 
@@ -32,7 +32,7 @@ class GoldenSettings:
       logprobs; where the first differing tokens are each in the other's top-k within this gap,
       the divergence is a near tie — noise, not a regression; so it is too when both contested
       tokens' logprobs moved between the sides by at most `near_tie_drift` (per dtype, nats; gate 2's
-      `max_abs_delta` defaults: 1.5 for bf16/fp16, 0.01 for fp32; see `gatekeeper/near_tie.py`);
+      `max_abs_delta` defaults: 1.5 for bf16/fp16, 0.01 for fp32; see `gatekeeper/stats/near_tie.py`);
     - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL);
     - `candidate_repeat` (true): ask the candidate a second time too (at the noise-floor
       concurrency, reverse order) and report, advisory, how many answers it did not repeat where

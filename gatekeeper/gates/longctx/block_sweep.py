@@ -17,7 +17,7 @@ import time
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
-from gatekeeper import noise
+from gatekeeper.stats import noise
 from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, padded_variants
 from gatekeeper.gates.longctx.tokens import TokenCounter

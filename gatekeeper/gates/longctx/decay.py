@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gatekeeper.stats.decay_rate import sqdr
+
 RESAMPLES = 9999  # above 2^13: exact (every sign pattern) for up to 13 sessions, Monte Carlo beyond
 
 
@@ -82,11 +84,6 @@ class Decay:
     def sessions(self) -> int:
         """Sessions with at least two rounds (the ones that have a slope)."""
         return len(self.ref_slopes)
-
-
-def sqdr(rates: list[float]) -> float:
-    """(rate at round 1 − rate at round n) / n; 0 for fewer than two rounds."""
-    return (rates[0] - rates[-1]) / len(rates) if len(rates) > 1 else 0.0
 
 
 def slope(x: list[int], y: list[float]) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gatekeeper.gates.longctx.decay import Cell, score
-from gatekeeper.multiple import holm
+from gatekeeper.stats.holm import holm
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from gatekeeper.gates.longctx.scrape import Snapshot, delta, scrape
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import Watched
 from gatekeeper.results import Status
+from gatekeeper.gates.longctx import checks
 
 _FALLBACK_CONTEXT = 2048
 _FALLBACK_BLOCK = 16
@@ -62,7 +63,7 @@ class LongContextGate(Gate):
     answer that differs from the cold one, `!!!!` with NaN logprobs.
     """
 
-    id = "longctx"
+    id = checks.GATE
     stage = 4
     title = "Long context and tool calling"
     Settings = LongContextSettings

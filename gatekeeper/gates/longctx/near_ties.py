@@ -1,7 +1,7 @@
 """Gate 4's near-tie review: items where the candidate's greedy answer differs from the
 reference's are asked again of both with top-k logprobs, and a divergence at a near tie (each
 first differing token in the other's top-k within the dtype's `near_tie_gap` or
-`near_tie_drift`; see `gatekeeper/near_tie.py`) is noise, not a disagreement. Asked again alone, an answer that no
+`near_tie_drift`; see `gatekeeper/stats/near_tie.py`) is noise, not a disagreement. Asked again alone, an answer that no
 longer differs is not forgiven: the difference came from the traffic around it (a cache bug
 shows exactly so), so it stands.
 """
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Table
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.tokens import Messages
-from gatekeeper.near_tie import DIVERGENCE_COLUMNS, Divergence, first_divergence
-from gatekeeper.responses import ChatResponse
+from gatekeeper.stats.near_tie import DIVERGENCE_COLUMNS, Divergence, first_divergence
+from gatekeeper.endpoints.responses import ChatResponse
 
 TOP_K = 5
 

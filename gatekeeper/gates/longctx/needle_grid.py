@@ -24,8 +24,8 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
 from gatekeeper.gates.longctx.near_ties import divergence_table, divergences
 from gatekeeper.gates.longctx.settings import LongContextSettings
-from gatekeeper import noise
-from gatekeeper.near_tie import Divergence
+from gatekeeper.stats import noise
+from gatekeeper.stats.near_tie import Divergence
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
@@ -37,6 +37,7 @@ from gatekeeper.gates.longctx.traffic import (
     unstable,
 )
 from gatekeeper.results import Status
+from gatekeeper.gates.longctx.checks import NEEDLE_GRID
 
 MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
@@ -135,7 +136,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                  if ties else "")
               + (f"; {len(confident)} regression(s) confirmed as a confident divergence, logprobs in the evidence"
                  if confident and status is Status.FAIL else ""))
-    ctx.check("needle_grid", status, reason, {
+    ctx.check(NEEDLE_GRID, status, reason, {
         "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
         "both_fail": both_fail, "both_fail_differs": sum(o is Outcome.DIFFERS for o in outcomes.values()),
         "limit": limit, "near_ties": len(ties), "confident_divergences": len(confident),

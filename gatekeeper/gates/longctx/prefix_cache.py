@@ -21,7 +21,7 @@ import time
 from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
-from gatekeeper import noise
+from gatekeeper.stats import noise
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.near_ties import near_ties
 from gatekeeper.gates.longctx.prompts import needle_prompts, words_for

@@ -36,7 +36,7 @@ from gatekeeper.gates.longctx.decay import Cell, Decay, score
 from gatekeeper.gates.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
 from gatekeeper.gates.longctx.sessions import Round, SessionPlan, build_session
 from gatekeeper.gates.longctx.tokens import TokenCounter
-from gatekeeper.fanout import fan_out, raise_first
+from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.longctx.traffic import (
     Answer,
     Flight,
@@ -44,7 +44,7 @@ from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
 )
-from gatekeeper.multiple import holm
+from gatekeeper.stats.holm import holm
 from gatekeeper.results import Judgement, Status
 
 

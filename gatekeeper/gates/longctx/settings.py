@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CASES, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_GAP_NATS,
                                         check_ranges, require, setting)
 from gatekeeper.gates.longctx.decay import one_cell_effect
-from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class LongContextSettings:
     checks: permutation tests over sessions, Holm-adjusted), `decay_min_recall` (below this
     reference recall at round 1 decay is not measurable), `max_disagreement` (share of identical
     session requests answered differently). `near_tie_gap`, `near_tie_drift` (nats per candidate
-    dtype, float32 the fallback; `gatekeeper/near_tie.py`) and `near_tie_max_reviews`: answers that
+    dtype, float32 the fallback; `gatekeeper/stats/near_tie.py`) and `near_tie_max_reviews`: answers that
     differ from the reference's (sessions, needle cells, tool and JSON cases) are asked again with
     logprobs, and a divergence at a near tie is noise, not a disagreement.
     """

@@ -32,19 +32,20 @@ from gatekeeper.evidence import Evidence, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome
 from gatekeeper.gates.longctx.near_ties import divergence_table
-from gatekeeper.near_tie import Divergence
+from gatekeeper.stats.near_tie import Divergence
 from gatekeeper.gates.longctx import tool_review
 from gatekeeper.gates.longctx.tool_review import key
-from gatekeeper.noise import ask_twice
+from gatekeeper.stats.noise import ask_twice
 from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
-from gatekeeper.fanout import fan_out, raise_first
+from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, refused_by_both, text
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
+from gatekeeper.gates.longctx.checks import JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM
 
 _CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
 
@@ -99,7 +100,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     rng = random.Random(f"{ctx.seed}:longctx:tools")
     no_tools = ctx.lacks("tools") or ctx.lacks("tool_parsing")
     if no_tools:
-        for name in ("tool_calls", "tool_result", "tool_stream"):
+        for name in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):
             ctx.skip(name, no_tools)
         ctx.not_judged("capability missing", 2 * s.tool_cases + 1)
     else:
@@ -115,7 +116,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     widest = max([*samples, last], key=lambda c: counter.count(_with_tools(c[0], c[1])))
     pre = fitted_history(rng, s.tool_history_tokens, _with_tools(widest[0], widest[1]), room, counter)
     if pre is None:
-        for name in ("tool_calls", "tool_result", "tool_stream"):
+        for name in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):
             ctx.skip(name, f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a tool case "
                            "and its answer")
         ctx.not_judged("context too short", 2 * n + 1)
@@ -144,11 +145,11 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     streamed: list[Answer] = [p[1] for p in pairs[:n]]
     refusal = refused_by_both(ref, cand, streamed, ref2 or [])
     if refusal is not None:
-        ctx.refused_by_both("tool_calls", refusal, 2 * n + 1)
+        ctx.refused_by_both(TOOL_CALLS, refusal, 2 * n + 1)
         return
     err = first_error(ref, cand, streamed, ref2 or [])
     if err is not None:
-        ctx.error_check("tool_calls", err)
+        ctx.error_check(TOOL_CALLS, err)
         ctx.not_judged("request failed", 2 * n + 1)
         return
     outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
@@ -186,7 +187,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     if (found.keys() | parted.keys()) - {n}:
         evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())
                                                            if i < n}))
-    ctx.check("tool_calls", status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
+    ctx.check(TOOL_CALLS, status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer"
               + _review_note(found, n), {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
@@ -200,7 +201,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     else:
         ctx.not_judged(outcome.value if outcome is not None else "reference fails")
     bad = (ok_a and not ok_b and not tie) or outcome is Outcome.DIFFERS
-    ctx.check("tool_result", Status.FAIL if bad else Status.PASS if ok_b else Status.WARN,
+    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.PASS if ok_b else Status.WARN,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
               + (f"; asked again with logprobs the answers part at a near tie ({found[n].describe()}): noise, not judged"
@@ -220,7 +221,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     shown = diff or quirks
     quirk_text = (f"; {len(quirks)} answer(s) that both targets get wrong stream differently from their non-streamed "
                   "text (the streaming parser reads a malformed call differently): not judged") if quirks else ""
-    ctx.check("tool_stream", Status.FAIL if diff else Status.WARN if quirks and len(quirks) == n else Status.PASS,
+    ctx.check(TOOL_STREAM, Status.FAIL if diff else Status.WARN if quirks and len(quirks) == n else Status.PASS,
               (f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
                f"{n - len(quirks)} of {n} streamed tool-call answers judged, each equal to its non-streamed one"
                if len(quirks) < n else f"none of {n} streamed tool-call answers judged") + quirk_text,
@@ -265,7 +266,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         if pre is not None:
             cases.append(([*pre, *ask], schema, enforced if i % 2 else {}))
     if not cases:
-        ctx.skip("json_schema", f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
+        ctx.skip(JSON_SCHEMA, f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
         ctx.not_judged("context too short", s.json_cases)
         return
     limit = s.tool_answer_tokens
@@ -277,11 +278,11 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     ref, ref2 = passes.first, passes.second
     refusal = refused_by_both(ref, cand, ref2 or [])
     if refusal is not None:
-        ctx.refused_by_both("json_schema", refusal, len(cases))
+        ctx.refused_by_both(JSON_SCHEMA, refusal, len(cases))
         return
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
-        ctx.error_check("json_schema", err)
+        ctx.error_check(JSON_SCHEMA, err)
         ctx.not_judged("request failed", len(cases))
         return
     checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
@@ -313,7 +314,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
                                       rows)]
     if found or parted:
         evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())}))
-    ctx.check("json_schema", status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
+    ctx.check(JSON_SCHEMA, status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases)),
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,

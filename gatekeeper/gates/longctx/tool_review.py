@@ -20,8 +20,8 @@ from gatekeeper.gates.longctx.near_ties import divergences, reask
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.tokens import Messages
 from gatekeeper.gates.longctx.traffic import Answer, text
-from gatekeeper.near_tie import Divergence, asked_again, first_divergence
-from gatekeeper.responses import ChatResponse
+from gatekeeper.stats.near_tie import Divergence, asked_again, first_divergence
+from gatekeeper.endpoints.responses import ChatResponse
 
 
 def key(a: Answer) -> Any:

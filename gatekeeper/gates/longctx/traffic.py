@@ -14,11 +14,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, refused_alike
-from gatekeeper.fanout import fan_out
-from gatekeeper.noise import Passes, ask_twice
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.fanout import fan_out
+from gatekeeper.stats.noise import Passes, ask_twice
+from gatekeeper.endpoints.responses import ChatResponse
 
 T = TypeVar("T")
 Answer = ChatResponse | EndpointError

@@ -11,16 +11,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Evidence, Histogram, Table, TextPair
-from gatekeeper.fanout import fan_out, raise_first
+from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.noise import ask_twice
+from gatekeeper.stats.noise import ask_twice
 from gatekeeper.gates.numerics.settings import NumericsSettings
 from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
-from gatekeeper.responses import CompletionResponse
+from gatekeeper.endpoints.responses import CompletionResponse
 from gatekeeper.results import Judgement, Status
+from gatekeeper.stats.quantiles import percentile
+from gatekeeper.gates.numerics import checks
 
 
 CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
@@ -53,7 +55,7 @@ class NumericsGate(Gate):
     dtype), or a candidate whose distribution has drifted well beyond its dtype's rounding.
     """
 
-    id = "numerics"
+    id = checks.GATE
     stage = 2
     title = "Numerical consistency"
     Settings = NumericsSettings
@@ -65,7 +67,7 @@ class NumericsGate(Gate):
         s: NumericsSettings = ctx.settings
         missing = ctx.lacks("echo")
         if missing:
-            ctx.skip("scoring", "teacher-forced scoring needs echo with logprobs — " + missing)
+            ctx.skip(checks.SCORING, "teacher-forced scoring needs echo with logprobs — " + missing)
             for name in CHECKS:
                 ctx.skip(name, "not run: no teacher-forced scoring")
             return
@@ -77,16 +79,16 @@ class NumericsGate(Gate):
             ref, noise = self._score_reference(ctx.reference, texts, k, s)
             cand = _scored(fan_out(_scorer(ctx.candidate, k), texts, s.concurrency))
         except EndpointError as e:
-            ctx.error_check("scoring", e)
+            ctx.error_check(checks.SCORING, e)
             return
         same = _tokenization(ctx, texts, ref, cand)
         if not same:
-            ctx.check("scoring", Status.SKIP, "no prompt tokenizes the same on both targets: nothing to compare token by "
+            ctx.check(checks.SCORING, Status.SKIP, "no prompt tokenizes the same on both targets: nothing to compare token by "
                       "token (see numerics.tokenization)", started=t0)
             for name in CHECKS:
                 ctx.skip(name, "not run: no prompt tokenizes the same on both targets")
             return
-        ctx.check("scoring", Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
+        ctx.check(checks.SCORING, Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
                   + ("" if len(same) == len(prompts) else " (the others tokenize differently: numerics.tokenization)"),
                   started=t0, metrics={"prompts": len(prompts), "scored": len(same), "top_k": k})
         self._judge(ctx, [prompts[i] for i in same], [compare(ref[i], cand[i], k) for i in same],
@@ -116,7 +118,7 @@ class NumericsGate(Gate):
                   + (f"; {missing} position(s) the candidate returned no logprob for" if missing else ""))
 
         def pct(xs: list[float], q: float) -> float:
-            return float(np.percentile(xs, q)) if xs else 0.0
+            return percentile(xs, q) or 0.0
 
         def r(x: float | None, digits: int) -> float | None:
             return None if x is None else round(x, digits)
@@ -130,7 +132,7 @@ class NumericsGate(Gate):
         # A null where the reference has a number is what a NaN becomes in strict JSON (orjson writes
         # it so): with no NaN/Inf seen, the check cannot say there was none — undecided, which HOLDs.
         undecided = bool(missing) and not bad
-        ctx.check("nan_inf", Status.FAIL if bad else Status.WARN if undecided else Status.PASS,
+        ctx.check(checks.NAN_INF, Status.FAIL if bad else Status.WARN if undecided else Status.PASS,
                   f"{bad} NaN/Inf logprob(s) from the candidate" if bad else
                   (f"undecided: no NaN/Inf, but {missing} position(s) came back null where the reference has a logprob "
                    "(a NaN serialised as JSON null looks the same)" if undecided else "no NaN/Inf"),
@@ -185,7 +187,7 @@ class NumericsGate(Gate):
                   over=f"{len(kl)} of {len(cands)} prompts with shared top-k tokens")
         else:
             ctx.skip("kl", "no position where both targets' top-k lists share a token (a target returned no top-k lists)")
-        upper("nll_drift", "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises))
+        upper(checks.NLL_DRIFT, "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises))
         for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
             values = [v for c in cands if (v := getattr(c, name)) is not None]
             noise_values = [v for c in noises if (v := getattr(c, name)) is not None]
@@ -217,13 +219,13 @@ def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: l
     same = [i for i, (a, b) in enumerate(zip(ref, cand)) if a.tokens == b.tokens]
     differ = [i for i in range(len(texts)) if i not in same]
     if not differ:
-        ctx.check("tokenization", Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
+        ctx.check(checks.TOKENIZATION, Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
                   {"texts": len(texts), "differ": 0}, judgement=Judgement.EXACT)
         return same
     i = differ[0]
     a, b = ref[i].tokens, cand[i].tokens
     at = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    ctx.check("tokenization", Status.FAIL, f"{len(differ)} of {len(texts)} texts tokenize differently; the first at token "
+    ctx.check(checks.TOKENIZATION, Status.FAIL, f"{len(differ)} of {len(texts)} texts tokenize differently; the first at token "
               f"{at}: reference {a[at:at + 3]!r}, candidate {b[at:at + 3]!r} ({len(a)} vs {len(b)} tokens)",
               {"texts": len(texts), "differ": len(differ), "first_text": texts[i][:200], "first_position": at},
               [TextPair("tokens of the first text that differs (reference vs candidate)", " | ".join(a), " | ".join(b),

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 
+from gatekeeper.stats.quantiles import percentile
+
 @dataclass(frozen=True)
 class Scored:
     """One text scored teacher-forced: per position, the token, its logprob and the top-k."""
@@ -80,7 +82,7 @@ class Comparison:
     @property
     def p99_delta(self) -> float:
         """99th percentile of the absolute logprob difference, over the ranked positions."""
-        return float(np.percentile(self.ranked_deltas, 99)) if self.ranked_deltas else 0.0
+        return percentile(self.ranked_deltas, 99) or 0.0
 
     @property
     def nll_rel_drift(self) -> float:

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Interval, Intervals, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
@@ -25,8 +25,8 @@ from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_lev
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
-from gatekeeper.gates.shadow.settings import ShadowSettings
-from gatekeeper.multiple import holm
+from gatekeeper.traffic.settings import ShadowSettings
+from gatekeeper.stats.holm import holm
 from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
@@ -35,6 +35,8 @@ from gatekeeper.results import Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import load_traffic
 from gatekeeper.verdict import decide
+from gatekeeper.stats.quantiles import percentile
+from gatekeeper.gates.performance import checks
 
 CDF_POINTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 
@@ -78,7 +80,7 @@ class PerformanceGate(Gate):
     per-step slowdown that only a paired, interleaved measurement separates from a noisy machine.
     """
 
-    id = "performance"
+    id = checks.GATE
     stage = 6
     title = "Performance"
     Settings = PerformanceSettings
@@ -189,16 +191,16 @@ class PerformanceGate(Gate):
                    "levels": [lv.level for lv in levels],
                    "pairs": {f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}}
         if base_errors:
-            ctx.check("measurement", Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
+            ctx.check(checks.MEASUREMENT, Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
                       "figures are not a baseline", metrics)
             return False, "the baseline failed requests under load"
         metrics["client_paced_pairs"] = late_pairs
         if late_pairs * 2 > pairs:
-            ctx.check("measurement", Status.WARN, f"the load generator fell behind its schedule in {late_pairs} of "
+            ctx.check(checks.MEASUREMENT, Status.WARN, f"the load generator fell behind its schedule in {late_pairs} of "
                       f"{pairs} block pairs (p99 lateness up to {late * 1000:.1f} ms, more than a tenth of a request): "
                       "the client, not the server, set the pace", metrics)
             return False, "the client was the bottleneck"
-        ctx.check("measurement", Status.PASS, f"{per_side['candidate']} requests per side in counterbalanced pairs, one "
+        ctx.check(checks.MEASUREMENT, Status.PASS, f"{per_side['candidate']} requests per side in counterbalanced pairs, one "
                   f"target at a time; baseline: {baseline}"
                   + (f"; {late_pairs} pair(s) the client paced left out" if late_pairs else "")
                   + ("" if workload.ignore_eos else
@@ -290,14 +292,14 @@ class PerformanceGate(Gate):
                    "single_measurement": True}
         kb, kc = knees["baseline"], knees["candidate"]
         if kb is None:
-            ctx.check("capacity", Status.SKIP, "not judged: the baseline misses the SLOs already at the lowest swept concurrency",
+            ctx.check(checks.CAPACITY, Status.SKIP, "not judged: the baseline misses the SLOs already at the lowest swept concurrency",
                       metrics, [table, *curves], advisory=True)
         elif kc is None or kc.level < kb.level:
-            ctx.check("capacity", Status.WARN, f"the candidate's knee is concurrency {_lvl(kc)}, the baseline's {kb.level} "
+            ctx.check(checks.CAPACITY, Status.WARN, f"the candidate's knee is concurrency {_lvl(kc)}, the baseline's {kb.level} "
                       f"(the highest concurrency up to which every level meets the SLOs; {SINGLE})", metrics,
                       [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
         else:
-            ctx.check("capacity", Status.PASS, f"knee at concurrency {kc.level} (baseline {kb.level}); cost per 1,000 "
+            ctx.check(checks.CAPACITY, Status.PASS, f"knee at concurrency {kc.level} (baseline {kb.level}); cost per 1,000 "
                       f"requests {_fmt(costs['candidate'])} (baseline {_fmt(costs['baseline'])}); {SINGLE}", metrics,
                       [table, *curves], advisory=True, judgement=Judgement.TOLERANCE)
 
@@ -348,7 +350,7 @@ def _quantile_series(lv: LevelBlocks, metric: str) -> Series:
     ys = {}
     for side in SIDES:
         values = [getattr(r, attr) for res in lv.results[side] for r in res.measured if r.ok and getattr(r, attr) is not None]
-        ys[side] = tuple(float(np.percentile(values, q)) for q in CDF_POINTS) if values else tuple(0.0 for _ in CDF_POINTS)
+        ys[side] = tuple(percentile(values, q) or 0.0 for q in CDF_POINTS) if values else tuple(0.0 for _ in CDF_POINTS)
     return Series(f"{base.upper()} distribution at concurrency {lv.level} (percentiles)", CDF_POINTS, ys, "percentile",
                   "seconds")
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.performance.settings import PerformanceSettings
-from gatekeeper.gates.shadow.settings import ShadowSettings
+from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
 from gatekeeper.perf.workload import Workload, calibrated, from_traffic
 from gatekeeper.traffic.format import load_traffic

@@ -10,33 +10,36 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.evidence import Evidence, Series, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.gates.shadow.analysis import Analysis, SliceKey, SliceResult
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.judge import RequestFacts, slice_plan
-from gatekeeper.gates.shadow.measures import Measures, Pair, disagrees, measure, render
+from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceResult
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.judging import RequestFacts, slice_plan
+from gatekeeper.traffic.measures import Measures, Pair, disagrees, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review
-from gatekeeper.gates.shadow.rules import (ANSWERS_DIFFER, EARLIER_RULES, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome,
-                                           earlier_rule, localise, pair_rule)
-from gatekeeper.gates.shadow.task import CHECKS
-from gatekeeper.gates.shadow.settings import ShadowSettings, Stage
-from gatekeeper.gates.shadow.pair_of import pair_of, wants_json
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.gates.shadow.earlier_rules import EARLIER_RULES, earlier_rule
+from gatekeeper.traffic import stage_rule
+from gatekeeper.traffic.stage_rule import Standing
+from gatekeeper.traffic.rules import ANSWERS_DIFFER, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome, localise, pair_rule
+from gatekeeper.stats.quantiles import percentile
+from gatekeeper.traffic.task import CHECKS
+from gatekeeper.traffic.settings import ShadowSettings, Stage
+from gatekeeper.traffic.pair_of import pair_of, wants_json
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.results import Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
+from gatekeeper.gates.shadow import checks
 
 WORST_PAIRS = 5
 MAX_DIVERGENCES = 30  # confident divergences listed in answers_differ's evidence
@@ -78,7 +81,7 @@ class ShadowGate(Gate):
     only the one tenant whose requests carry many tools, while every offline gate passes.
     """
 
-    id = "shadow"
+    id = checks.GATE
     stage = 5
     title = "Shadow traffic and canary"
     Settings = ShadowSettings
@@ -136,11 +139,11 @@ class ShadowGate(Gate):
         failed: Stage | None = None
         for stage, chosen in zip(stages, selections):
             if failed is not None:
-                ctx.skip(f"stage.{stage.name}", f"not run: stage {failed.name!r} failed, so the canary does not widen",
+                ctx.skip(checks.stage(stage.name), f"not run: stage {failed.name!r} failed, so the canary does not widen",
                          advisory=True)
                 continue
             if not chosen and stored:
-                ctx.skip(f"stage.{stage.name}", f"no stored pair matches this stage ({stage.describe()})", advisory=True)
+                ctx.skip(checks.stage(stage.name), f"no stored pair matches this stage ({stage.describe()})", advisory=True)
                 continue
             if self._stage(ctx, s, stage, chosen, analysis, worst, source):
                 failed = stage
@@ -214,23 +217,24 @@ class ShadowGate(Gate):
                            "requests replayed", "log10 e-value", is_key=True),
                     *(_pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
         judged = overall.judged - start_judged
-        if fired:
+        standing = stage_rule.standing(bool(fired), judged, overall.score, s.score_marginal, s.score_pass)
+        if standing is Standing.FIRED:
             key, m = fired[0]
             where = localise(m.name, slices)
             status, reason = Status.FAIL, (f"{m.name} fired in {key} after {replayed} of {len(chosen)} requests "
                                            f"(candidate {m.candidate_rate:.1%} vs twin {m.twin_rate:.1%})"
                                            + (f", {where}" if where else "") + "; the canary stops here")
-        elif judged == 0:  # every pair unjudged (the reference failed): nothing was compared, so no PASS
+        elif standing is Standing.NOT_JUDGED:  # every pair unjudged (the reference failed): nothing was compared, so no PASS
             status, reason = Status.SKIP, (f"not judged: none of the {replayed} pairs could be compared "
                                            f"({', '.join(overall.unjudged) or 'no answers'})")
-        elif overall.score < s.score_marginal:
+        elif standing is Standing.BELOW_MARGINAL:
             status, reason = Status.FAIL, f"score {overall.score:g} below score_marginal {s.score_marginal:g}"
-        elif overall.score < s.score_pass:
+        elif standing is Standing.MARGINAL:
             status, reason = Status.WARN, f"marginal: score {overall.score:g} below score_pass {s.score_pass:g}"
         else:
             status, reason = Status.PASS, (f"{replayed} requests ({stage.describe()}): no measure beyond the noise floor; "
                                            f"score {overall.score:g}")
-        ctx.check(f"stage.{stage.name}", status, reason, metrics, evidence, started=t0)
+        ctx.check(checks.stage(stage.name), status, reason, metrics, evidence, started=t0)
         return status is Status.FAIL
 
     def _count_review(self, record: TrafficRecord, rv: Review) -> None:
@@ -263,7 +267,7 @@ class ShadowGate(Gate):
             n = self.stands.get("a confident divergence", 0)
             if outcome.status is Status.FAIL and n:
                 reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
-        ctx.check(f"rule.{outcome.name}", outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP)
+        ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP)
 
 
 Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review]]
@@ -336,8 +340,7 @@ def _percentiles(values: list[float]) -> dict[str, float | None]:
     """p50 / p95 end-to-end latency (reported here; the performance gate judges latency)."""
     if not values:
         return {"p50": None, "p95": None}
-    ordered = sorted(values)
-    return {"p50": round(statistics.median(ordered), 4), "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 4)}
+    return {"p50": round(percentile(values, 50) or 0.0, 4), "p95": round(percentile(values, 95) or 0.0, 4)}
 
 
 def _load(s: ShadowSettings) -> TrafficFile:

@@ -16,11 +16,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.fanout import fan_out
-from gatekeeper.gates.shadow.answers import Answer, answer_of
-from gatekeeper.gates.shadow.settings import Stage
+from gatekeeper.endpoints.fanout import fan_out
+from gatekeeper.traffic.answers import Answer, answer_of
+from gatekeeper.traffic.settings import Stage
 from gatekeeper.traffic.format import TrafficRecord
 
 _DROPPED = ("model", "messages", "prompt", "stream", "stream_options", "n", "max_tokens", "max_completion_tokens",

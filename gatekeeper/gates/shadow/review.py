@@ -27,15 +27,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.gates.shadow.answers import Answer, answer_of
-from gatekeeper.gates.shadow.measures import NEAR_TIE, SAME_TOKENS
+from gatekeeper.traffic.answers import Answer, answer_of
+from gatekeeper.traffic.measures import NEAR_TIE, SAME_TOKENS
 from gatekeeper.gates.shadow.replay import capped_max_tokens, request_extra
-from gatekeeper.near_tie import DIVERGENCE_COLUMNS, Divergence, asked_again, first_divergence
-from gatekeeper.responses import ChatResponse
+from gatekeeper.stats.near_tie import DIVERGENCE_COLUMNS, Divergence, asked_again, first_divergence
+from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.traffic.format import TrafficRecord
 
 TOP_K = 5
@@ -76,8 +76,9 @@ def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[An
            differs: Sequence[int], max_tokens_cap: int, concurrency: int, gap: float,
            drift: float = 0.0) -> dict[int, Review]:
     """The review of each index in `differs` (requests whose answers differ) that is a greedy chat
-    request, `gap` and `drift` the near-tie limits in nats (`gatekeeper/near_tie.py`); indices absent from the result were not reviewed
-    (sampled, completions, or no logprobs) and stand as disagreements."""
+    request, `gap` and `drift` the near-tie limits in nats (`gatekeeper/stats/near_tie.py`);
+    indices absent from the result were not reviewed (sampled, completions, or no logprobs) and
+    stand as disagreements."""
     picked = [i for i in differs if records[i].endpoint == "chat" and not records[i].sampled]
     if not picked or reviewable(ctx) is not None:
         return {}

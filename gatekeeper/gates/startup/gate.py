@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from gatekeeper.capabilities import FEATURES, Capabilities, lost as lost_features
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log, Table, TextPair
 from gatekeeper.gates.interface import Gate, GateContext
@@ -18,9 +18,10 @@ from gatekeeper.gates.startup.logs import check_logs
 from gatekeeper.gates.startup.path import check_path
 from gatekeeper.gates.startup.path_change import check_path_change
 from gatekeeper.gates.startup.settings import StartupSettings
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
-from gatekeeper.retry import with_retries
+from gatekeeper.endpoints.retry import with_retries
+from gatekeeper.gates.startup import checks
 
 
 class StartupGate(Gate):
@@ -50,13 +51,13 @@ class StartupGate(Gate):
     unless the policy lists the change as explained; the later gates still run.
     """
 
-    id = "startup"
+    id = checks.GATE
     stage = 1
     title = "Startup"
     Settings = StartupSettings
     stops_run_on = frozenset({Status.FAIL, Status.ERROR})  # a candidate that cannot start or answer stops the run
     # A lost feature or a mis-declared path is a finding, but the later gates still judge what the candidate does.
-    never_stops_run = frozenset({"startup.capabilities", "startup.execution_path", "startup.path_change"})
+    never_stops_run = frozenset({checks.CAPABILITIES, checks.EXECUTION_PATH, checks.PATH_CHANGE})
     needs_ready_targets = False  # it is the gate that reports a target that did not start
     reference_cacheable = False  # it judges this launch: its health, canary and path, asked anew
     min_judged_share = 0.8  # a URL candidate has no startup log: its two log checks are not judged
@@ -74,10 +75,10 @@ class StartupGate(Gate):
                 status = Status.FAIL if role == "candidate" and rt.kind != "url" and ref_up else Status.ERROR
                 what = ("reference unusable: " if role == "reference" else
                         "" if ref_up else "not judged (the reference did not start either): ")
-                ctx.check(f"ready.{role}", status, f"{what}{role} did not become ready: {rt.start_error}",
+                ctx.check(checks.ready(role), status, f"{what}{role} did not become ready: {rt.start_error}",
                           {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
-            ctx.check(f"ready.{role}", Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
+            ctx.check(checks.ready(role), Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
                       {"startup_s": rt.startup_s})
             self._endpoints(ctx, role, ep)
         self._canary(ctx)
@@ -174,11 +175,11 @@ class StartupGate(Gate):
         if lost:
             if hasattr(ctx.capabilities, "reported_lost"):
                 ctx.capabilities.reported_lost.update(n for n in lost if n in FEATURES)
-            ctx.check("capabilities", Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
+            ctx.check(checks.CAPABILITIES, Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
                       + " that the reference supports; the checks that need them are not judged", {"lost": lost,
                       "gained": gained}, evidence)
         else:
-            ctx.check("capabilities", Status.PASS, "the candidate supports everything the reference does"
+            ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
                       + (f" (and {', '.join(gained)})" if gained else ""), {"lost": [], "gained": gained})
 
     def _canary(self, ctx: GateContext) -> None:
@@ -195,14 +196,14 @@ class StartupGate(Gate):
                                                       max_tokens=s.canary_max_tokens), retried)
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
-                ctx.check(f"canary.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
+                ctx.check(checks.canary(role), Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
                 continue
             if retried:
                 ctx.notes.append(f"startup: the {role}'s canary was retried after a transient failure ({retried[0]})")
             answers[role] = got = resp.text.strip()
             ok = got == s.canary_expect
             if role == "reference":
-                ctx.check("canary.reference", Status.PASS if ok else Status.WARN,
+                ctx.check(checks.canary("reference"), Status.PASS if ok else Status.WARN,
                           f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
                                                  "suit this model, so the candidate is judged on agreement only"),
                           {"first_request_s": _first_request_s(resp, retried, t0), "retried": len(retried)})
@@ -222,7 +223,7 @@ class StartupGate(Gate):
                 status, reason = Status.FAIL, f"answered {got!r}, expected {s.canary_expect!r}"
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
-            ctx.check("canary.candidate", status, reason, {"first_request_s": _first_request_s(resp, retried, t0),
+            ctx.check(checks.CANARY_CANDIDATE, status, reason, {"first_request_s": _first_request_s(resp, retried, t0),
                                                            "retried": len(retried)}, evidence)
 
 

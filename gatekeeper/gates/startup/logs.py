@@ -13,6 +13,7 @@ from gatekeeper.evidence import Log, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
+from gatekeeper.gates.startup.checks import LOG_RULES, NEW_WARNINGS
 
 _VOLATILE = [
     (re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
@@ -44,8 +45,8 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
         why = (cand.log_error or "") if cand.has_log else (
             "the candidate is a URL target without a log: name its log_file (or a log_command such as "
             "`docker logs <container>`) in the run config to have its startup log checked")
-        ctx.skip("log_rules", why, advisory=True)
-        ctx.skip("new_warnings", why, advisory=True)
+        ctx.skip(LOG_RULES, why, advisory=True)
+        ctx.skip(NEW_WARNINGS, why, advisory=True)
         return
     ref_lines = {normalise(line) for line in ref.log_lines}
     hits: list[list[str]] = []
@@ -57,10 +58,10 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
                 hits.append([rule["pattern"], severity.value, line[:300]])
                 if severity == Status.FAIL or (severity == Status.WARN and worst == Status.PASS):
                     worst = severity
-    ctx.check("log_rules", worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
+    ctx.check(LOG_RULES, worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
               {"matches": len(hits)}, [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [])
     new = sorted({normalise(line) for line in cand.log_lines if _WARNING.search(line)} - ref_lines)
     severity = Status(s.new_warnings_severity) if new else Status.PASS
-    ctx.check("new_warnings", severity, f"{len(new)} warning line(s) the reference did not print" if new
+    ctx.check(NEW_WARNINGS, severity, f"{len(new)} warning line(s) the reference did not print" if new
               else "no new warnings", {"new_warnings": len(new)},
               [Log("new warning lines (normalised)", new[:50])] if new else [])

@@ -14,6 +14,7 @@ from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import disagreements, from_log, from_metrics, resolve
+from gatekeeper.gates.startup.checks import EXECUTION_PATH
 
 
 def _pairs(path: dict[str, str]) -> str:
@@ -42,13 +43,13 @@ def check_path(ctx: GateContext) -> None:
     evidence = [Table("execution path: judged by vs stated by the engine", ["target", "judged by", "stated", "source"], rows)]
     metrics = {"observed": {role: dict(path) for role, path in ctx.observed.items()}, "disagreements": len(wrong)}
     if not any(ctx.observed.values()):
-        ctx.check("execution_path", Status.SKIP, "no target states its execution path (no log with dtype=/tp= lines, no "
+        ctx.check(EXECUTION_PATH, Status.SKIP, "no target states its execution path (no log with dtype=/tp= lines, no "
                   "vllm:cache_config_info in /metrics): the declared path is taken on trust", metrics, evidence,
                   advisory=True)
     elif wrong:
         said = "; ".join(f"the {role} is judged as {key}={assumed} but says {key}={seen}" for role, key, assumed, seen in wrong)
-        ctx.check("execution_path", Status.FAIL, f"{said}: declare what it runs (declare: {{{wrong[0][1]}: "
+        ctx.check(EXECUTION_PATH, Status.FAIL, f"{said}: declare what it runs (declare: {{{wrong[0][1]}: "
                   f"{wrong[0][3]}}}) so the tolerances fit", metrics, evidence, advisory=True)
     else:
-        ctx.check("execution_path", Status.PASS, "what the targets state agrees with the path they are judged by",
+        ctx.check(EXECUTION_PATH, Status.PASS, "what the targets state agrees with the path they are judged by",
                   metrics, evidence)

@@ -25,6 +25,7 @@ from gatekeeper.gates.startup.logs import normalise
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import PATH_KEYS, canonical, resolve
+from gatekeeper.gates.startup.checks import PATH_CHANGE
 
 
 def _key_changes(ctx: GateContext) -> tuple[list[tuple[str, str, str]], int]:
@@ -101,16 +102,16 @@ def check_path_change(ctx: GateContext, s: StartupSettings) -> None:
                "unexplained": len(unexplained)}
     evidence = [Table("execution-path changes (candidate vs reference)", ["change", "explained by"], rows)] if rows else []
     if unexplained:
-        ctx.check("path_change", Status.FAIL, f"unexplained execution-path change: {'; '.join(unexplained[:3])}"
+        ctx.check(PATH_CHANGE, Status.FAIL, f"unexplained execution-path change: {'; '.join(unexplained[:3])}"
                   f"{f' (+{len(unexplained) - 3} more)' if len(unexplained) > 3 else ''}; if it is expected, list it "
                   "under startup.explained_path_changes with a reason", metrics, evidence)
     elif rows:
-        ctx.check("path_change", Status.PASS, f"{len(rows)} execution-path change(s), each explained by the policy",
+        ctx.check(PATH_CHANGE, Status.PASS, f"{len(rows)} execution-path change(s), each explained by the policy",
                   metrics, evidence)
     elif stated == 0 and not has_log:
-        ctx.skip("path_change", "not judged: the targets state no path key in common and the candidate has no log "
+        ctx.skip(PATH_CHANGE, "not judged: the targets state no path key in common and the candidate has no log "
                  "to read fallback lines from", advisory=True)
     else:
         said = f"{stated} path key(s) both state agree" if stated else "no path key stated by both"
-        ctx.check("path_change", Status.PASS, f"{said}; no fallback line the reference does not print"
+        ctx.check(PATH_CHANGE, Status.PASS, f"{said}; no fallback line the reference does not print"
                   if has_log else f"{said}; the candidate has no log, fallback lines not read", metrics)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.responses import ChatResponse, CompletionResponse
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 
 
 @dataclass(frozen=True)

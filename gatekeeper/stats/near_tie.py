@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gatekeeper.responses import ChatResponse, TokenLogprob
+from gatekeeper.endpoints.responses import ChatResponse, TokenLogprob
 
 
 # The default near-tie gap per candidate dtype, in nats: rounding alone moves a bf16/fp16 logprob

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gatekeeper.gates.shadow.analysis import CRITICAL, Analysis, SliceKey, Thresholds, slice_keys
-from gatekeeper.gates.shadow.measures import Pair, measure
+from gatekeeper.traffic.analysis import CRITICAL, Analysis, SliceKey, Thresholds, slice_keys
+from gatekeeper.traffic.measures import Pair, measure
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ What a misbehaving server can do and what it becomes:
 - 502, 503 or 504 without `Retry-After` (a balancer or an engine briefly overloaded): asked again
   up to three times in all with a short backoff, every retry counted in `retried`, then `http`;
 - 429, 502, 503 or 504 with `Retry-After`: waited out and retried while the retry budget lasts,
-  then `rate_limited` (429) or `http` (the policy and its bounds: `gatekeeper/retry.py`);
+  then `rate_limited` (429) or `http` (the policy and its bounds: `gatekeeper/endpoints/retry.py`);
 - 401/403: `auth`, naming the variable the key should come from;
 - a body that drips, or a stream of keep-alive comments: every request has one overall deadline
   (`timeout_s`), checked on every chunk, not only a per-read timeout → `timeout`;
@@ -33,9 +33,9 @@ from typing import Any, Iterator
 import httpx
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, TRANSIENT_STATUSES, Retried, backoff_wait, note
-from gatekeeper.wire import assemble_chat_stream, parse_chat, parse_completion, shaped, sse_events
-from gatekeeper.responses import ChatResponse, CompletionResponse
+from gatekeeper.endpoints.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, TRANSIENT_STATUSES, Retried, backoff_wait, note
+from gatekeeper.endpoints.wire import assemble_chat_stream, parse_chat, parse_completion, shaped, sse_events
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.results import RequestTiming
 
 
@@ -96,7 +96,7 @@ class Endpoint:
 
     def _retry_wait(self, r: httpx.Response, waited: float, retries: int, deadline: float) -> float | None:
         """Seconds to wait before sending again after `r` (the `retries`-th retry, 0-based), or None
-        to keep the answer: gatekeeper/retry.py's policy."""
+        to keep the answer: gatekeeper/endpoints/retry.py's policy."""
         if r.status_code != 429 and r.status_code not in TRANSIENT_STATUSES:
             return None
         after = _retry_after(r.headers.get("retry-after"))
@@ -164,7 +164,7 @@ class Endpoint:
 
     def _exchange(self, method: str, path: str, body: dict[str, Any] | None,
                   keep: Callable[[int], bool] = lambda status: status < 400) -> Iterator[tuple[httpx.Response, Iterator[bytes]]]:
-        """Send, retrying as gatekeeper/retry.py says; yields once: the final response (a status
+        """Send, retrying as gatekeeper/endpoints/retry.py says; yields once: the final response (a status
         `keep` accepts: below 400 unless told otherwise) and its capped, deadline-bound chunks.
         Raises EndpointError for everything else. Retries happen before any of a body is
         yielded: a stream is never read twice."""

@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
 
 T = TypeVar("T")
 _MALFORMED = (TypeError, AttributeError, KeyError, IndexError, ValueError)  # a shape the parsers did not expect

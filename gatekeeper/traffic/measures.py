@@ -34,8 +34,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.task import NOT_JSON, Task, json_schema_of, parsed_json, refused, valid_calls, valid_json
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.task import NOT_JSON, Task, json_schema_of, parsed_json, refused, valid_calls, valid_json
 from gatekeeper.golden.degeneration import find_degeneration
 from gatekeeper.text import first_divergence
 from gatekeeper.traffic.format import TrafficRecord

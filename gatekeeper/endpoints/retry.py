@@ -3,7 +3,7 @@
 Real servers answer an occasional 502/503/504 (a proxy restarting a worker, a queue briefly full,
 a balancer with no healthy backend for a moment), often without `Retry-After`. One such answer
 must not ERROR a gate and HOLD the run, nor count as an error of the target it came from, so
-`gatekeeper.client.Endpoint` asks again:
+`gatekeeper.endpoints.client.Endpoint` asks again:
 
 - a 502/503/504 without `Retry-After`: up to `ATTEMPTS` sends in all, after `BACKOFF_S`, then
   twice that (at most 0.75 s of waiting per request);

@@ -7,8 +7,8 @@ from typing import Any
 
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_GAP_NATS, MAX_REQUESTS, check_ranges,
                                         require, setting)
-from gatekeeper.gates.shadow.analysis import Thresholds
-from gatekeeper.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
+from gatekeeper.traffic.analysis import Thresholds
+from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 _NAMES = {"type": ["array", "null"], "minItems": 1, "items": {"type": "string"}}
 STAGE_SCHEMA = {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {

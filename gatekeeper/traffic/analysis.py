@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from gatekeeper.gates.shadow.measures import Measures, Pair
-from gatekeeper.gates.shadow.sequential import PairedEProcess
+from gatekeeper.traffic.measures import Measures, Pair
+from gatekeeper.traffic.sequential import PairedEProcess
 
 CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
 NONCRITICAL_BINARY = ("finish_reason", "refusal")

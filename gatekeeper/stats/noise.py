@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.fanout import fan_out
+from gatekeeper.endpoints.fanout import fan_out
 
 T = TypeVar("T")
 A = TypeVar("A")

@@ -29,7 +29,7 @@ from typing import Any
 
 import jsonschema
 
-from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.traffic.answers import Answer
 from gatekeeper.golden.answer import strip_fences
 from gatekeeper.golden.assertions import REFUSAL_MARKERS
 

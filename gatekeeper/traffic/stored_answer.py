@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from gatekeeper.gates.shadow.answers import Answer
+from gatekeeper.traffic.answers import Answer
 
 _ANSWER_KEYS = ("text", "calls", "finish_reason", "tokens", "e2e_s", "ttft_s", "nonfinite", "error")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.measures import Pair, with_task
-from gatekeeper.gates.shadow.store import PairStore
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.measures import Pair, with_task
+from gatekeeper.traffic.store import PairStore
 from gatekeeper.traffic.format import TrafficRecord
 
 

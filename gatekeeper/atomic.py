@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from gatekeeper.report.jsonable import utf8_safe
+from gatekeeper.text import utf8_safe
 
 
 def _umask() -> int:

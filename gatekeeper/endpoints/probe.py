@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import Any
 
 from gatekeeper.capabilities import FEATURES, UNDETERMINED, Capabilities
-from gatekeeper.client import Endpoint
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.retry import with_retries
-from gatekeeper.responses import ChatResponse
+from gatekeeper.endpoints.retry import with_retries
+from gatekeeper.endpoints.responses import ChatResponse
 
 PROBE_MESSAGES = [{"role": "user", "content": "Reply with exactly: OK"}]
 PROBE_TOOL = {
@@ -95,7 +95,7 @@ def probe(ep: Endpoint) -> Capabilities:
     errors: dict[str, str] = {}
     warnings: list[str] = []
     down: list[str] = []
-    retried: list[str] = []  # transient failures asked again (gatekeeper/retry.py)
+    retried: list[str] = []  # transient failures asked again (gatekeeper/endpoints/retry.py)
 
     def attempt(name: str, fn: Callable[[], Any]) -> Any:
         if down:

@@ -48,9 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.errors import ConfigError
-from gatekeeper.gates.shadow.answers import Answer
-from gatekeeper.gates.shadow.stored_answer import answer_of_json as _answer
-from gatekeeper.gates.shadow.stored_answer import json_of_text as _json
+from gatekeeper.traffic.answers import Answer
+from gatekeeper.traffic.stored_answer import answer_of_json as _answer
+from gatekeeper.traffic.stored_answer import json_of_text as _json
 from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
 
 SCHEMA_VERSION = 1
@@ -269,7 +269,7 @@ class PairStore:
 
     def export(self, path: str | Path) -> int:
         """Write every pair as a traffic file with `pair` keys (atomically); the number written."""
-        from gatekeeper.report.atomic import write_atomic
+        from gatekeeper.atomic import write_atomic
 
         lines = [json.dumps({**record.to_json(), "pair": _pair_json(ref, cand, twin)})
                  for record, ref, cand, twin in self.rows()]

@@ -1,0 +1,57 @@
+"""Gate 3's checks and findings that other code reads (the correctness table, gate 5's
+`deterministic_probe` rule, matrix path records): which checks are cases, which are their
+streamed variants, and a case's outcome, typed. A literal `golden.…` id outside this package is
+a test failure (tests/test_architecture.py).
+
+A case's check is `golden.<case id>`; its streamed variant `golden.<case id>.stream`; besides
+the cases the gate writes `golden.coverage`, `golden.pass_rate` and `golden.candidate_repeat`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gatekeeper.golden.assertions import DEGENERATE_OUTPUT
+from gatekeeper.results import CheckResult, Status
+
+GATE = "golden"
+STREAM_SUFFIX = ".stream"
+COVERAGE = f"{GATE}.coverage"
+PASS_RATE = f"{GATE}.pass_rate"
+CANDIDATE_REPEAT = f"{GATE}.candidate_repeat"
+CANARY_CASE = f"{GATE}.canary-ok"
+"""The shipped golden set's `Reply with exactly: OK` case (golden_sets/core.yaml)."""
+_NOT_CASES = (COVERAGE, PASS_RATE, CANDIDATE_REPEAT)
+
+
+def case(case_id: str) -> str:
+    """The check id of a golden case."""
+    return f"{GATE}.{case_id}"
+
+
+def is_streamed(check: CheckResult) -> bool:
+    """A case's streamed variant (`<case>.stream`)."""
+    return check.id.endswith(STREAM_SUFFIX)
+
+
+def is_case(check: CheckResult) -> bool:
+    """One golden case's own (non-streamed) check."""
+    return check.id not in _NOT_CASES and not is_streamed(check)
+
+
+@dataclass(frozen=True)
+class CaseFinding:
+    """A golden case's outcome: whether each side passed its assertions, whether the case was
+    judged (not both failing alike) and whether the candidate's failure was degenerate output."""
+
+    reference_passes: bool
+    candidate_passes: bool
+    judged: bool
+    degenerate: bool
+
+    @staticmethod
+    def of(check: CheckResult) -> CaseFinding:
+        """The outcome of a case's check."""
+        m = check.metrics
+        return CaseFinding(m.get("reference_passes") is True, m.get("candidate_passes") is True, m.get("judged") is True,
+                           check.status is Status.FAIL and DEGENERATE_OUTPUT in check.reason)
