@@ -1,5 +1,6 @@
 """The house rules the file tree itself must keep: no folder-level import cycle, a gate side
-that never imports torch or the bundled engine, and no module over 400 lines.
+that never imports torch or the bundled engine, no module over 400 lines, and no hand-escaped
+HTML (every page is a template in the report package's autoescaping Jinja2 environment).
 
 Folder-level acyclicity is checked at every level of the package: within each package, its
 direct children (modules and sub-packages, each taken whole) must import one another without a
@@ -152,3 +153,31 @@ def test_no_module_is_over_400_lines() -> None:
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def stdlib_html_uses(source: str) -> list[str]:
+    """Where `source` imports the stdlib `html` module or calls `html.escape`, as "line: what"."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name.split(".")[0] == "html"]
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "html":
+            found.append(f"{node.lineno}: from {node.module} import …")
+        elif (isinstance(node, ast.Attribute) and node.attr == "escape" and isinstance(node.value, ast.Name)
+              and node.value.id == "html"):
+            found.append(f"{node.lineno}: html.escape")
+    return found
+
+
+def test_no_module_escapes_html_by_hand() -> None:
+    """Pages are Jinja2 templates rendered with autoescape (report/html.py); markup built with
+    f-strings and `html.escape` is one forgotten call away from a `<script>` in a report."""
+    found = {str(p.relative_to(PACKAGE)): uses for p in sorted(PACKAGE.rglob("*.py"))
+             if (uses := stdlib_html_uses(p.read_text(encoding="utf-8")))}
+    assert not found, f"modules using the stdlib html module (render a template instead): {found}"
+
+
+def test_the_html_check_finds_each_use() -> None:
+    source = "import html\nimport html.parser as hp\nfrom html import escape\nx = html.escape(y)\n"
+    assert stdlib_html_uses(source) == ["1: import html", "2: import html.parser", "3: from html import …", "4: html.escape"]
+    assert stdlib_html_uses("from gatekeeper.report.html import render_page\nhtml = render_page('x')\n") == []

@@ -1,5 +1,6 @@
 """Merging cell runs: the combining rule, expectations, a cell that left no summary, the
-localisation sentence, JUnit with one suite per cell, and the seed 002 §7 records.
+localisation sentence, JUnit with one suite per cell, the seed 002 §7 records, and a page that
+shows markup in a cell's name or reason as text.
 
 The cell runs here are written by hand in the shapes `gatekeeper run --matrix --cell` writes
 (cell.json, summary.json); a real two-cell run and merge is in tests/test_matrix_cli.py."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -95,3 +97,34 @@ def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     _cell(tmp_path / "x" / "2", {"dtype": "float32", "tp": 1, "fused_norm": "on"}, "PROMOTE")
     with pytest.raises(ConfigError, match="more than once"):
         merge([tmp_path / "x"], tmp_path / "m")
+
+
+class _Tags(HTMLParser):
+    """The start tags of a page and its text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        self.tags.append(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def test_markup_in_a_cell_name_or_reason_shows_as_text(tmp_path: Path) -> None:
+    hostile = "<script>alert('x')</script>"
+    d = _cell(tmp_path / "r", {"dtype": hostile, "tp": 1, "fused_norm": 'a"b'}, "ROLLBACK")
+    summary = json.loads((d / "summary.json").read_text())
+    summary["gates"][1]["checks"][0]["reason"] = f'{hostile} <img src=x onerror="alert(1)">'
+    (d / "summary.json").write_text(json.dumps(summary))
+    _, out = merge([tmp_path / "r"], tmp_path / "m")
+    page = (out / "merged.html").read_text()
+    parsed = _Tags()
+    parsed.feed(page)
+    assert "script" not in parsed.tags and "img" not in parsed.tags and "<script>" not in page
+    text = "".join(parsed.text)
+    assert f"dtype={hostile},tp=1,fused_norm=a\"b" in text  # the cell's name, in the table, as text
+    assert f'golden.json-enforced-1: FAIL — {hostile} <img src=x onerror="alert(1)">' in text

@@ -1,4 +1,4 @@
-"""`gatekeeper selftest`: the outcome rules, the coverage list, and the quick subset end to end."""
+"""`gatekeeper selftest`: the outcome rules, the coverage list, the page, and the quick subset end to end."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 from gatekeeper.engine.faults import FAULTS
+from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest_view import selftest_html
 from gatekeeper.selftest.cells import FAULT_CELLS, SelftestCell, cells, uncovered
-from gatekeeper.selftest.run import _outcome
+from gatekeeper.selftest.run import GATE_ORDER, _outcome
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -29,6 +31,19 @@ def test_every_fault_is_covered_and_the_quick_subset_is_small():
     assert uncovered() == [] and {f.split("=")[0] for c in FAULT_CELLS for f in c.faults} == set(FAULTS)
     quick = cells(quick=True)
     assert 3 <= len(quick) <= 6 and any(c.clean for c in quick) and len(cells(quick=False)) >= len(FAULT_CELLS) + 10
+
+
+def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
+    caught = CellOutcome("<b>norm</b>", ("x=<script>",), ("golden",), "ROLLBACK", "startup", ("startup.a",),
+                         "caught earlier", 12.4, "/r/1")
+    clean = CellOutcome("clean", (), (), "PROMOTE", None, (), "clean", 3.0, "/r/2", kept=True)
+    r = SelftestResult(True, 20.0, 15.4, 1, 1, 0, (), (), 1, (), ("<fault>",), False, (caught, clean))
+    page = selftest_html(r, GATE_ORDER)
+    assert "<script>" not in page and "<b>norm" not in page and "&lt;fault&gt;" in page
+    assert "<h1>gatekeeper selftest (quick): NOT OK</h1>" in page and "<td>3 s (kept)</td>" in page
+    row = page.split("&lt;b&gt;norm&lt;/b&gt;")[1].split("</tr>")[0]
+    assert row.count("●") == 1 and row.count("○") == 1 and row.index("●") < row.index("○")  # caught at startup, meant for golden
+    assert json.loads(json.dumps(r.to_json()))["cells"][0]["faults"] == ["x=<script>"]
 
 
 def test_the_quick_selftest_catches_its_faults_at_their_gates(tmp_path):

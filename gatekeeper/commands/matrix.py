@@ -85,7 +85,8 @@ def report_merge(dirs: tuple[str, ...], out_path: str) -> None:
     artifacts) into one report: cells × gates, the failing path localised, seed 002 §7 records,
     merged.json, summary.md, junit.xml (one suite per cell), merged.html. Exit code: the merged
     verdict's (0 PROMOTE, 1 ROLLBACK, 2 HOLD)."""
-    from gatekeeper.matrix.merge import EXIT, merge
+    from gatekeeper.exit_codes import FOR_VERDICT
+    from gatekeeper.matrix.merge import merge
 
     verdict, out = merge([Path(d) for d in dirs], Path(out_path))
     data = json.loads((out / "merged.json").read_text())
@@ -93,5 +94,5 @@ def report_merge(dirs: tuple[str, ...], out_path: str) -> None:
         expected = "" if cell["expected"] is None else f"  expected {cell['expected']}{' ✓' if cell['met'] else ' ✗'}"
         click.echo(f"  {cell['verdict']:<8} {cell['cell']}{expected}")
     click.echo(f"localisation: {data['localisation']}")
-    click.echo(f"verdict: {verdict} (exit {EXIT[verdict]}); report: {out}/ (merged.html, merged.json, summary.md, junit.xml)")
-    sys.exit(EXIT[verdict])
+    click.echo(f"verdict: {verdict} (exit {FOR_VERDICT[verdict]}); report: {out}/ (merged.html, merged.json, summary.md, junit.xml)")
+    sys.exit(FOR_VERDICT[verdict])

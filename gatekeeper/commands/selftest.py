@@ -21,11 +21,11 @@ def selftest(quick: bool, out_path: str, model: str | None) -> None:
     from gatekeeper.progress import Progress
     from gatekeeper.selftest.run import run_selftest
 
-    data = run_selftest(Path(out_path), quick, ["--model", model] if model else [], Progress())
-    click.echo(f"selftest{' (quick)' if quick else ''}: {data['caught']}/{data['faults']} faults caught, "
-               f"{data['caught_at_intended_gate']} at an intended gate; missed: {', '.join(data['missed']) or 'none'}; "
-               f"false alarms: {len(data['false_alarms'])}/{data['clean_cells']} clean cells; "
-               f"not covered: {', '.join(data['not_covered']) or 'none'}; {data['wall_s']:.0f} s "
-               f"({data['cells_s']:.0f} s of cell runs, kept ones included)")
+    r = run_selftest(Path(out_path), quick, ["--model", model] if model else [], Progress())
+    click.echo(f"selftest{' (quick)' if quick else ''}: {r.caught}/{r.faults} faults caught, "
+               f"{r.caught_at_intended_gate} at an intended gate; missed: {', '.join(r.missed) or 'none'}; "
+               f"false alarms: {len(r.false_alarms)}/{r.clean_cells} clean cells; "
+               f"not covered: {', '.join(r.not_covered) or 'none'}; {r.wall_s:.0f} s "
+               f"({r.cells_s:.0f} s of cell runs, kept ones included)")
     click.echo(f"report: {out_path}/selftest.html")
-    sys.exit(0 if data["ok"] else 1)
+    sys.exit(0 if r.ok else 1)

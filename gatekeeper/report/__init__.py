@@ -6,6 +6,12 @@ The run becomes `ReportData` once (data.py); each format is a `Renderer` of that
 `write_reports(run, out_dir)`, `RecordWriter(path).write(check)`, `report_data(run)`, and one
 function per format that renders a single run (for tests and tools; the run itself writes all
 of them through `write_reports`).
+
+The other commands' reports are rendered here too, from their own report data, with the same
+Jinja2 environment (html.py) and the same atomic writer (atomic.py): `gatekeeper report merge`'s
+merged matrix (matrix_data.py → matrix_markdown.py, matrix_junit.py, matrix_view.py, written by
+matrix_writer.py) and `gatekeeper selftest`'s detection matrix (selftest_data.py →
+selftest_view.py); compare and bisect render their pages through `render_page`.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ _ENV = _environment()
 
 
 def render_page(template: str, **values: object) -> str:
-    """Any other page from report/templates (the bisect report), in the same environment."""
+    """Any other page from report/templates (compare, bisect, the merged matrix, the selftest), in
+    the same environment."""
     return _ENV.get_template(template).render(**values)
 
 

@@ -7,20 +7,19 @@ unexpected gate); missed (PROMOTE); not judged (HOLD: the run could not decide �
 a catch). A clean cell that does not PROMOTE is a false alarm (ROLLBACK) or inconclusive (HOLD).
 The catching gate is the earliest gate, by stage, with a blocking FAIL.
 
-Written to OUT: `selftest.json`, `selftest.html` (the fault × gate detection matrix), and each
-cell's run under `OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary from
-the same arguments is kept (resumable).
+The judgement is a `SelftestResult` (report/selftest_data.py), written to OUT as `selftest.json`
+and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest_view.py); each
+cell's run goes under `OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary
+from the same arguments is kept (resumable).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +27,12 @@ import yaml
 
 from gatekeeper.config.run_config import find_file
 from gatekeeper.atomic import write_atomic
+from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest_view import selftest_html
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
 
 GATE_ORDER = ("startup", "numerics", "golden", "longctx", "shadow", "performance")
 ARGS_FILE = "selftest-args.json"
-
-
-@dataclass
-class CellOutcome:
-    """What one cell's run showed."""
-
-    cell: str
-    faults: list[str]
-    intended: list[str]
-    verdict: str
-    caught_at: str | None
-    failing: list[str]
-    outcome: str
-    seconds: float
-    run_dir: str
-    kept: bool = False
 
 
 def _outcome(cell: SelftestCell, verdict: str, caught_at: str | None) -> str:
@@ -82,7 +67,7 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
         failing += fails
     if kept and summary:  # a kept cell's time is its own run's, not this invocation's
         seconds = _run_seconds(summary)
-    return CellOutcome(cell.id, list(cell.faults), list(cell.catch_at), verdict, caught_at, failing[:8],
+    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), verdict, caught_at, tuple(failing[:8]),
                        _outcome(cell, verdict, caught_at), round(seconds, 1), str(run_dir or ""), kept)
 
 
@@ -121,7 +106,7 @@ def _kept(cell_dir: Path, args: list[str]) -> Path | None:
     return None
 
 
-def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callable[[str], None]) -> dict[str, Any]:
+def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callable[[str], None]) -> SelftestResult:
     """Run the cells; returns (and writes) the selftest's result."""
     chosen = cells(quick)
     results: list[CellOutcome] = []
@@ -148,53 +133,23 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
         r = results[-1]
         progress(f"[{i}/{len(chosen)}] {cell.id}: {r.verdict}, {r.outcome}" + (f" ({r.caught_at})" if r.caught_at else "")
                  + f" in {r.seconds:.0f} s")
-    data = _result(results, quick, time.perf_counter() - started)
-    write_atomic(out / "selftest.json", json.dumps(data, indent=2) + "\n")
-    write_atomic(out / "selftest.html", _html(data))
-    return data
+    result = _result(results, quick, time.perf_counter() - started)
+    write_atomic(out / "selftest.json", json.dumps(result.to_json(), indent=2) + "\n")
+    write_atomic(out / "selftest.html", selftest_html(result, GATE_ORDER))
+    return result
 
 
-def _result(results: list[CellOutcome], quick: bool, seconds: float) -> dict[str, Any]:
+def _result(results: list[CellOutcome], quick: bool, seconds: float) -> SelftestResult:
+    """The cells' outcomes tallied; `seconds` is this invocation's wall time."""
     faulty = [r for r in results if r.faults]
     clean = [r for r in results if not r.faults]
     caught = [r for r in faulty if r.outcome.startswith("caught")]
-    return {"format": "gatekeeper.selftest/1", "quick": quick, "wall_s": round(seconds, 1),
-            "cells_s": round(sum(r.seconds for r in results), 1),  # every cell's own run, kept ones included
-            "faults": len(faulty), "caught": len(caught),
-            "caught_at_intended_gate": sum(1 for r in faulty if r.outcome == "caught at an intended gate"),
-            "missed": [r.cell for r in faulty if r.outcome == "missed"],
-            "not_judged": [r.cell for r in results if r.outcome in ("not judged", "inconclusive")],
-            "clean_cells": len(clean), "false_alarms": [r.cell for r in clean if r.outcome == "false alarm"],
-            "not_covered": uncovered(), "ok": all(r.outcome in ("caught at an intended gate", "clean") for r in results),
-            "cells": [asdict(r) for r in results]}
-
-
-def _mark(cell: dict[str, Any], gate: str) -> str:
-    """● where the fault was caught, ○ at an intended gate that did not catch it."""
-    return "●" if cell["caught_at"] == gate else "○" if gate in cell["intended"] else ""
-
-
-def _html(data: dict[str, Any]) -> str:
-    e = html.escape
-    colour = {"caught at an intended gate": "#1a7f37", "clean": "#1a7f37", "caught earlier": "#9a6700",
-              "caught elsewhere": "#9a6700", "missed": "#cf222e", "false alarm": "#cf222e", "not judged": "#6e7781",
-              "inconclusive": "#6e7781"}
-    head = "".join(f"<th>{g}</th>" for g in GATE_ORDER)
-    rows = []
-    for c in data["cells"]:
-        marks = "".join(f"<td style='text-align:center'>{_mark(c, g)}</td>" for g in GATE_ORDER)
-        rows.append(f"<tr><td><code>{e(c['cell'])}</code></td><td>{e(', '.join(c['faults']) or '—')}</td>{marks}"
-                    f"<td>{e(c['verdict'])}</td><td style='color:{colour.get(c['outcome'], '#24292f')};font-weight:600'>"
-                    f"{e(c['outcome'])}</td><td>{c['seconds']:.0f} s{' (kept)' if c['kept'] else ''}</td></tr>")
-    summary = (f"{data['caught']} of {data['faults']} faults caught, {data['caught_at_intended_gate']} at an intended gate; "
-               f"missed: {', '.join(data['missed']) or 'none'}; false alarms: {len(data['false_alarms'])} of "
-               f"{data['clean_cells']} clean cells; not judged: {', '.join(data['not_judged']) or 'none'}")
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>gatekeeper selftest</title>
-<style>body{{font:14px system-ui,sans-serif;margin:2rem;color:#24292f}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left}}th{{background:#f6f8fa}}</style></head><body>
-<h1>gatekeeper selftest{' (quick)' if data['quick'] else ''}: {'OK' if data['ok'] else 'NOT OK'}</h1>
-<p>{e(summary)}. Wall time {data['wall_s']:.0f} s (the cells' own runs, kept ones too: {data.get('cells_s', data['wall_s']):.0f} s).</p>
-<p>● the gate that caught the fault (the first blocking FAIL); ○ an intended gate that did not get to or did not catch it.</p>
-<table><tr><th>cell</th><th>faults</th>{head}<th>verdict</th><th>outcome</th><th>time</th></tr>{''.join(rows)}</table>
-<p>Faults no cell covers: {e(', '.join(data['not_covered']) or 'none')}.</p></body></html>
-"""
+    return SelftestResult(
+        quick=quick, wall_s=round(seconds, 1), cells_s=round(sum(r.seconds for r in results), 1),
+        faults=len(faulty), caught=len(caught),
+        caught_at_intended_gate=sum(1 for r in faulty if r.outcome == "caught at an intended gate"),
+        missed=tuple(r.cell for r in faulty if r.outcome == "missed"),
+        not_judged=tuple(r.cell for r in results if r.outcome in ("not judged", "inconclusive")),
+        clean_cells=len(clean), false_alarms=tuple(r.cell for r in clean if r.outcome == "false alarm"),
+        not_covered=tuple(uncovered()), ok=all(r.outcome in ("caught at an intended gate", "clean") for r in results),
+        cells=tuple(results))
