@@ -1,5 +1,6 @@
 """Merging cell runs: the combining rule, expectations, a cell that left no summary, the
-localisation sentence, JUnit with one suite per cell, and the seed 002 §7 records.
+localisation sentence, JUnit with one suite per cell, and the path records
+(docs/bug-classes.md#path-record).
 
 The cell runs here are written by hand in the shapes `gatekeeper run --matrix --cell` writes
 (cell.json, summary.json); a real two-cell run and merge is in tests/test_matrix_cli.py."""

@@ -1,4 +1,5 @@
-"""Named fault switches: real code paths in the optimized engine that re-create the seeds' bugs.
+"""Named fault switches: real code paths in the optimized engine that re-create the bug classes of
+docs/bug-classes.md.
 
 Each is off by default and harmful only under its trigger. `--fault NAME[=VALUE]` turns one on;
 `gatekeeper faults` lists them with the bug class each models.

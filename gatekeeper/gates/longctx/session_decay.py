@@ -5,14 +5,14 @@ Checks:
   reference's, sessions as the unit (`decay.py`); FAIL when the mean excess decay is above
   `decay_max_excess_slope` and beyond chance; WARN when the reference recalls less than
   `decay_min_recall` at round 1, since a model that cannot recall cannot show decay. SQDR, as
-  seed 000 defines it, is reported beside it.
+  docs/bug-classes.md#sqdr defines it, is reported beside it.
 - `longctx.session_recall` (statistical): whether the candidate recalls less than the
   reference over the sessions' rounds (a level drop without a slope), more than
   `recall_max_drop` and beyond chance.
 - `longctx.session_agreement` (tolerance): how often the candidate's answer differs from the
   reference's on the identical request.
-- `longctx.trigger_conditions`: seed 000's conditions the run exercised; WARN when some were
-  absent, so a pass says what it did not cover.
+- `longctx.trigger_conditions`: the trigger conditions (docs/bug-classes.md#kv-reuse-triggers) the
+  run exercised; WARN when some were absent, so a pass says what it did not cover.
 
 The two statistical checks are one family: their p-values are Holm-adjusted together, so the
 chance that either raises a false alarm is at most `decay_alpha` (measured by simulation:
