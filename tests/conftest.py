@@ -24,7 +24,7 @@ def build_tokenizer(out: Path, vocab_size: int = 400) -> None:
     """A byte-level BPE over CORPUS, plus tokenizer_config.json.
 
     As in Qwen's vocabulary, the ChatML specials take the last ids, so id 0 is the byte `!` —
-    what NaN logits decode to under argmax (seed 002's `!!!!`).
+    what NaN logits decode to under argmax (the `!!!!` of docs/bug-classes.md#fused-norm-dtype).
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE())

@@ -61,7 +61,7 @@ def test_decay_of_a_stale_cache_is_significant_and_one_flip_is_not():
     assert fault.excess_slope > 0.005 and fault.p_value == 1 / 2**12 and fault.regressions == 12 * 8
     assert fault.recall_drop > 0.05 and fault.recall_p_value == 1 / 2**12
     flip = score(_cells(fail_from=None, flips=1))
-    assert flip.excess > 0.005  # one unlucky answer at the last round crosses the seed's raw SQDR threshold...
+    assert flip.excess > 0.005  # one unlucky answer at the last round crosses the raw SQDR threshold (docs/bug-classes.md#sqdr)...
     assert flip.excess_slope == pytest.approx(flip.one_cell) and flip.excess_slope < 0.005  # ...not the slope limit
     assert flip.p_value == 0.5  # and one session is never beyond chance
     clean = score(_cells(fail_from=None))
@@ -80,7 +80,7 @@ def test_sessions_are_the_unit_many_cells_of_one_session_are_not_significant():
 def test_a_mid_session_collapse_that_recovers_has_zero_sqdr_but_is_seen_by_the_slopes():
     cells = [Cell(s, r, 100 * r, True, r not in (6, 7, 8, 9, 10, 11), True, "x", "x") for s in range(12) for r in range(1, 13)]
     d = score(cells)
-    assert d.excess == 0  # the seed's SQDR: round 1 and round 12 are both recalled
+    assert d.excess == 0  # SQDR as docs/bug-classes.md#sqdr defines it: round 1 and round 12 are both recalled
     assert d.excess_slope > 0.005 and d.p_value == 1 / 2**12
 
 

@@ -171,7 +171,7 @@ def test_matrix_run_runs_cells_as_separate_processes_and_keeps_finished_ones(tmp
                                                                          ["tp=2", "PROMOTE", "PROMOTE", "yes", "kept"]]
     assert "matrix two: 2 cells (2 kept, 0 run)" in again.stderr
 
-    record = yaml.safe_load((dirs[1] / "path-record.yaml").read_text())  # seed 002 §7, written by the cell's run
+    record = yaml.safe_load((dirs[1] / "path-record.yaml").read_text())  # docs/bug-classes.md#path-record, written by the cell's run
     assert record["parallelism"] == {"tp": "2"} and record["result"]["deterministic_probe"] == "pass"
     merged = gk("report", "merge", str(out), "--out", str(tmp_path / "merged"))  # the two processes' runs, as one report
     assert merged.returncode == 0, merged.stdout + merged.stderr

@@ -1,4 +1,5 @@
-"""The localisation of failing matrix cells: the smallest separating condition, in seed 002's terms."""
+"""The localisation of failing matrix cells: the smallest separating condition, in the terms of
+docs/bug-classes.md#fused-norm-matrix."""
 
 from __future__ import annotations
 

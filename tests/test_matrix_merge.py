@@ -1,6 +1,6 @@
 """Merging cell runs: the combining rule, expectations, a cell that left no summary, the
-localisation sentence, JUnit with one suite per cell, the seed 002 §7 records, and a page that
-shows markup in a cell's name or reason as text.
+localisation sentence, JUnit with one suite per cell, the path records
+(docs/bug-classes.md#path-record), and a page that shows markup in a cell's name or reason as text.
 
 The cell runs here are written by hand in the shapes `gatekeeper run --matrix --cell` writes
 (cell.json, summary.json); a real two-cell run and merge is in tests/test_matrix_cli.py."""

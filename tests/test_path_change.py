@@ -1,6 +1,7 @@
-"""`startup.path_change` (seed 002 §8): an execution path the candidate takes and the reference
-does not — a kernel-fallback line, another fusion switch or attention backend than it declares —
-is a blocking FAIL unless the policy lists it as explained; the run goes on to the later gates."""
+"""`startup.path_change` (docs/bug-classes.md#rollback-conditions): an execution path the candidate
+takes and the reference does not — a kernel-fallback line, another fusion switch or attention
+backend than it declares — is a blocking FAIL unless the policy lists it as explained; the run goes
+on to the later gates."""
 
 from __future__ import annotations
 

@@ -71,7 +71,8 @@ def test_false_fail_rate_is_at_most_alpha_with_the_noise_measured_here():
 
 def test_leaving_the_launch_spread_out_of_the_error_gives_false_fails():
     """The reason τ is in the standard error: the same clean runs judged as if each process were
-    its build (launch_spread 0) and with seed 000's 2% budgets FAIL far more often than alpha."""
+    its build (launch_spread 0) and with 2% budgets (docs/bug-classes.md#patch-cost) FAIL far more
+    often than alpha."""
     s = PerformanceSettings(pairs=24, levels=[4], launch_spread=0.0, throughput_budget=0.02, tpot_budget=0.02)
     rng = random.Random(7)
     fails = sum(_fails(_level(rng, 24, 0.0, SIGMA / math.sqrt(2), 0.0, TAU, 1), s, 1) for _ in range(1000))
@@ -79,8 +80,8 @@ def test_leaving_the_launch_spread_out_of_the_error_gives_false_fails():
 
 
 def test_a_slowdown_beyond_the_budget_fails_with_the_noise_measured_here():
-    """Power: a 23% slowdown (seed 003's) with σ 8% and τ 2.5% FAILs in ≥ 95% of runs; one well within
-    the 15% budget (5%) FAILs no more often than alpha allows."""
+    """Power: a 23% slowdown (docs/bug-classes.md#decode-regression) with σ 8% and τ 2.5% FAILs in
+    ≥ 95% of runs; one well within the 15% budget (5%) FAILs no more often than alpha allows."""
     s = PerformanceSettings(pairs=24, levels=[4])
     rng = random.Random(11)
     caught = sum(_fails(_level(rng, 24, 0.23, SIGMA / math.sqrt(2), 0.0, TAU, 2), s, 2) for _ in range(500))
@@ -212,8 +213,9 @@ def _entry(i: int, tps: float):
 
 @pytest.mark.parametrize("decline", [True, False])
 def test_history_names_the_run_a_slow_drift_began(tmp_path: Path, decline: bool):
-    """Seed 003: throughput 2.5% lower every run from run 4 on. The tenth run's check names a
-    change point at run 4 ±1 that made throughput worse; a flat history passes."""
+    """A slow drift (docs/bug-classes.md#decode-regression): throughput 2.5% lower every run from
+    run 4 on. The tenth run's check names a change point at run 4 ±1 that made throughput worse; a
+    flat history passes."""
     from gatekeeper.gates.performance.history_check import history_check
     from gatekeeper.perf.history import append_entry
     pytest.importorskip("otava")

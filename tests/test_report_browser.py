@@ -1,15 +1,15 @@
 """Open the HTML reports in a real headless Chromium and check what a reader sees.
 
-The test copies each page, appends a small probe script (the shipped reports contain no
-script at all), and loads it with `--dump-dom`. The probe measures the laid-out page — the
-document's scroll width against the viewport, the visible text (`innerText`, which leaves out
-anything hidden), the <mark>s and whether they have a size on screen, and where the verdict, its
-reasons, the seed's table and the first key chart are (`getBoundingClientRect`) — and writes the
-result as JSON into the DOM, which the test parses. At 1280×900 the verdict, the reasons and the
-first key chart of every page must be on the first screen, the chart of a check that went against
-the run first. Needs Debian's `chromium` (apt-get install chromium); skipped with a reason when it
-is missing. Set GATEKEEPER_SCREENSHOTS=DIR to also save a PNG of every page and width for a human
-to look at.
+The test copies each page, appends a small probe script (the shipped reports contain no script at
+all), and loads it with `--dump-dom`. The probe measures the laid-out page — the document's scroll
+width against the viewport, the visible text (`innerText`, which leaves out anything hidden), the
+<mark>s and whether they have a size on screen, and where the verdict, its reasons, the page's table
+(docs/bug-classes.md#report-tables) and the first key chart are (`getBoundingClientRect`) — and
+writes the result as JSON into the DOM, which the test parses. At 1280×900 the verdict, the reasons
+and the first key chart of every page must be on the first screen, the chart of a check that went
+against the run first. Needs Debian's `chromium` (apt-get install chromium); skipped with a reason
+when it is missing. Set GATEKEEPER_SCREENSHOTS=DIR to also save a PNG of every page and width for a
+human to look at.
 """
 
 from __future__ import annotations

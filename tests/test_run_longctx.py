@@ -1,6 +1,6 @@
 """Gate 4 end to end: `gatekeeper run` on the bundled engines with the trained gk-tiny, faults
-injected through the candidate's fault switches (seed 000's stale KV blocks, seed 001's NaN
-residue, a RoPE theta drift). These need the shipped checkpoint, which the training script
+injected through the candidate's fault switches (stale KV blocks, NaN residue, a RoPE theta drift:
+docs/bug-classes.md). These need the shipped checkpoint, which the training script
 writes; until it exists they skip. The five-seed false-alarm test is marked slow."""
 
 from __future__ import annotations
@@ -127,10 +127,10 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
 
 @pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
 def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
-    """Half the KV pool (seed 000's high-usage regime) evicts more: 30+ lost recalls on a quiet or a
-    loaded machine, so the decay check's FAIL does not hinge on scheduling luck. (Gate 3 would
-    catch this one already, through streamed-vs-plain answers that hit stale blocks; gate 4 alone
-    here.)"""
+    """Half the KV pool (the high-usage regime of docs/bug-classes.md#kv-reuse-triggers) evicts
+    more: 30+ lost recalls on a quiet or a loaded machine, so the decay check's FAIL does not hinge
+    on scheduling luck. (Gate 3 would catch this one already, through streamed-vs-plain answers that
+    hit stale blocks; gate 4 alone here.)"""
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse",
                  "--candidate-opt", "num_kv_blocks=256", *LONGCTX)
     decay = out.check("longctx.session_decay")

@@ -70,7 +70,8 @@ def test_rope_drift_fails_the_logprob_deltas_without_nan(tmp_path, tiny_model_di
 
 def test_silent_fallback_warning_is_reported_at_startup(tmp_path, tiny_model_dir):
     """The default policy: the new warning and the log rule are advisory; the kernel fallback
-    the reference does not take is an unexplained path change, which rolls back (seed 002 §8)."""
+    the reference does not take is an unexplained path change, which rolls back
+    (docs/bug-classes.md#rollback-conditions)."""
     out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-fault", "silent-fallback", "--gates", "startup")
     new = out.check("startup.new_warnings")
     assert new["status"] == "WARN" and not new["blocking"]

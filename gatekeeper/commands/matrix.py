@@ -82,7 +82,7 @@ def report() -> None:
 @click.option("--out", "out_path", default="merged", show_default=True, help="Directory the merged report goes to.")
 def report_merge(dirs: tuple[str, ...], out_path: str) -> None:
     """Merge a matrix's cell runs (run directories with cell.json, or trees of them, e.g. CI
-    artifacts) into one report: cells × gates, the failing path localised, seed 002 §7 records,
+    artifacts) into one report: cells × gates, the failing path localised, execution-path records,
     merged.json, summary.md, junit.xml (one suite per cell), merged.html. Exit code: the merged
     verdict's (0 PROMOTE, 1 ROLLBACK, 2 HOLD)."""
     from gatekeeper.exit_codes import FOR_VERDICT

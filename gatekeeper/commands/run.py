@@ -91,7 +91,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     if cell_run is not None:
         from gatekeeper.matrix.record import write_record
 
-        write_record(plan.out_dir / plan.run_id)  # seed 002 §7's record of the path this cell ran
+        write_record(plan.out_dir / plan.run_id)  # docs/bug-classes.md#path-record: the path this cell ran
     if as_json:
         from gatekeeper.report.summary_json import SummaryJsonRenderer
 

@@ -3,7 +3,8 @@
 The mask is boolean (True = visible). The default path hands it to SDPA, which excludes masked
 keys. `naive` is the slow explicit-softmax path the `silent-fallback` fault takes;
 `multiplicative_mask` is the `nan-residue` fault's path: softmax over every key, then multiply
-by the mask — equal in exact arithmetic, but 0 × NaN from stale cache residue is NaN (seed 001).
+by the mask — equal in exact arithmetic, but 0 × NaN from stale cache residue is NaN
+(docs/bug-classes.md#nan-residue).
 """
 
 from __future__ import annotations

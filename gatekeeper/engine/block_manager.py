@@ -5,7 +5,7 @@ invalidated lazily: when a cached block is evicted (taken from the free list for
 its hash-table entry stays, and every lookup checks that the block still holds what the entry
 says — same generation stamp, same hash, same token ids — before reusing it. The
 `kv-stale-reuse` fault skips exactly that check, so an entry can hand out a block that another
-sequence has since overwritten (seed 000).
+sequence has since overwritten (docs/bug-classes.md#kv-cache-reuse).
 
 Free blocks sit in LRU order: blocks with no cached content first, then cached blocks in the
 order they were freed (a sequence frees its tail first, so tails are evicted first, as in vLLM).

@@ -1,4 +1,5 @@
-"""Named fault switches: real code paths in the optimized engine that re-create the seeds' bugs.
+"""Named fault switches: real code paths in the optimized engine that re-create the bug classes of
+docs/bug-classes.md.
 
 Each is off by default and harmful only under its trigger. `--fault NAME[=VALUE]` turns one on;
 `gatekeeper faults` lists them with the bug class each models.
@@ -44,17 +45,17 @@ FAULTS: dict[str, Fault] = {
     for f in (
         Fault(
             "kv-stale-reuse",
-            "seed 000: a prefix-cache entry maps to a KV block another sequence has since overwritten",
+            "docs/bug-classes.md#kv-cache-reuse: a prefix-cache entry maps to a KV block another sequence has since overwritten",
             "prefix caching on, cache pressure (many concurrent sessions), prompts re-sent with shared prefixes",
         ),
         Fault(
             "nan-residue",
-            "seed 001: freed blocks keep non-finite scratch values and masking multiplies by zero",
+            "docs/bug-classes.md#nan-residue: freed blocks keep non-finite scratch values and masking multiplies by zero",
             "a request that reuses a previously freed KV block",
         ),
         Fault(
             "fused-norm-dtype",
-            "seed 002: the fused residual+RMSNorm path skips its dtype guard",
+            "docs/bug-classes.md#fused-norm-dtype: the fused residual+RMSNorm path skips its dtype guard",
             "fused_norm with bf16/fp16 activations, fp32 norm weights and tp > 1",
         ),
         Fault(
@@ -64,12 +65,12 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "tool-parser-partial",
-            "seed 003: the streaming tool-call parser leaks partial delimiters / broken argument deltas",
+            "docs/bug-classes.md#tool-parser-partial: the streaming tool-call parser leaks partial delimiters / broken argument deltas",
             "streamed chat completions that contain tool calls",
         ),
         Fault(
             "decode-slowdown",
-            "seed 003: a dependency bump makes each decode step slower by about PCT percent",
+            "docs/bug-classes.md#decode-regression: a dependency bump makes each decode step slower by about PCT percent",
             "every decode step",
             takes_value=True,
             default_value=25.0,
@@ -77,7 +78,7 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "optional-import",
-            "seed 002: startup imports an absent optional dependency and dies",
+            "docs/bug-classes.md#optional-import: startup imports an absent optional dependency and dies",
             "always, at startup",
         ),
         Fault(
@@ -97,7 +98,7 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "sporadic-corruption",
-            "seed 001 §3: under production load the batched decode path reads one wrong KV block (another "
+            "docs/bug-classes.md#production-load: under production load the batched decode path reads one wrong KV block (another "
             "sequence's) for a request, garbling the rest of its answer; each request is hit with probability VALUE",
             f"decode steps batching at least {MISREAD_MIN_BATCH} sequences (real traffic's load; the offline gates "
             "batch fewer), for a request drawn with probability VALUE",
@@ -123,7 +124,7 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "rope-drift",
-            "seed 000 §5.2: the engine uses a rope theta other than the checkpoint's (VALUE = factor)",
+            "docs/bug-classes.md#rope-theta: the engine uses a rope theta other than the checkpoint's (VALUE = factor)",
             "long contexts (positions far from 0)",
             takes_value=True,
             default_value=0.5,

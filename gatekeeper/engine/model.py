@@ -86,7 +86,7 @@ class RMSNorm(nn.Module):
         `allreduce` marks the tp > 1 kernel that also takes the all-reduce. That kernel writes
         its fp32 result into a buffer of the weight's dtype; the guard converts when the
         activations have another dtype. Without the guard the fp32 bits are reinterpreted as
-        half-precision values: garbage hidden states (seed 002).
+        half-precision values: garbage hidden states (docs/bug-classes.md#fused-norm-dtype).
         """
         residual = x + residual
         if allreduce and not guard and residual.dtype != self.weight.dtype:

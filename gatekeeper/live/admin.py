@@ -92,7 +92,7 @@ class Judge:
         sessions = data.get("sessions")
         if sessions:
             g("sessions", "sessions seen (requests carrying the session header)").set(sessions["sessions"])
-            decay = g("sqdr", "seed 000's session quality decay rate per round, candidate vs twin", ("target",))
+            decay = g("sqdr", "session quality decay rate per round (SQDR), candidate vs twin", ("target",))
             for target, value in sessions["sqdr"].items():
                 if value is not None:
                     decay.labels(target).set(value)

@@ -1,5 +1,5 @@
-"""Long sessions in live traffic, where they are visible: seed 000's session quality decay rate
-(SQDR) of the candidate and of the twin, from the stored pairs.
+"""Long sessions in live traffic, where they are visible: the session quality decay rate (SQDR,
+docs/bug-classes.md#sqdr) of the candidate and of the twin, from the stored pairs.
 
 A request belongs to a session when the proxy was told which header names it
 (`--session-header`; the record carries the tag `session:<id>`). Its round is the number of user

@@ -6,7 +6,8 @@ Data flows one way: `spec.py` loads and validates a file into a `Matrix` of `Cel
 one cell into a run's options and records the run directory as the cell's; `job_matrix.py`
 renders the cells as a CI job matrix; `sweep.py` runs every cell on this machine, one
 `gatekeeper run` subprocess per cell; `merge.py` merges the cells' run directories into one
-judgement, with `localise.py` (which path fails) and `record.py` (seed 002 §7's record per cell),
-and hands it to the report package (report/matrix_*.py) to render and write.
+judgement, with `localise.py` (which path fails) and `record.py` (the path record per cell,
+docs/bug-classes.md#path-record), and hands it to the report package (report/matrix_*.py) to
+render and write.
 The format is documented in docs/matrices.md.
 """

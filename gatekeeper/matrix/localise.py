@@ -1,7 +1,7 @@
 """Which execution path fails: the smallest condition on a matrix's axes that separates the failing
-cells from the passing ones, said in seed 002's terms.
+cells from the passing ones, said in the terms of docs/bug-classes.md#fused-norm-matrix.
 
-Seed 002 §3: the fused-norm bug failed at TP=4 only; TP=1 was fine, and turning the fusion off
+The fused-norm bug failed at TP=4 only; TP=1 was fine, and turning the fusion off
 recovered. Given each cell's axis values and whether it failed, `localise` searches conjunctions
 of literals — `axis=value`, `axis≠value`, and for numeric axes `axis>v` / `axis<v` at the
 thresholds between the values present — smallest first (up to three literals), for one that holds

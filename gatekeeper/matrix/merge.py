@@ -2,9 +2,9 @@
 
 Each DIR is a cell's run directory (its `cell.json` and `summary.json`) or a directory holding
 such run directories at any depth (a CI job's downloaded artifacts). Per cell: its axis values,
-verdict, per-gate status, the failing checks and the seed 002 §7 path record. Across cells: the
-localisation (`localise.py`: the smallest condition on the axes that separates failing cells
-from passing ones), whether each cell met its expected verdict, and the overall verdict under
+verdict, per-gate status, the failing checks and the path record (docs/bug-classes.md#path-record).
+Across cells: the localisation (`localise.py`: the smallest condition on the axes that separates
+failing cells from passing ones), whether each cell met its expected verdict, and the overall verdict under
 the combining rule — the worst cell's verdict (a ROLLBACK anywhere rolls back; a cell that could
 not be judged, or whose run left no summary, HOLDs), and with expectations given, a cell that
 does not meet its expectation HOLDs the merge (the matrix did not behave as it says it must).

@@ -1,4 +1,5 @@
-"""A cell's execution-path record in seed 002 §7's shape, from its run's summary.json and cell.json.
+"""A cell's execution-path record in the shape of docs/bug-classes.md#path-record, from its run's
+summary.json and cell.json.
 
     model: …            runtime_version: …        hardware: …
     parallelism: {tp}   backend: {attention, allreduce}   fusion: {…}

@@ -1,4 +1,5 @@
-"""Seed 002 §5's correctness table, built from the checks: the first thing every report shows.
+"""The correctness table (docs/bug-classes.md#correctness-table), built from the checks: the first
+thing every report shows.
 
 Five dimensions, each a row with its metric, threshold, the reference's and the candidate's
 figures, how much was judged, and a status:

@@ -38,8 +38,9 @@ def render_page(template: str, **values: object) -> str:
 
 
 class CorrectnessHtmlRenderer(Renderer):
-    """correctness.html: the verdict and its reasons, the seed's table, the key charts, the
-    failures, then every gate with its checks and their evidence."""
+    """correctness.html: the verdict and its reasons, the correctness table
+    (docs/bug-classes.md#correctness-table), the key charts, the failures, then every gate with
+    its checks and their evidence."""
 
     name = "correctness_html"
     filename = "correctness.html"

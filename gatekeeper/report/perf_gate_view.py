@@ -1,4 +1,5 @@
-"""The performance gate in performance.html: seed 002 §5's table from the gate's checks.
+"""The performance gate in performance.html: the performance table
+(docs/bug-classes.md#performance-table) from the gate's checks.
 
 Rows by dimension — Startup, Latency, Throughput, Compute, Capacity, Cost — with the baseline's and the
 candidate's figure (with its unit), the candidate/baseline ratio with its interval, and the check's
@@ -66,7 +67,7 @@ def _ratio(c: CheckResult) -> str:
 
 
 def seed_table(gate: GateResult, run: RunResult) -> tuple[PerfGateRow, ...]:
-    """Seed 002 §5's performance table for this run."""
+    """The performance table (docs/bug-classes.md#performance-table) for this run."""
     startup = {t.role: t.startup_s for t in run.targets}
     rows = [PerfGateRow("Startup", "ready time (reference / candidate)", _secs(startup.get("reference")),
                         _secs(startup.get("candidate")), "", "reported")]

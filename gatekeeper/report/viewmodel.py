@@ -4,10 +4,10 @@
 into plain frozen values: formatted strings, CSS class names, pre-cut text pairs and ready SVG
 charts. Nothing here writes HTML except the charts (charts.py), which escape their own text.
 
-Both pages read top to bottom in the order a reviewer asks: the verdict and its reasons, the
-seed's table, the key charts (key_charts.py), the failures — the checks that went against the
-run (`verdict.check_verdict`), shown in full once — and then every gate, its other checks as
-before, its passing ones folded.
+Both pages read top to bottom in the order a reviewer asks: the verdict and its reasons, the page's
+table (docs/bug-classes.md#report-tables), the key charts (key_charts.py), the failures — the checks
+that went against the run (`verdict.check_verdict`), shown in full once — and then every gate, its
+other checks as before, its passing ones folded.
 """
 
 from __future__ import annotations

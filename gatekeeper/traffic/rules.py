@@ -1,16 +1,16 @@
-"""Seed 002 §8's automatic rollback conditions as named rules, each a check `shadow.rule.<name>`
-with its evidence. Every one is blocking under the default policy.
+"""The automatic rollback conditions (docs/bug-classes.md#rollback-conditions) as named rules, each a
+check `shadow.rule.<name>` with its evidence. Every one is blocking under the default policy.
 
 These five are judged on the replayed pairs (the slices' critical measures, `analysis.py`), each
 against the reference's own second run on the same requests (the three read from the earlier
 gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
 
-- `task_success_down` (measure `task_failure`): requests whose checkable outcome failed — JSON
-  asked for and not valid (against the json_schema where one is given), a tool call expected
-  (the reference made one) and none valid, a refusal where the reference answered, not the
-  `expected` answer where the traffic gives one (`task.py`). Seed 002's "task success rate of
-  shadow traffic drops". A broken JSON answer or tool call fails its task here and its structure
-  in `structured_parse_drop`: one counts requests, the other parse rates;
+- `task_success_down` (measure `task_failure`): requests whose checkable outcome failed — JSON asked
+  for and not valid (against the json_schema where one is given), a tool call expected (the
+  reference made one) and none valid, a refusal where the reference answered, not the `expected`
+  answer where the traffic gives one (`task.py`). The source's "task success rate of shadow traffic
+  drops" (docs/bug-classes.md#rollback-conditions). A broken JSON answer or tool call fails its task
+  here and its structure in `structured_parse_drop`: one counts requests, the other parse rates;
 - `answers_differ` (measure `disagreement`): answers that differ from the reference's — other
   text, other tool calls or arguments, other JSON — where the token review (`review.py`) did not
   find a near tie within the declared dtype's gap or the same tokens rendered differently. Not a

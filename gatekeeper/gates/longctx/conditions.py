@@ -1,4 +1,5 @@
-"""Seed 000's trigger conditions, as the decay run actually exercised them on the candidate.
+"""The KV-cache reuse bug's trigger conditions (docs/bug-classes.md#kv-reuse-triggers), as the decay
+run actually exercised them on the candidate.
 
 A stale-KV-block bug shows only when several conditions meet: prefix caching serving hits, many
 sessions in flight at once, a KV pool too small for every session's history (so cached blocks
@@ -14,7 +15,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
-SEED_CONCURRENCY = 8  # seed 000: "并发请求数大于 8"
+SEED_CONCURRENCY = 8  # "more than 8 concurrent requests": docs/bug-classes.md#kv-reuse-triggers
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Condition:
 def concurrency(peak: int, sessions: int, running: float | None) -> Condition:
     """Sessions in flight at once, from the gate's count (and the target's running gauge)."""
     seen = f"; the target reported up to {running:g} running" if running is not None else ""
-    note = "" if peak > SEED_CONCURRENCY else f" (seed 000 needs more than {SEED_CONCURRENCY})"
+    note = "" if peak > SEED_CONCURRENCY else f" (the KV-reuse bug needs more than {SEED_CONCURRENCY})"
     return Condition("concurrency", peak > 1, f"peak {peak} of {sessions} sessions' requests in flight{seen}{note}")
 
 

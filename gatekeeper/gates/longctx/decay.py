@@ -19,10 +19,10 @@ cell moves one session's slope by at most max|r − r̄| / Σ(r − r̄)², its 
 the means by that over the number of sessions (`one_cell`, `one_cell_recall`); the settings
 refuse a limit at or below them.
 
-SQDR, the session quality decay rate of seed 000, is (pass rate at round 1 − pass rate at round
-n) / n per target; the report keeps it as the seed defines it (the seed calls more than 0.005 per
-round unhealthy), beside the slopes the verdict rests on. For a straight-line decline the two
-agree; SQDR alone scores a mid-session collapse that recovers as zero.
+SQDR, the session quality decay rate (docs/bug-classes.md#sqdr), is (pass rate at round 1 − pass
+rate at round n) / n per target; the report keeps it as its source defines it (the source calls more
+than 0.005 per round unhealthy), beside the slopes the verdict rests on. For a straight-line decline
+the two agree; SQDR alone scores a mid-session collapse that recovers as zero.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class Decay:
 
     @property
     def excess(self) -> float:
-        """The candidate's SQDR above the reference's (the seed's measure, reported)."""
+        """The candidate's SQDR above the reference's (reported; docs/bug-classes.md#sqdr)."""
         return self.sqdr_cand - self.sqdr_ref
 
     @property

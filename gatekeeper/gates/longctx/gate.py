@@ -33,12 +33,13 @@ _FALLBACK_BLOCK = 16
 class LongContextGate(Gate):
     """Gate 4 — long context and tool calling: does the candidate stay right as contexts grow?
 
-    Seed 000's bug is why this gate exists: with prefix caching on, prompts near a multiple of the
-    KV block size, uneven growth per turn and many concurrent sessions, a reused KV block leaks one
-    conversation into another. Round 1 is fine, round 5 is wrong — and startup, short golden
-    prompts, latency and HTTP codes all stay green. Every request here goes to both targets
-    verbatim and greedy, and a check fails on what the candidate gets wrong that the reference gets
-    right (or on answers that differ where both should be equal):
+    The KV-cache reuse bug (docs/bug-classes.md#kv-cache-reuse) is why this gate exists: with prefix
+    caching on, prompts near a multiple of the KV block size, uneven growth per turn and many
+    concurrent sessions, a reused KV block leaks one conversation into another. Round 1 is fine,
+    round 5 is wrong — and startup, short golden prompts, latency and HTTP codes all stay green.
+    Every request here goes to both targets verbatim and greedy, and a check fails on what the
+    candidate gets wrong that the reference gets right (or on answers that differ where both should
+    be equal):
 
     - `longctx.needle_grid`: a secret at several depths of prompts of several lengths;
     - `longctx.block_boundary`: prompts of exactly B·k−1, B·k and B·k+1 tokens;
@@ -49,8 +50,8 @@ class LongContextGate(Gate):
     - `longctx.session_decay`: N concurrent multi-turn sessions with uneven growth, recall scored
       round by round; the candidate's session quality decay rate (SQDR) above the reference's by
       more than the policy allows fails; `longctx.session_agreement` limits answers that differ
-      from the reference's; `longctx.trigger_conditions` says which of seed 000's conditions the run
-      exercised (WARN naming the absent ones);
+      from the reference's; `longctx.trigger_conditions` says which of that bug's trigger
+      conditions the run exercised (WARN naming the absent ones);
     - `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
       hit rate and KV usage from the candidate's Prometheus metrics, before and after.
 

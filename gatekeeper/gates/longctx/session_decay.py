@@ -5,14 +5,14 @@ Checks:
   reference's, sessions as the unit (`decay.py`); FAIL when the mean excess decay is above
   `decay_max_excess_slope` and beyond chance; WARN when the reference recalls less than
   `decay_min_recall` at round 1, since a model that cannot recall cannot show decay. SQDR, as
-  seed 000 defines it, is reported beside it.
+  docs/bug-classes.md#sqdr defines it, is reported beside it.
 - `longctx.session_recall` (statistical): whether the candidate recalls less than the
   reference over the sessions' rounds (a level drop without a slope), more than
   `recall_max_drop` and beyond chance.
 - `longctx.session_agreement` (tolerance): how often the candidate's answer differs from the
   reference's on the identical request.
-- `longctx.trigger_conditions`: seed 000's conditions the run exercised; WARN when some were
-  absent, so a pass says what it did not cover.
+- `longctx.trigger_conditions`: the trigger conditions (docs/bug-classes.md#kv-reuse-triggers) the
+  run exercised; WARN when some were absent, so a pass says what it did not cover.
 
 The two statistical checks are one family: their p-values are Holm-adjusted together, so the
 chance that either raises a false alarm is at most `decay_alpha` (measured by simulation:
@@ -144,7 +144,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
     why = (f"the candidate's recall falls {d.excess_slope:+.4f}/round faster than the reference's (mean per-session "
            f"slope difference, limit {limit:g}; one cell moves it at most {d.one_cell:.4f}); "
            f"{_test_text(d, d.p_value, p_holm)}; {d.regressions} (session, round) cells the reference recalls and the "
-           f"candidate does not, {d.improvements} the other way; SQDR (seed 000) candidate {d.sqdr_cand:.4f}/round, "
+           f"candidate does not, {d.improvements} the other way; SQDR candidate {d.sqdr_cand:.4f}/round, "
            f"reference {d.sqdr_ref:.4f}")
     undecided = status is Status.WARN
     if undecided:
@@ -207,9 +207,9 @@ def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: To
     lines = [f"{c.name}: {c.label} — {c.detail}" for c in found]
     if counter.estimated:
         lines.append(f"token counts are estimated ({counter.why_estimated})")
-    table = Table("seed 000 trigger conditions (candidate)", ["condition", "exercised", "evidence"],
+    table = Table("KV-reuse trigger conditions (candidate)", ["condition", "exercised", "evidence"],
                   [[c.name, c.label, c.detail] for c in found])
-    reason = ("all of seed 000's trigger conditions were exercised" if not absent else
+    reason = ("all of the KV-reuse bug's trigger conditions were exercised" if not absent else
               "not exercised: " + "; ".join(f"{c.name} ({c.label}: {c.detail})" for c in absent))
     ctx.notes.append("session decay trigger conditions — " + "; ".join(lines))
     ctx.check("trigger_conditions", Status.WARN if absent else Status.PASS, reason,

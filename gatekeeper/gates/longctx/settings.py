@@ -24,8 +24,8 @@ class LongContextSettings:
     B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
     `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Tools and JSON: `tool_cases`,
     `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
-    decay (seed 000): `decay_sessions` sessions of `decay_rounds` rounds at `decay_concurrency`,
-    `decay_facts` facts each, `decay_growth` tokens added per round in turn;
+    decay (docs/bug-classes.md#kv-cache-reuse): `decay_sessions` sessions of `decay_rounds` rounds
+    at `decay_concurrency`, `decay_facts` facts each, `decay_growth` tokens added per round in turn;
     `decay_max_excess_slope` (pass rate per round: how much faster, as a mean per-session slope,
     the candidate may lose recall than the reference), `recall_max_drop` (how much less, as a
     mean per-session share of rounds, it may recall), both larger than what one (session, round)

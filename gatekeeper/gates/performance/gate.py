@@ -76,7 +76,7 @@ class PerformanceGate(Gate):
     `performance.history` (advisory: the run appended to the policy's history file, and change
     points across runs that made a figure worse).
 
-    A failure looks like: seed 003's dependency bump that costs 23% decode throughput, or a 5%
+    A failure looks like: a dependency bump that costs 23% decode throughput (docs/bug-classes.md#decode-regression), or a 5%
     per-step slowdown that only a paired, interleaved measurement separates from a noisy machine.
     """
 

@@ -1,11 +1,11 @@
 """`performance.history`: this run's figures appended to the history, and the drift across runs.
 
 Each run appends the candidate's judged figures (`c<N>.<metric>`, the mean over its blocks) and
-their candidate/baseline ratios (`<figure>.ratio`) to the policy's history file; then the trend of each
-is searched for change points (`gatekeeper/perf/history.py`, Apache Otava). A change point that
-made a metric worse is how a regression arriving 2–3% a day is named with the run where it
-began (seed 003) — one run's comparison with its baseline cannot see it. Advisory: the history
-is the project's memory, not this candidate's evidence.
+their candidate/baseline ratios (`<figure>.ratio`) to the policy's history file; then the trend of
+each is searched for change points (`gatekeeper/perf/history.py`, Apache Otava). A change point that
+made a metric worse is how a regression arriving 2–3% a day is named with the run where it began
+(docs/bug-classes.md#decode-regression) — one run's comparison with its baseline cannot see it.
+Advisory: the history is the project's memory, not this candidate's evidence.
 """
 
 from __future__ import annotations

@@ -40,9 +40,10 @@ class PerformanceSettings:
       (0.25, TTFT p95) — the tail family, advisory; `alpha` (0.01): the false-FAIL rate of each
       family over its metrics and levels (Holm); `confidence` (0.90, two-sided: the one-sided 95%
       bound of a non-inferiority test, as TOST uses): the interval whose worst end must be within
-      the budget for a PASS. Seed 000 §4.1 allows a correctness patch ~2%, but a budget is only
-      worth what the machine can decide: with τ = 2.5% and the default pairs, 15% is the smallest
-      that decides ≥ 95% of clean runs (`benchmarks/perf_decidability.py`; docs/performance.md).
+      the budget for a PASS. A correctness fix may cost ~2% (docs/bug-classes.md#patch-cost), but a
+      budget is only worth what the machine can decide: with τ = 2.5% and the default pairs, 15% is
+      the smallest that decides ≥ 95% of clean runs (`benchmarks/perf_decidability.py`;
+      docs/performance.md).
     - `launches` (2): launches per side where the gate launches both (the bundled pair), the
       pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
       differ in these figures, put in every standard error as 2τ²/launches — measured on a 2-core

@@ -71,11 +71,11 @@ class ShadowGate(Gate):
     refusals, similarity, length) are judged at Kayenta's fixed 98% confidence (McNemar's exact
     test; Wilcoxon signed-rank with the Hodges-Lehmann shift) into a Kayenta-style score.
 
-    Checks: `shadow.traffic` (what was loaded, bad lines skipped); `shadow.stage.<name>` per stage
-    (FAIL when a measure fired or the score is below `score_marginal`, WARN when marginal);
-    `shadow.rule.<name>` — seed 002 §8's rollback conditions (`rules.py`): `task_success_down`,
-    `answers_differ`, `structured_parse_drop`, `garbage_rate_up`, `errors_up` on the pairs, and
-    three read from the earlier gates.
+    Checks: `shadow.traffic` (what was loaded, bad lines skipped); `shadow.stage.<name>` per stage (FAIL
+    when a measure fired or the score is below `score_marginal`, WARN when marginal);
+    `shadow.rule.<name>` — the rollback conditions (docs/bug-classes.md#rollback-conditions;
+    `gatekeeper/traffic/rules.py`): `task_success_down`, `answers_differ`, `structured_parse_drop`,
+    `garbage_rate_up`, `errors_up` on the pairs, and three read from the earlier gates.
 
     A failure looks like: an engine that garbles one answer in thirty under batching, or breaks
     only the one tenant whose requests carry many tools, while every offline gate passes.

@@ -45,8 +45,8 @@ class StartupGate(Gate):
     `startup.capabilities` is one finding for every feature the reference has and the candidate
     lost (tool-call parsing, logprobs, streaming finish reasons, /tokenize...); the later checks
     that need it point to it. `startup.execution_path` sets the path each target is judged by
-    (declared dtype, tp...) beside what its log and /metrics state. `startup.path_change` (seed
-    002 §8) fails on an execution path the candidate takes and the reference does not — another
+    (declared dtype, tp...) beside what its log and /metrics state. `startup.path_change`
+    (docs/bug-classes.md#rollback-conditions) fails on an execution path the candidate takes and the reference does not — another
     attention backend, dtype path or fusion switch than it declares, or a kernel-fallback line —
     unless the policy lists the change as explained; the later gates still run.
     """

@@ -1,7 +1,8 @@
 """`startup.path_change`: did the candidate take another execution path than the reference?
 
-Seed 002 §8: an unexplained kernel fallback or dtype path change is a rollback condition. Two
-kinds of change are read, both from what the engines themselves state (`targets/observed.py`):
+An unexplained kernel fallback or dtype path change is a rollback condition
+(docs/bug-classes.md#rollback-conditions). Two kinds of change are read, both from what the engines
+themselves state (`targets/observed.py`):
 
 - a path key both targets state with different values (dtype, kv_cache_dtype, quantization,
   tp, attention backend, fused_norm, enforce_eager). A difference the candidate's own declared
