@@ -24,7 +24,7 @@ from pathlib import Path
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log
-from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, TargetRuntime, utc_now
+from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, RunInfo, StartupFindings, TargetRuntime, utc_now
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
@@ -134,15 +134,13 @@ class Runner:
                                                getattr(target, "log_error", None), spec.assumed_path())
                 tape.started(role, s, model, runtimes[role])
             capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
-            versions: dict[str, str | None] = {}
-            observed: dict[str, dict[str, str]] = {}
-            gates = self._run_gates(endpoints, runtimes, capabilities, versions, observed, records)
+            gates, found = self._run_gates(endpoints, runtimes, capabilities, records)
             probed = capabilities.probed()
             for role in ROLES:
                 s, spec = started[role], specs[role]
                 infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, endpoints[role].model, s.startup_s,
-                                        versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared,
-                                        tuple(sorted(observed.get(role, {}).items()))))
+                                        found.versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared,
+                                        tuple(sorted((found.observed.get(role) or {}).items()))))
         finally:
             for target in self.targets.values():
                 target.stop()
@@ -195,10 +193,13 @@ class Runner:
         return tuple(t for g in gates if g.reused for t in self.resume.timings.get(g.id, ()))
 
     def _run_gates(self, endpoints: dict[str, TapedEndpoint], runtimes: dict[str, TargetRuntime],
-                   capabilities: ProbedCapabilities, versions: dict[str, str | None],
-                   observed: dict[str, dict[str, str]], records: RecordWriter) -> list[GateResult]:
+                   capabilities: ProbedCapabilities, records: RecordWriter) -> tuple[list[GateResult], StartupFindings]:
+        """Every gate in stage order; their results, and what gate 1 found (empty when it did not run)."""
         plan = self.plan
         results: list[GateResult] = []
+        found = StartupFindings()
+        run = RunInfo(plan.seed, plan.golden, runtimes, {"reference": plan.reference, "candidate": plan.candidate},
+                      self._launch, self._process_group, plan.out_dir, plan.run_id)
         stopped_by: GateResult | None = None
         selected = {g.id for g in select(plan.gates)}
         for gate_cls in select(None):
@@ -228,11 +229,8 @@ class Runner:
                 stopped_by = carried if carried.stopped_run and stopped_by is None else stopped_by
                 continue
             ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
-                              plan.policy.is_blocking, capabilities, plan.golden, plan.seed, runtimes, records.write,
-                              self.progress, versions=versions, observed=observed, earlier=tuple(results),
-                              judgement=gate.judgement, specs={"reference": plan.reference, "candidate": plan.candidate},
-                              launch=self._launch, process_group=self._process_group, out_dir=plan.out_dir,
-                              run_id=plan.run_id)
+                              plan.policy.is_blocking, capabilities, records.write, run, found, tuple(results),
+                              gate.judgement, self.progress)
             t0, started_at = time.perf_counter(), utc_now()
             ctx.clock.mark = t0
             coverage = None
@@ -241,7 +239,8 @@ class Runner:
             elif gate.needs_targets(ctx.settings) and not all(rt.ready for rt in runtimes.values()):
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
-                self._run_one(gate, ctx, endpoints)
+                returned = self._run_one(gate, ctx, endpoints)
+                found = returned if isinstance(returned, StartupFindings) else found
                 coverage = ctx.coverage_check(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
             lost = self._liveness(ctx, endpoints, runtimes) if stopped_by is None else False
             self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
@@ -255,7 +254,7 @@ class Runner:
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
             if result.stopped_run:
                 stopped_by = result
-        return results
+        return results, found
 
     def _carried_over(self, gate: Gate, records: RecordWriter, stopped_by: GateResult | None) -> GateResult | None:
         """A gate's result taken as it is instead of running it (a re-judged run's measured gates); None: run it."""
@@ -362,16 +361,18 @@ class Runner:
         return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded,
                           started_at=now)
 
-    def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, TapedEndpoint]) -> None:
-        """Run one gate; whatever it raises becomes an ERROR check (fail closed). The requests its
-        targets answered with a transient failure and the client retried are counted in its notes."""
+    def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, TapedEndpoint]) -> StartupFindings | None:
+        """Run one gate and return what it returned; whatever it raises becomes an ERROR check
+        (fail closed). The requests its targets answered with a transient failure and the client
+        retried are counted in its notes."""
+        returned = None
         self.progress(f"gate {gate.stage}: {gate.title}")
         self._gate = gate.id
         for ep in endpoints.values():
             ep.gate = gate.id
             ep.cacheable = gate.reference_cacheable
         try:
-            gate.run(ctx)
+            returned = gate.run(ctx)
         except EndpointError as e:
             ctx.error_check("gate", e)
         except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
@@ -381,3 +382,4 @@ class Runner:
         if retried:
             ctx.notes.append(f"{gate.id}: {sum(retried.values())} request(s) retried after a transient failure ("
                              + ", ".join(f"{role} {n}" for role, n in sorted(retried.items())) + ")")
+        return returned

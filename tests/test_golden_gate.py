@@ -25,7 +25,7 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.gates.golden.gate import GoldenGate
 from gatekeeper.capabilities import FEATURES, Capabilities
 from gatekeeper.gates.golden.settings import GoldenSettings
-from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.interface import GateContext, RunInfo
 from gatekeeper.golden import GoldenSet, load_golden_set, parse_golden_set, record_baseline
 from gatekeeper.results import CheckResult, Status
 from scripted_checkpoint import TOOL_SCRIPT, build_scripted_checkpoint
@@ -81,7 +81,8 @@ def run_gate(reference: ServerProcess, candidate: ServerProcess, golden: list[Go
     `capabilities` names what a role lacks, e.g. {"candidate": {"tools": False}}."""
     caps = {role: replace(EVERYTHING, **(capabilities or {}).get(role, {})) for role in BOTH_CAPABLE}
     ctx = GateContext("golden", endpoint("reference", reference), endpoint("candidate", candidate),
-                      GoldenSettings(**(settings or {})), lambda check_id: True, caps, tuple(golden), 0, {}, lambda result: None)
+                      GoldenSettings(**(settings or {})), lambda check_id: True, caps, lambda result: None,
+                      RunInfo(golden=tuple(golden)))
     try:
         GoldenGate().run(ctx)
     finally:
@@ -168,7 +169,7 @@ def test_endpoint_failure_is_an_error_check(scripted_model):
     with running_server(scripted_model, "--profile", "reference") as ref:
         dead = ServerProcess("http://127.0.0.1:9", 9, ref.proc, ref.log_path)  # nothing listens on port 9
         ctx = GateContext("golden", endpoint("reference", ref), Endpoint("candidate", dead.url, "m"), GoldenSettings(),
-                          lambda c: True, BOTH_CAPABLE, tuple(golden), 0, {}, lambda r: None)
+                          lambda c: True, BOTH_CAPABLE, lambda r: None, RunInfo(golden=tuple(golden)))
         GoldenGate().run(ctx)
     checks = {c.id: c for c in ctx.checks}
     assert checks["golden.two-calls"].status is Status.ERROR and checks["golden.two-calls"].metrics["error_kind"] == "connect"
@@ -253,8 +254,8 @@ def test_an_empty_case_selection_skips_with_its_reason():
     """No request is made: both endpoints point at a closed port."""
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     ends = [Endpoint(role, "http://127.0.0.1:9", "m") for role in ("reference", "candidate")]
-    ctx = GateContext("golden", *ends, GoldenSettings(cases=[]), lambda check_id: True, BOTH_CAPABLE, tuple(golden), 0, {},
-                      lambda result: None)
+    ctx = GateContext("golden", *ends, GoldenSettings(cases=[]), lambda check_id: True, BOTH_CAPABLE,
+                      lambda result: None, RunInfo(golden=tuple(golden)))
     GoldenGate().run(ctx)
     assert [(c.id, c.status) for c in ctx.checks] == [("golden.cases", Status.SKIP)]
     assert "selects no case" in ctx.checks[0].reason

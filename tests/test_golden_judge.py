@@ -149,7 +149,7 @@ def _ctx():
     from gatekeeper.gates.interface import GateContext
 
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never called
-    return GateContext("golden", ep, ep, None, lambda c: True, {}, (), 0, {}, lambda r: None)
+    return GateContext("golden", ep, ep, None, lambda c: True, {}, lambda r: None)
 
 
 def test_pass_rate_summary_allows_the_reference_noise_only():

@@ -202,7 +202,7 @@ def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
 
 def _ctx():
     from gatekeeper.gates.interface import GateContext
-    return GateContext("performance", None, None, None, lambda check_id: True, {}, (), 0, {}, lambda c: None)
+    return GateContext("performance", None, None, None, lambda check_id: True, {}, lambda c: None)
 
 
 def _entry(i: int, tps: float):

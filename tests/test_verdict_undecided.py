@@ -37,7 +37,7 @@ def test_a_blocking_fail_still_rolls_back_beside_an_undecided_check():
 
 
 def test_coverage_counts_an_undecided_check_as_not_judged():
-    ctx = GateContext("g", None, None, None, lambda check_id: True, {}, (), 0, {}, lambda result: None)  # type: ignore[arg-type]
+    ctx = GateContext("g", None, None, None, lambda check_id: True, {}, lambda result: None)  # type: ignore[arg-type]
     ctx.check("a", Status.PASS, "fine")
     ctx.check("b", Status.WARN, "open", undecided=True)
     cov = ctx.coverage(0.5)

@@ -68,7 +68,6 @@ class ProbedCapabilities(Mapping[str, Capabilities]):
         self._endpoints, self._ready, self._progress = dict(endpoints), dict(ready), progress
         self._known: dict[str, Capabilities] = {}
         self._lock = threading.Lock()
-        self.reported_lost: set[str] = set()  # features gate 1 reported lost (startup.capabilities)
 
     def __getitem__(self, role: str) -> Capabilities:
         with self._lock:
@@ -122,11 +121,37 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
+@dataclass(frozen=True)
+class RunInfo:
+    """What a gate may know of the run it is part of, fixed before the first gate starts."""
+
+    seed: int = 0
+    golden: tuple[GoldenSet, ...] = ()
+    runtimes: Mapping[str, TargetRuntime] = field(default_factory=dict)  # each started target, by role
+    specs: Mapping[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
+    launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
+    process_group: Callable[[str], int | None] = lambda role: None  # a target's process group, where this run launched it
+    out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class StartupFindings:
+    """What gate 1 found that the later gates and the report build on — gate 1's return value:
+    each target's /version, the execution path each target's log and /metrics state, and the
+    features the candidate lost that `startup.capabilities` reported (a later check that needs
+    one points there)."""
+
+    versions: Mapping[str, str | None] = field(default_factory=dict)
+    observed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    lost: frozenset[str] = frozenset()
+
+
 @dataclass
 class GateContext:
-    """Everything a gate may use. `settings` is the gate's own typed settings; `versions` and
-    `observed` are where gate 1 puts each target's /version and the execution path its log and
-    /metrics state, for the report."""
+    """Everything a gate may use: both endpoints, its own typed `settings`, the policy's blocking
+    rule, the probed capabilities, where its checks go, the run (`run`), what gate 1 found
+    (`startup`) and the earlier gates' results."""
 
     gate_id: str
     reference: Endpoint
@@ -134,24 +159,16 @@ class GateContext:
     settings: Any
     blocking_rule: Callable[[str], bool]
     capabilities: Mapping[str, Capabilities]
-    golden: tuple[GoldenSet, ...]
-    seed: int
-    runtimes: dict[str, TargetRuntime]
     record: Callable[[CheckResult], None]
+    run: RunInfo = field(default_factory=RunInfo)
+    startup: StartupFindings = field(default_factory=StartupFindings)
+    earlier: tuple[GateResult, ...] = ()  # the results of the gates before this one (gate 5's rules read them)
+    judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
     progress: Callable[[str], None] = lambda msg: None
     checks: list[CheckResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    versions: dict[str, str | None] = field(default_factory=dict)
-    observed: dict[str, dict[str, str]] = field(default_factory=dict)  # the path each target's log and /metrics state
-    earlier: tuple[GateResult, ...] = ()  # the results of the gates before this one (gate 5's rules read them)
     tally: Tally = field(default_factory=lambda: Tally())  # shared by copies of the context (dataclasses.replace)
     clock: Lap = field(default_factory=lambda: Lap())  # each check's own time (shared by copies, as the tally)
-    judgement: Judgement = Judgement.EXACT  # how the gate's checks decide unless a check says otherwise
-    specs: dict[str, TargetSpec] = field(default_factory=dict)  # each role's target as configured
-    launch: Callable[[str, TargetSpec], Endpoint] | None = None  # starts one more target (stopped with the run)
-    process_group: Callable[[str], int | None] = lambda role: None  # a target's process group, where this run launched it
-    out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
-    run_id: str = ""
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -238,7 +255,7 @@ class GateContext:
 
     def reported(self, feature: str) -> bool:
         """Whether gate 1 reported `feature` lost (so a check needing it points there)."""
-        return feature in getattr(self.capabilities, "reported_lost", ())
+        return feature in self.startup.lost
 
     def judged(self, n: int = 1) -> None:
         """Count `n` items this gate judged (compared and decided), for its coverage."""
@@ -325,5 +342,6 @@ class Gate(ABC):
         return cls.needs_ready_targets
 
     @abstractmethod
-    def run(self, ctx: GateContext) -> None:
-        """Run the checks, reporting each through `ctx.check` / `ctx.skip` / `ctx.error_check`."""
+    def run(self, ctx: GateContext) -> StartupFindings | None:
+        """Run the checks, reporting each through `ctx.check` / `ctx.skip` / `ctx.error_check`.
+        A gate returns nothing, except gate 1: what it found that later gates build on."""

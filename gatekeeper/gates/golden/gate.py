@@ -87,9 +87,9 @@ class GoldenGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
         settings: GoldenSettings = ctx.settings
-        cases = select_cases(named_cases(ctx.golden), settings.cases, settings.limit)
+        cases = select_cases(named_cases(ctx.run.golden), settings.cases, settings.limit)
         if not cases:
-            ctx.skip("cases", "no golden set loaded (pass --golden FILE)" if not ctx.golden
+            ctx.skip("cases", "no golden set loaded (pass --golden FILE)" if not ctx.run.golden
                      else "the policy's golden.cases selects no case")
             return
         baseline = load_baseline(settings.baseline) if settings.baseline else None
@@ -104,7 +104,7 @@ class GoldenGate(Gate):
         conc, floor_conc = settings.concurrency, settings.noise_floor_concurrency
         only = [c for _, c in runnable]
         ctx.progress(f"golden: {len(only)} cases on the candidate")
-        ask_cand, ask_ref = Asker(ctx.candidate, ctx.seed), Asker(ctx.reference, ctx.seed)
+        ask_cand, ask_ref = Asker(ctx.candidate, ctx.run.seed), Asker(ctx.reference, ctx.run.seed)
         cand = fan_out(ask_cand, only, conc)
         refs = self._reference_runs(ctx, ask_ref, only, baseline, conc, floor_conc)
         ref_changed = [_changed(a, b) for a, b in zip(*refs)]

@@ -35,12 +35,12 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
         _note(judgements[i], f"not reviewed for a near tie (more than near_tie_max_reviews={settings.near_tie_max_reviews} cases)")
     todo = todo[:settings.near_tie_max_reviews]
     k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
-    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
     gap, drift = settings.gap(dtype), settings.drift(dtype)
     ctx.progress(f"golden: {len(todo)} diverging case(s) asked again with logprobs (near-tie review)")
     picked = [cases[i] for i in todo]
-    refs = fan_out(lambda c: ask(ctx.reference, c, seed=ctx.seed, top_logprobs=k), picked, settings.concurrency)
-    cands = fan_out(lambda c: ask(ctx.candidate, c, seed=ctx.seed, top_logprobs=k), picked, settings.concurrency)
+    refs = fan_out(lambda c: ask(ctx.reference, c, seed=ctx.run.seed, top_logprobs=k), picked, settings.concurrency)
+    cands = fan_out(lambda c: ask(ctx.candidate, c, seed=ctx.run.seed, top_logprobs=k), picked, settings.concurrency)
     for i, ref, cand in zip(todo, refs, cands):
         j = judgements[i]
         assert j is not None

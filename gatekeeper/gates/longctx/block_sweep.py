@@ -40,7 +40,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     t0 = time.perf_counter()
     block = s.block_size
     centers = sorted({min(int(n), max_prompt - 1) // block * block for n in s.boundary_tokens} - {0})
-    triples = [padded_variants(counter, random.Random(f"{ctx.seed}:longctx:boundary:{c}"), c, OFFSETS) for c in centers]
+    triples = [padded_variants(counter, random.Random(f"{ctx.run.seed}:longctx:boundary:{c}"), c, OFFSETS) for c in centers]
     ctx.progress(f"longctx: block-boundary sweep at {centers} (B={block})")
     limit = s.answer_tokens
 

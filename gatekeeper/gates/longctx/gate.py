@@ -107,7 +107,7 @@ def _block_size(ctx: GateContext, configured: int) -> tuple[int, str]:
     states (vLLM's `cache_config_info` in /metrics, or a `block_size=` log line), else 16."""
     if configured > 0:
         return configured, "policy"
-    stated = (ctx.observed.get("candidate") or {}).get("block_size", "")
+    stated = (ctx.startup.observed.get("candidate") or {}).get("block_size", "")
     if stated.isdigit() and int(stated) > 0:
         return int(stated), "stated by the candidate"
     return _FALLBACK_BLOCK, "assumed: the candidate states none; set gates.longctx.block_size"

@@ -49,7 +49,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     depths = [float(d) for d in s.needle_depths]
     grid: list[NeedlePrompt] = []
     for n in lengths:
-        grid += needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:needle:{n}"), n, depths)
+        grid += needle_prompts(counter, random.Random(f"{ctx.run.seed}:longctx:needle:{n}"), n, depths)
     ctx.progress(f"longctx: needle grid, {len(lengths)} lengths x {len(depths)} depths")
     conc, limit = s.concurrency, s.answer_tokens
     ref, ref2, cand = side_by_side(lambda ep, p: chat(ep, p.messages, max_tokens=limit), grid,

@@ -48,7 +48,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
 def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     t0 = time.perf_counter()
     n = min(s.prefix_tokens, max_prompt)
-    prompt = needle_prompts(counter, random.Random(f"{ctx.seed}:longctx:coldwarm"), n, [0.3])[0]
+    prompt = needle_prompts(counter, random.Random(f"{ctx.run.seed}:longctx:coldwarm"), n, [0.3])[0]
     limit = s.answer_tokens
     ref = chat(ctx.reference, prompt.messages, max_tokens=limit)
     ref2 = chat(ctx.reference, prompt.messages, max_tokens=limit) if s.noise_floor_concurrency else ref
@@ -119,7 +119,7 @@ def _shared_context(counter: TokenCounter, rng: random.Random, target: int, kind
 
 def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     t0 = time.perf_counter()
-    rng = random.Random(f"{ctx.seed}:longctx:shared")
+    rng = random.Random(f"{ctx.run.seed}:longctx:shared")
     kinds = list(tasks.NEEDLE_KINDS)[: max(1, s.prefix_suffixes)]
     context, values = _shared_context(counter, rng, min(s.prefix_tokens, max_prompt), kinds)
     asks: list[tuple[Messages, str | None]] = [

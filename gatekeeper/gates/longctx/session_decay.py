@@ -55,7 +55,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     plan = SessionPlan(s.decay_sessions, s.decay_rounds, s.decay_facts,
                        tuple(int(g) for g in s.decay_growth), block, max_prompt)
     ctx.progress(f"longctx: scripting {plan.sessions} sessions x {plan.rounds} rounds")
-    sessions = raise_first(fan_out(lambda i: build_session(counter, plan, ctx.seed, i), list(range(plan.sessions)), 4))
+    sessions = raise_first(fan_out(lambda i: build_session(counter, plan, ctx.run.seed, i), list(range(plan.sessions)), 4))
     conc = max(1, s.decay_concurrency)
     ctx.progress(f"longctx: session decay, {sum(map(len, sessions))} requests per target at concurrency {conc}")
     before = scrape(ctx.candidate)
@@ -79,7 +79,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     rounds = [r for sess in sessions for r in sess]
     cells = [_cell(r, a, b) for sess, ra, ca in zip(sessions, ref_ans, cand_ans) for r, a, b in zip(sess, ra, ca)]
     cells, forgiven = _forgive_near_ties(ctx, s, cells, rounds)
-    d = score(cells, ctx.seed)
+    d = score(cells, ctx.run.seed)
     p_decay, p_recall = holm([d.p_value, d.recall_p_value])
     _decay_check(ctx, s, d, p_decay, cells, rounds, started)
     _recall_check(ctx, s, d, p_recall)

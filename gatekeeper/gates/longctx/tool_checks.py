@@ -97,7 +97,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     """The tool and JSON checks (tool checks SKIP where a target has no tool calling); prompts
     leave room for `tool_answer_tokens` within the `context`."""
     room = context - s.tool_answer_tokens - 8
-    rng = random.Random(f"{ctx.seed}:longctx:tools")
+    rng = random.Random(f"{ctx.run.seed}:longctx:tools")
     no_tools = ctx.lacks("tools") or ctx.lacks("tool_parsing")
     if no_tools:
         for name in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):

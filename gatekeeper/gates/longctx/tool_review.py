@@ -58,7 +58,7 @@ def both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messag
     out = {i: compare(key(cand[i]), key(ref[i]), key(again[i]) if again is not None else None) for i in indices}
     differ = [i for i, o in out.items() if o is Outcome.DIFFERS]
     extra = _extras(items, differ, request_extras)
-    gap, drift = s.gap(ctx.runtimes["candidate"].dtype), s.drift(ctx.runtimes["candidate"].dtype)
+    gap, drift = s.gap(ctx.run.runtimes["candidate"].dtype), s.drift(ctx.run.runtimes["candidate"].dtype)
     parted: dict[int, Divergence] = {}
     for i, pair in zip(differ, reask(ctx, s, [items[i][0] for i in differ], max_tokens, extra)):
         if pair is None:

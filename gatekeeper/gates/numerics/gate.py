@@ -107,7 +107,7 @@ class NumericsGate(Gate):
 
     def _judge(self, ctx: GateContext, prompts: list[str], cands: list[Comparison], noises: list[Comparison],
                k: int) -> None:
-        dtype = ctx.runtimes["candidate"].dtype
+        dtype = ctx.run.runtimes["candidate"].dtype
         s: NumericsSettings = ctx.settings
         tol = s.tolerance(dtype)
         m, most = s.noise_multiplier, s.max_noise_loosening

@@ -114,28 +114,28 @@ class PerformanceGate(Gate):
                 return
         else:
             ctx.notes.append("performance: no correctness gate ran in this run; the figures assume correct answers")
-        choice = choose(s.baseline, ctx.specs["candidate"], ctx.specs["reference"])
+        choice = choose(s.baseline, ctx.run.specs["candidate"], ctx.run.specs["reference"])
         assert choice.kind != "none", "not_applicable() keeps this gate from running without a baseline"
         ctx.progress(f"performance: baseline is {choice.why}")
-        launches = s.launches if choice.kind == "launch" and ctx.launch is not None else 1
+        launches = s.launches if choice.kind == "launch" and ctx.run.launch is not None else 1
         base_ep, cand_ep = self._sides(ctx, choice, 1)
-        taus, tau_note = calibrated_spreads(history_path(s.history, ctx.out_dir), s)
+        taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s)
         if launches > 1:
             ctx.notes.append(f"performance: each side launched {launches} times, the pairs split between the launches; "
                              f"{tau_note}")
         else:
             ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); {tau_note}")
         targets = self._targets(ctx, choice, base_ep, cand_ep)
-        workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.seed, ctx.notes)
+        workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.run.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]
         for k in range(launches):
             if k:
                 targets = self._targets(ctx, choice, *self._sides(ctx, choice, k + 1))
-            warm_up(targets, workload.requests(s.warmup_requests, ctx.seed + 1))
+            warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
             for blocks in levels:
                 share = launch_share(s.pairs_at(blocks.level), launches, k)
                 blocks.extend(measure_level(targets, blocks.level, share, s.requests_per_block(blocks.level), workload,
-                                            ctx.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
+                                            ctx.run.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
         valid, why = self._measurement(ctx, s, levels, choice.why, workload)
         judged = judge(levels, s, launches, taus)
         for lv in levels:
@@ -144,8 +144,8 @@ class PerformanceGate(Gate):
         self._errors(ctx, s, levels)
         self._capacity(ctx, s, targets, workload)
         if valid:
-            history_check(ctx, history_path(s.history, ctx.out_dir),
-                          entry_of(ctx.run_id, ctx.specs["candidate"].describe(), choice.why, [c for c, _ in judged]),
+            history_check(ctx, history_path(s.history, ctx.run.out_dir),
+                          entry_of(ctx.run.run_id, ctx.run.specs["candidate"].describe(), choice.why, [c for c, _ in judged]),
                           {b.metric: b.higher_is_better for b in s.budgets()})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in levels)}")
@@ -153,25 +153,25 @@ class PerformanceGate(Gate):
     @staticmethod
     def _sides(ctx: GateContext, choice: BaselineChoice, launch: int) -> tuple[Endpoint, Endpoint]:
         """The baseline's and the candidate's endpoints for launch number `launch` (1-based)."""
-        if choice.kind != "launch" or ctx.launch is None:
-            return baseline_endpoint(choice, ctx.reference, ctx.launch), ctx.candidate
+        if choice.kind != "launch" or ctx.run.launch is None:
+            return baseline_endpoint(choice, ctx.reference, ctx.run.launch), ctx.candidate
         # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
         # the used one's full prefix cache evicts on every allocation (a clean candidate measured
         # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
         suffix = "" if launch == 1 else f"-{launch}"
         assert choice.spec is not None
-        return (ctx.launch(f"baseline{suffix}", choice.spec),
-                ctx.launch(f"candidate-for-performance{suffix}", ctx.specs["candidate"]))
+        return (ctx.run.launch(f"baseline{suffix}", choice.spec),
+                ctx.run.launch(f"candidate-for-performance{suffix}", ctx.run.specs["candidate"]))
 
     @staticmethod
     def _targets(ctx: GateContext, choice: BaselineChoice, base_ep: Endpoint, cand_ep: Endpoint) -> dict[str, LoadTarget]:
-        base_key = ctx.specs["reference"].api_key() if choice.kind == "reference" else None
-        meters = {ep.role: CpuMeter.of_group(ctx.process_group(ep.role)) for ep in (base_ep, cand_ep)}
+        base_key = ctx.run.specs["reference"].api_key() if choice.kind == "reference" else None
+        meters = {ep.role: CpuMeter.of_group(ctx.run.process_group(ep.role)) for ep in (base_ep, cand_ep)}
         if None in meters.values():  # CPU time compares only where both sides run here
             meters = {role: None for role in meters}
         return {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s,
                                        meters[base_ep.role]),
-                "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.specs["candidate"].api_key(),
+                "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.run.specs["candidate"].api_key(),
                                         ctx.candidate.timeout_s, meters[cand_ep.role])}
 
     def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
@@ -269,7 +269,7 @@ class PerformanceGate(Gate):
     def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
         """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""
         slo = s.slo()
-        points = sweep(targets, s.sweep, workload, ctx.seed, slo, ctx.progress)
+        points = sweep(targets, s.sweep, workload, ctx.run.seed, slo, ctx.progress)
         knees = {side: knee(points[side], slo) for side in SIDES}
         costs = {side: cost_per_1000(knees[side], s.price_per_accelerator_hour, s.accelerators) for side in SIDES}
         title = f"vs concurrency (knee: baseline {_lvl(knees['baseline'])}, candidate {_lvl(knees['candidate'])})"

@@ -130,7 +130,7 @@ class ShadowGate(Gate):
         selections: list[list[TrafficRecord]] = []
         done: set[str] = set()
         for stage in stages:
-            selections.append(stage_selection(traffic.records, stage, ctx.seed, done))
+            selections.append(stage_selection(traffic.records, stage, ctx.run.seed, done))
             done.update(r.id for r in selections[-1])
         analysis = Analysis(slice_plan((_facts(r) for sel in selections for r in sel), s.min_slice_requests),
                             s.thresholds())
@@ -281,7 +281,7 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
     passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
     the reference, else after them to the reference itself. A differing greedy answer is reviewed
     at the near-tie gap and drift of the candidate's declared dtype (the policy's `near_tie_gap`, `near_tie_drift`)."""
-    dtype = ctx.runtimes["candidate"].dtype if "candidate" in ctx.runtimes else "float32"
+    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
     gap, drift = s.gap(dtype), s.drift(dtype)
 
     def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
@@ -324,11 +324,11 @@ def _replica(ctx: GateContext, s: ShadowSettings) -> Endpoint | None:
     """The endpoint the twin pass goes to when it is not the reference itself: a second launch of
     a bundled or launched reference (`twin: replica`); None for `twin: same`, a URL reference
     (gatekeeper cannot start a copy of it) or a replica that did not come up (noted)."""
-    spec = ctx.specs.get("reference")
-    if s.twin != "replica" or ctx.launch is None or spec is None or spec.kind == "url":
+    spec = ctx.run.specs.get("reference")
+    if s.twin != "replica" or ctx.run.launch is None or spec is None or spec.kind == "url":
         return None
     try:
-        ep = ctx.launch("reference-replica", spec)
+        ep = ctx.run.launch("reference-replica", spec)
     except EndpointError as e:
         ctx.notes.append(f"shadow: the reference replica did not start ({e}); the twin pass goes to the reference")
         return None

@@ -13,7 +13,7 @@ from gatekeeper.capabilities import FEATURES, Capabilities, lost as lost_feature
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log, Table, TextPair
-from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.gates.interface import Gate, GateContext, StartupFindings
 from gatekeeper.gates.startup.logs import check_logs
 from gatekeeper.gates.startup.path import check_path
 from gatekeeper.gates.startup.path_change import check_path_change
@@ -62,16 +62,19 @@ class StartupGate(Gate):
     reference_cacheable = False  # it judges this launch: its health, canary and path, asked anew
     min_judged_share = 0.8  # a URL candidate has no startup log: its two log checks are not judged
 
-    def run(self, ctx: GateContext) -> None:
+    def run(self, ctx: GateContext) -> StartupFindings:
         """Readiness and endpoints per target, the canary (the first chat request), the capability
-        probe, then the log rules for the candidate."""
+        probe, then the log rules for the candidate; what it found, for the later gates."""
+        versions: dict[str, str | None] = {}
+        observed: dict[str, dict[str, str]] = {}
+        lost: list[str] = []
         for role, ep in ctx.endpoints.items():
-            rt = ctx.runtimes[role]
+            rt = ctx.run.runtimes[role]
             if not rt.ready:
                 # A launched candidate that dies is a regression; an unreachable URL is an error;
                 # a reference that does not come up is the reference's failure, not the candidate's,
                 # and then the candidate's own failure to start cannot be told from the machine's.
-                ref_up = ctx.runtimes["reference"].ready
+                ref_up = ctx.run.runtimes["reference"].ready
                 status = Status.FAIL if role == "candidate" and rt.kind != "url" and ref_up else Status.ERROR
                 what = ("reference unusable: " if role == "reference" else
                         "" if ref_up else "not judged (the reference did not start either): ")
@@ -80,22 +83,24 @@ class StartupGate(Gate):
                 continue
             ctx.check(checks.ready(role), Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
                       {"startup_s": rt.startup_s})
-            self._endpoints(ctx, role, ep)
+            versions[role] = self._endpoints(ctx, role, ep)
         self._canary(ctx)
         for role in ctx.endpoints:
-            if ctx.runtimes[role].ready:
+            if ctx.run.runtimes[role].ready:
                 self._probe(ctx, role)
         unusable = [c.id for c in ctx.checks if c.id.endswith(".reference") and c.status is Status.ERROR]
         if unusable:  # nothing the candidate does can be compared with a reference that cannot answer
             ctx.notes.append("startup: capabilities and the execution path were not compared: the reference is "
                              f"unusable ({', '.join(unusable)})")
-        elif all(rt.ready for rt in ctx.runtimes.values()):
-            self._compare(ctx)
-            check_path(ctx)
-            check_path_change(ctx, ctx.settings)
+        elif all(rt.ready for rt in ctx.run.runtimes.values()):
+            lost = self._compare(ctx)
+            observed = check_path(ctx)
+            check_path_change(ctx, ctx.settings, observed)
         check_logs(ctx, ctx.settings)
+        return StartupFindings(versions, observed, frozenset(n for n in lost if n in FEATURES))
 
-    def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> None:
+    def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> str | None:
+        """/health, /v1/models and /version of one target; the version it reports (None if none)."""
         def bad(name: str, reason: str, metrics: dict[str, Any]) -> None:
             """A failed endpoint check: the candidate's is a FAIL, the reference's makes it unusable."""
             if role == "reference":
@@ -122,15 +127,16 @@ class StartupGate(Gate):
                     + (f" (HTTP {status})" if status != 200 else ""), {"status_code": status})
             info, status = _get_json(ep, "/version")
             version = info.get("version") if isinstance(info.get("version"), str) else None
-            ctx.versions[role] = version
             ctx.check(f"version.{role}", Status.PASS if version else Status.WARN,
                       f"version {version}" if version else f"/version answered {status}", {"version": version})
+            return version
         except EndpointError as e:
             if e.kind == "malformed":
                 bad("models", "/v1/models or /version did not return JSON", {"error_kind": e.kind})
             else:
                 prefix = "reference unusable: " if role == "reference" else ""
                 ctx.check(f"health.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
+        return None
 
     def _probe(self, ctx: GateContext, role: str) -> None:
         """Report what the capability probe met: broken exchanges are ERROR, tolerated
@@ -156,15 +162,16 @@ class StartupGate(Gate):
             ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
                       "not supported: " + ", ".join(missing), metrics, evidence)
 
-    def _compare(self, ctx: GateContext) -> None:
+    def _compare(self, ctx: GateContext) -> list[str]:
         """`startup.capabilities`: one finding for every feature the reference supports and the
         candidate lacks (tool calling, logprobs, echo, /tokenize, streaming...), named once here;
         the checks that need it SKIP later pointing here. Blocking by default (a lost feature
         ROLLBACKs), but it never stops the later gates; a feature the probe could not establish
-        on the candidate (the model wrote no tool call to parse) is listed, not counted."""
+        on the candidate (the model wrote no tool call to parse) is listed, not counted. The lost
+        features, as the check names them."""
         ref, cand = ctx.capabilities["reference"], ctx.capabilities["candidate"]
         if ref.errors or cand.errors:
-            return  # the probe itself failed: protocol.<role> is ERROR already
+            return []  # the probe itself failed: protocol.<role> is ERROR already
         lost = lost_features(ref, cand)
         if ref.top_logprobs_max > cand.top_logprobs_max and cand.logprobs:
             lost.append(f"top_logprobs up to {ref.top_logprobs_max} (candidate: {cand.top_logprobs_max})")
@@ -173,21 +180,20 @@ class StartupGate(Gate):
                 for n in FEATURES]
         evidence = [Table("capabilities: reference vs candidate", ["capability", "reference", "candidate", "candidate note"], rows)]
         if lost:
-            if hasattr(ctx.capabilities, "reported_lost"):
-                ctx.capabilities.reported_lost.update(n for n in lost if n in FEATURES)
             ctx.check(checks.CAPABILITIES, Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
                       + " that the reference supports; the checks that need them are not judged", {"lost": lost,
                       "gained": gained}, evidence)
         else:
             ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
                       + (f" (and {', '.join(gained)})" if gained else ""), {"lost": [], "gained": gained})
+        return lost
 
     def _canary(self, ctx: GateContext) -> None:
         """The first request on both targets; the candidate is judged against the reference."""
         s: StartupSettings = ctx.settings
         answers: dict[str, str | None] = {}
         for role, ep in ctx.endpoints.items():
-            if not ctx.runtimes[role].ready:
+            if not ctx.run.runtimes[role].ready:
                 continue
             t0 = time.perf_counter()
             retried: list[str] = []

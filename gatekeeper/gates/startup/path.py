@@ -21,12 +21,12 @@ def _pairs(path: dict[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(path.items())) or "—"
 
 
-def check_path(ctx: GateContext) -> None:
-    """Read each ready target's observed path into `ctx.observed` and judge it against the
-    path it is judged by."""
-    rows, wrong = [], []
+def check_path(ctx: GateContext) -> dict[str, dict[str, str]]:
+    """Read each ready target's observed path and judge it against the path it is judged by;
+    the observed paths, by role."""
+    rows, wrong, observed_by_role = [], [], {}
     for role, ep in ctx.endpoints.items():
-        rt = ctx.runtimes[role]
+        rt = ctx.run.runtimes[role]
         if not rt.ready:
             continue
         logged = from_log(rt.log_lines)
@@ -36,13 +36,13 @@ def check_path(ctx: GateContext) -> None:
         except EndpointError:
             exposed = {}
         observed = resolve({**exposed, **logged})  # the log names the model dtype; /metrics only the cache
-        ctx.observed[role] = observed
+        observed_by_role[role] = observed
         sources = [name for name, found in (("log", logged), ("/metrics", exposed)) if found]
         rows.append([role, _pairs(rt.assumed), _pairs(observed), ", ".join(sources) or "nothing stated"])
         wrong += [(role, *d) for d in disagreements(rt.assumed, observed)]
     evidence = [Table("execution path: judged by vs stated by the engine", ["target", "judged by", "stated", "source"], rows)]
-    metrics = {"observed": {role: dict(path) for role, path in ctx.observed.items()}, "disagreements": len(wrong)}
-    if not any(ctx.observed.values()):
+    metrics = {"observed": {role: dict(path) for role, path in observed_by_role.items()}, "disagreements": len(wrong)}
+    if not any(observed_by_role.values()):
         ctx.check(EXECUTION_PATH, Status.SKIP, "no target states its execution path (no log with dtype=/tp= lines, no "
                   "vllm:cache_config_info in /metrics): the declared path is taken on trust", metrics, evidence,
                   advisory=True)
@@ -53,3 +53,4 @@ def check_path(ctx: GateContext) -> None:
     else:
         ctx.check(EXECUTION_PATH, Status.PASS, "what the targets state agrees with the path they are judged by",
                   metrics, evidence)
+    return observed_by_role

@@ -19,6 +19,7 @@ judged: an advisory SKIP.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
@@ -29,11 +30,11 @@ from gatekeeper.targets.observed import PATH_KEYS, canonical, resolve
 from gatekeeper.gates.startup.checks import PATH_CHANGE
 
 
-def _key_changes(ctx: GateContext) -> tuple[list[tuple[str, str, str]], int]:
+def _key_changes(ctx: GateContext, observed: Mapping[str, Mapping[str, str]]) -> tuple[list[tuple[str, str, str]], int]:
     """(key, reference value, candidate value) for each path key both state differently and the
     candidate's declaration does not name; and how many keys both state."""
-    ref, cand = (_auto_resolved(ctx, role) for role in ("reference", "candidate"))
-    said = ctx.runtimes["candidate"].assumed
+    ref, cand = (_auto_resolved(ctx, role, observed.get(role) or {}) for role in ("reference", "candidate"))
+    said = ctx.run.runtimes["candidate"].assumed
     # kv_cache_dtype left at auto follows the declared dtype (the engines' rule)
     assumed = resolve({k: canonical(k, v) for k, v in {"kv_cache_dtype": "auto", **said}.items()})
     both = [k for k in PATH_KEYS if k in ref and k in cand]
@@ -44,14 +45,14 @@ def _key_changes(ctx: GateContext) -> tuple[list[tuple[str, str, str]], int]:
     return changes, len(both)
 
 
-def _auto_resolved(ctx: GateContext, role: str) -> dict[str, str]:
+def _auto_resolved(ctx: GateContext, role: str, stated: Mapping[str, str]) -> dict[str, str]:
     """A target's stated path with `kv_cache_dtype=auto` read as the model dtype it runs: the
     dtype its log states, else the one it is judged by (a URL target has no log; vLLM's
     `/metrics` states `cache_dtype="auto"` only). An `auto` whose dtype is unknown is dropped:
     equal values in two spellings are not a change, and an unknown one is not judged."""
-    observed = dict(ctx.observed.get(role) or {})
+    observed = dict(stated)
     if observed.get("kv_cache_dtype") == "auto":
-        assumed = ctx.runtimes[role].assumed.get("dtype")
+        assumed = ctx.run.runtimes[role].assumed.get("dtype")
         dtype = observed.get("dtype") or (canonical("dtype", str(assumed)) if assumed else None)
         if dtype:
             observed["kv_cache_dtype"] = dtype
@@ -62,7 +63,7 @@ def _auto_resolved(ctx: GateContext, role: str) -> dict[str, str]:
 
 def _fallback_lines(ctx: GateContext, patterns: list[str]) -> list[str]:
     """Candidate log lines that match a fallback pattern and that the reference does not print."""
-    cand, ref = ctx.runtimes["candidate"], ctx.runtimes["reference"]
+    cand, ref = ctx.run.runtimes["candidate"], ctx.run.runtimes["reference"]
     ref_lines = {normalise(line) for line in ref.log_lines}
     compiled = [re.compile(p) for p in patterns]
     seen: dict[str, str] = {}
@@ -82,10 +83,10 @@ def _explained(s: StartupSettings, key: str | None = None, line: str | None = No
     return None
 
 
-def check_path_change(ctx: GateContext, s: StartupSettings) -> None:
-    """Judge the candidate's observed path against the reference's (after `check_path` read both)."""
-    keys, stated = _key_changes(ctx)
-    cand = ctx.runtimes["candidate"]
+def check_path_change(ctx: GateContext, s: StartupSettings, observed: Mapping[str, Mapping[str, str]]) -> None:
+    """Judge the candidate's observed path against the reference's (`observed`: what `check_path` read)."""
+    keys, stated = _key_changes(ctx, observed)
+    cand = ctx.run.runtimes["candidate"]
     has_log = cand.has_log and bool(cand.log_lines)
     lines = _fallback_lines(ctx, s.path_change_lines) if has_log else []
     rows, unexplained = [], []
