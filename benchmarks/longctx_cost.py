@@ -18,8 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from gatekeeper.config.run_config import resolve
-from gatekeeper.plan import build_plan
-from gatekeeper.runner import Runner
+from gatekeeper.run.plan import build_plan
+from gatekeeper.run.runner import Runner
 
 BUDGET_S = 90.0
 

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 from gatekeeper.config.run_config import resolve
-from gatekeeper.plan import build_plan
+from gatekeeper.run.plan import build_plan
 from gatekeeper.results import RunResult
-from gatekeeper.runner import Runner
+from gatekeeper.run.runner import Runner
 
 
 TARGET_S = 180.0  # the bundled pair (issue 16)

@@ -122,7 +122,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _find_cycle({"gatekeeper.a": {"gatekeeper.b"}}) is None
 
 
-GATE_SIDE = ["gatekeeper.cli", "gatekeeper.runner", "gatekeeper.plan", "gatekeeper.gates.registry",
+GATE_SIDE = ["gatekeeper.cli", "gatekeeper.run.runner", "gatekeeper.run.plan", "gatekeeper.gates.registry",
              "gatekeeper.report.writer"]
 
 

@@ -115,7 +115,7 @@ def _run(case: dict[str, Any], tmp_path: Path) -> Outcome:
     return Outcome(run, sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p)))
 
 
-PRELOADED = ("gatekeeper.cli", "gatekeeper.plan", "gatekeeper.runner", "gatekeeper.run_dir", "gatekeeper.config.run_config",
+PRELOADED = ("gatekeeper.cli", "gatekeeper.run.plan", "gatekeeper.run.runner", "gatekeeper.run.run_dir", "gatekeeper.config.run_config",
              "gatekeeper.config.policy", "gatekeeper.gates.registry", "gatekeeper.traffic.format", "gatekeeper.live.commands",
              "gatekeeper.matrix.spec", "gatekeeper.matrix.cell_run", "gatekeeper.matrix.job_matrix",
              "gatekeeper.golden.golden_set", "gatekeeper.traffic.store", "gatekeeper.perf.history")

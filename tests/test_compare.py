@@ -23,7 +23,7 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.registry import listed_filenames
 from gatekeeper.report.summary_json import SummaryJsonRenderer
 from gatekeeper.results import CheckResult, GateResult, Judgement, RunResult, Status
-from gatekeeper.run_dir import mark_incomplete
+from gatekeeper.run.run_dir import mark_incomplete
 from report_runs import XSS, promote_run, rollback_run
 
 ROOT = Path(__file__).resolve().parent.parent

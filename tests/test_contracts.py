@@ -9,9 +9,10 @@ import ast
 import re
 from pathlib import Path
 
+from gatekeeper.gates.registry import GATES as GATES_BY_ID
 from test_architecture import PACKAGE, import_graph
 
-GATES = ("startup", "numerics", "golden", "longctx", "shadow", "performance")
+GATES = tuple(GATES_BY_ID)
 _CHECK_ID = re.compile(rf"^({'|'.join(GATES)})\.[\w.\-]*$")
 _FILE_NAME = re.compile(r"\.(html|md|j2|json|jsonl|yaml|txt)$")
 

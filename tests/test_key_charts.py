@@ -20,7 +20,7 @@ from gatekeeper.report.perf_reasons import performance_reasons
 from gatekeeper.report.serialise import check_json
 from gatekeeper.report.viewmodel import failures
 from gatekeeper.results import Status
-from gatekeeper.run_dir import _check
+from gatekeeper.run.run_dir import _check
 from report_runs import _check as make_check
 from report_runs import _gate, hold_run, rollback_run
 from report_runs_charts import partial_promote_run, perf_rollback_run, promote_full_run, shadow_rollback_run

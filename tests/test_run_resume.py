@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from gatekeeper.config.run_config import resolve
-from gatekeeper.plan import build_plan
-from gatekeeper.run_dir import INCOMPLETE, fingerprint, mark_incomplete, write_plan
+from gatekeeper.run.plan import build_plan
+from gatekeeper.run.run_dir import INCOMPLETE, fingerprint, mark_incomplete, write_plan
 from gatekeeper.report.records import GATE_FORMAT, read_records
 from rejudge_util import gk_rejudge
 from run_util import gk_run

@@ -23,7 +23,7 @@ def golden() -> None:
 def golden_record(target: str, golden_path: str, out_path: str, model: str | None) -> None:
     """Snapshot a target's answers to the golden set, so later runs compare without it running."""
     from gatekeeper.errors import ConfigError
-    from gatekeeper.golden_record import record_target
+    from gatekeeper.commands.golden_record import record_target
 
     try:
         n = record_target(target, golden_path, out_path, model)

@@ -34,7 +34,7 @@ def init(reference: str | None, candidate: str | None, dtype: str | None, refere
          candidate_dtype: str | None, served_model: str | None, no_keys: bool, directory: str, force: bool) -> None:
     """Write gatekeeper.yaml, gatekeeper-policy.yaml and .github/workflows/gatekeeper.yml for two URLs."""
     from gatekeeper.cli_exit import fail
-    from gatekeeper.init_files import InitAnswers, init_files
+    from gatekeeper.commands.init_files import InitAnswers, init_files
     from gatekeeper.atomic import write_atomic
 
     answers = InitAnswers(_url("reference", reference), _url("candidate", candidate), reference_dtype or dtype,
@@ -83,7 +83,7 @@ def _check(files: dict[str, str]) -> None:
     from gatekeeper.config.policy import load_policy
     from gatekeeper.config.run_config import resolve
     from gatekeeper.gates.registry import settings_types
-    from gatekeeper.init_files import POLICY, RUN_CONFIG
+    from gatekeeper.commands.init_files import POLICY, RUN_CONFIG
 
     with tempfile.TemporaryDirectory(prefix="gatekeeper-init-") as scratch:
         for name in (RUN_CONFIG, POLICY):

@@ -51,7 +51,7 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
     from gatekeeper.matrix.cell_run import apply_cell, options_sha256
     from gatekeeper.matrix.spec import load_matrix
     from gatekeeper.matrix.sweep import exit_code, run_cells, table
-    from gatekeeper.progress import Progress
+    from gatekeeper.commands.progress import Progress
 
     ctx = click.get_current_context()
     values, sources = resolve(config_path, os.environ, flags)

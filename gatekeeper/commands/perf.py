@@ -150,8 +150,8 @@ def perf_calibrate(config_path: str | None, pairs: int, **flags: Any) -> None:
     from gatekeeper.exit_codes import HOLD, OK, USAGE
     from gatekeeper.commands.calibrate import calibrate, calibration_target
     from gatekeeper.perf.calibration import MIN_PAIRS, machine_class, spread_of
-    from gatekeeper.plan import build_plan, new_run_id
-    from gatekeeper.progress import Progress
+    from gatekeeper.run.plan import build_plan, new_run_id
+    from gatekeeper.commands.progress import Progress
 
     run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-calibrate-"))
     try:

@@ -30,11 +30,11 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
     same question, otherwise it is a blocking SKIP (HOLD). A new run directory is written, its
     summary.json naming the run it re-judged."""
     from gatekeeper.errors import ConfigError
-    from gatekeeper.plan import build_plan, new_run_id
-    from gatekeeper.progress import Progress
-    from gatekeeper.run_dir import INCOMPLETE, PlanOptions, fingerprint, read_plan_options
+    from gatekeeper.run.plan import build_plan, new_run_id
+    from gatekeeper.commands.progress import Progress
+    from gatekeeper.run.run_dir import INCOMPLETE, PlanOptions, fingerprint, read_plan_options
     from gatekeeper.tape.recording import DIR, TARGETS
-    from gatekeeper.rejudge import ReplayRunner
+    from gatekeeper.run.rejudge import ReplayRunner
 
     if as_json:
         json_errors()

@@ -36,11 +36,11 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
     from gatekeeper.config.run_config import resolve
     from gatekeeper.errors import ConfigError
-    from gatekeeper.plan import build_plan, new_run_id
-    from gatekeeper.progress import Progress
-    from gatekeeper.runner import Runner
+    from gatekeeper.run.plan import build_plan, new_run_id
+    from gatekeeper.commands.progress import Progress
+    from gatekeeper.run.runner import Runner
 
-    from gatekeeper.run_dir import PlanOptions, check_resumable, fingerprint
+    from gatekeeper.run.run_dir import PlanOptions, check_resumable, fingerprint
 
     if as_json:
         json_errors()
@@ -69,7 +69,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
             discard(run_dir)
         fail(str(e), exit_codes.USAGE, e.hint)
     if dry_run:
-        from gatekeeper.plan import describe_plan
+        from gatekeeper.run.plan import describe_plan
 
         if cell_run is not None:
             click.echo(f"matrix {cell_run.matrix.path} cell {cell_run.cell.id} (expected: {cell_run.expected or 'nothing'})")

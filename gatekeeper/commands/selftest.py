@@ -18,7 +18,7 @@ def selftest(quick: bool, out_path: str, model: str | None) -> None:
     the detection matrix (fault × gate), catches at the intended gate, misses, false alarms on
     the clean cells (selftest.html, selftest.json). Resumable. Exit 0 when every fault was caught
     at an intended gate and every clean cell promoted, else 1."""
-    from gatekeeper.progress import Progress
+    from gatekeeper.commands.progress import Progress
     from gatekeeper.selftest.run import run_selftest
 
     r = run_selftest(Path(out_path), quick, ["--model", model] if model else [], Progress())

@@ -26,7 +26,7 @@ from typing import Any
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.results import CheckResult, Judgement, Status, Verdict
-from gatekeeper.run_dir import INCOMPLETE
+from gatekeeper.run.run_dir import INCOMPLETE
 
 SUMMARY = "summary.json"
 SUMMARY_FORMAT = "gatekeeper.summary/1"  # the major version this reader understands

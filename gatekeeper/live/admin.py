@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
-from gatekeeper.plan import load_gate_policy
+from gatekeeper.run.plan import load_gate_policy
 from gatekeeper.live.judgement import LiveJudgement
 
 if TYPE_CHECKING:

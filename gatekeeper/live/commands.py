@@ -124,7 +124,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     """Answer clients from the primary exactly as if the proxy were not there, mirror a sampled
     share to the shadow (and to a reference replica, the noise floor) through a bounded queue,
     commit each pair to the store, and serve /verdict and /metrics (docs/shadow-live.md)."""
-    from gatekeeper.plan import load_gate_policy
+    from gatekeeper.run.plan import load_gate_policy
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
     from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app

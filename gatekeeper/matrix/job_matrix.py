@@ -48,7 +48,7 @@ def plan_json(matrix: Matrix, matrix_arg: str, faults: tuple[str, ...] = ()) -> 
 def render_plan(matrix: Matrix, matrix_arg: str, fmt: str, faults: tuple[str, ...] = ()) -> str:
     """The plan in one of the formats (json, github, gitlab); the faults are checked as a run
     checks them (every job of a plan with a bad fault would fail alike)."""
-    from gatekeeper.plan import check_faults
+    from gatekeeper.run.plan import check_faults
 
     check_faults(faults)
     if fmt in MAX_JOBS and len(matrix.cells) > MAX_JOBS[fmt]:

@@ -27,11 +27,12 @@ import yaml
 
 from gatekeeper.config.run_config import find_file
 from gatekeeper.atomic import write_atomic
+from gatekeeper.gates.registry import select
 from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
 from gatekeeper.report.selftest_view import selftest_html
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
 
-GATE_ORDER = ("startup", "numerics", "golden", "longctx", "shadow", "performance")
+GATE_ORDER = tuple(g.id for g in select(None))  # stage order, from the one list of gates
 ARGS_FILE = "selftest-args.json"
 
 

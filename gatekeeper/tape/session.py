@@ -89,7 +89,7 @@ class AnswerTape:
 
 def _launch_identity(spec: TargetSpec) -> str:
     """How a target gatekeeper starts is started: its description and, for the bundled engine, its weights."""
-    from gatekeeper.run_dir import files_digest
+    from gatekeeper.tape.digest import files_digest
 
     weights = files_digest([Path(spec.model)]) if spec.kind == "bundled" and spec.model else ""
     return f"{spec.describe()} weights={weights}"

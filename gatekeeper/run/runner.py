@@ -30,7 +30,7 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RunResult, Status, TargetInfo
-from gatekeeper.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
+from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import select
-from gatekeeper.plan_probe import Speed, probe
+from gatekeeper.run.plan_probe import Speed, probe
 from gatekeeper.run_plan import RunPlan
 
 DEFAULT_ANSWER_TOKENS = 256  # a recorded request without max_tokens: assumed this long for the estimate

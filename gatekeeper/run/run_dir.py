@@ -19,10 +19,9 @@ which ran.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,11 @@ from gatekeeper.atomic import write_atomic
 from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, Status
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.tape.digest import digest, files_digest
 
 INCOMPLETE = "incomplete.json"
 PLAN = "plan.json"
-PLAN_FORMAT = "gatekeeper.plan/1"
+PLAN_FORMAT = "gatekeeper.run.plan/1"
 ALWAYS_RERUN = frozenset({"startup"})
 _NOT_PLAN = frozenset({"out", "resume", "reference_cache"})  # options that say where, not what
 
@@ -53,30 +53,6 @@ def mark_incomplete(run_dir: Path, run_id: str, started_at: str) -> None:
 def mark_complete(run_dir: Path) -> None:
     """The run's last report is written."""
     (run_dir / INCOMPLETE).unlink(missing_ok=True)
-
-
-def _digest(chunks: Iterable[bytes]) -> str:
-    h = hashlib.sha256()
-    for chunk in chunks:
-        h.update(len(chunk).to_bytes(8, "little"))
-        h.update(chunk)
-    return h.hexdigest()[:16]
-
-
-def _files(paths: Iterable[Path]) -> str:
-    """One hash over the names and contents of files (directories walked in order)."""
-    def chunks() -> Iterable[bytes]:
-        for path in paths:
-            for f in sorted(path.rglob("*")) if path.is_dir() else [path]:
-                if f.is_file() and "__pycache__" not in f.parts:
-                    yield str(f.relative_to(path) if path.is_dir() else f.name).encode()
-                    yield f.read_bytes()
-    return _digest(chunks())
-
-
-def files_digest(paths: Iterable[Path]) -> str:
-    """One short hash over files' names and contents (directories walked in order)."""
-    return _files(paths)
 
 
 def _named_files(plan: RunPlan) -> list[Path]:
@@ -101,13 +77,13 @@ def fingerprint(plan: RunPlan, options: Mapping[str, Any]) -> dict[str, str]:
     code = Path(gatekeeper.__file__).parent
     models = [Path(s.model) for s in (plan.reference, plan.candidate) if s.kind == "bundled" and s.model]
     return {
-        "options": _digest([json.dumps({k: v for k, v in options.items() if k not in _NOT_PLAN}, sort_keys=True,
+        "options": digest([json.dumps({k: v for k, v in options.items() if k not in _NOT_PLAN}, sort_keys=True,
                                        default=str).encode()]),
-        "policy": _files([find_file(plan.policy.path)]),
-        "golden_sets": _files(find_file(p) for p in plan.golden_paths),
-        "policy_files": _files(_named_files(plan)),
-        "model": _files(m for m in models if m.exists()),
-        "code": _digest([__version__.encode(), _files(p for p in sorted(code.iterdir())
+        "policy": files_digest([find_file(plan.policy.path)]),
+        "golden_sets": files_digest(find_file(p) for p in plan.golden_paths),
+        "policy_files": files_digest(_named_files(plan)),
+        "model": files_digest(m for m in models if m.exists()),
+        "code": digest([__version__.encode(), files_digest(p for p in sorted(code.iterdir())
                                                       if p.name not in ("models", "__pycache__")).encode()]),
     }
 

@@ -272,6 +272,6 @@ def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
         lines.append(f"golden: {len(cases)} cases from {', '.join(plan.golden_paths)}: {', '.join(cases)}")
     lines += [f"partial: {what} (the verdict will say so)" for what in plan.restricted]
     lines.append(f"reports: {plan.out_dir / plan.run_id}/")
-    from gatekeeper.plan_warnings import plan_warnings
+    from gatekeeper.run.plan_warnings import plan_warnings
 
     return "\n".join(lines + [f"warning: {w}" for w in plan_warnings(plan)])

@@ -20,9 +20,9 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext, TargetRuntime, utc_now
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, Status
-from gatekeeper.run_dir import PlanOptions, Resumable, finished_gates
+from gatekeeper.run.run_dir import PlanOptions, Resumable, finished_gates
 from gatekeeper.run_plan import RunPlan
-from gatekeeper.runner import ROLES, Runner
+from gatekeeper.run.runner import ROLES, Runner
 from gatekeeper.tape.recording import Recorded
 from gatekeeper.tape.session import AnswerTape
 from gatekeeper.targets.interface import Started, Target, TargetSpec
