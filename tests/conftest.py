@@ -97,3 +97,18 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     """Path to a session-wide random Qwen2 checkpoint with our tokenizer and chat template."""
     pytest.importorskip("torch", reason="the bundled engine needs the `engine` extra")
     return build_checkpoint(tmp_path_factory.mktemp("tiny-qwen2"))
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory):
+    """`shared_run(*args)`: one real `gatekeeper run ARGS` per session, whichever tests ask for
+    the same arguments (they only read the run; a test that changes its directory makes its own)."""
+    from run_util import RunOutcome, gk_run
+
+    runs: dict[tuple[str, ...], RunOutcome] = {}
+
+    def run(*args: str, timeout: float = 900) -> RunOutcome:
+        if args not in runs:
+            runs[args] = gk_run(tmp_path_factory.mktemp("shared-run"), *args, timeout=timeout)
+        return runs[args]
+    return run

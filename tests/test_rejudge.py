@@ -143,10 +143,12 @@ def test_what_cannot_be_rejudged_is_one_line_and_exit_3(rollback, tmp_path, case
 
 
 @pytest.mark.slow  # two more runs: test_compare.py's synthetic runs stay in the default suite
-def test_compare_two_runs_of_one_build_shows_no_change_and_a_faulted_run_its_faulted_checks(rollback, tmp_path):
-    """`gatekeeper compare` on real runs: two launches of the same build, then the clean against the faulted."""
+def test_compare_two_runs_of_one_build_shows_no_change_and_a_faulted_run_its_faulted_checks(rollback, shared_run,
+                                                                                            tmp_path):
+    """`gatekeeper compare` on real runs: two launches of the same build, then the clean against
+    the faulted. The first run is the session's shared one (the browser test reads it too)."""
     args = (*SMOKE, "--gates", "startup,numerics,golden")
-    first, second = gk_run(tmp_path / "one", *args), gk_run(tmp_path / "two", *args)
+    first, second = shared_run(*args), gk_run(tmp_path / "two", *args)
     same = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "compare", str(first.run_dir), str(second.run_dir),
                            "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert same.returncode == 0, same.stderr

@@ -43,11 +43,15 @@ def browser() -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunOutcome]:
+def runs(tmp_path_factory: pytest.TempPathFactory, shared_run) -> dict[str, RunOutcome]:
+    """Each scenario's run: the session's shared run of the same arguments where another test
+    makes it too, a run of its own for the unusable reference (a fresh port each time)."""
     done = {}
     for name, (args, _, _) in SCENARIOS.items():
-        args = tuple(a.format(port=free_port()) for a in args)
-        done[name] = gk_run(tmp_path_factory.mktemp(name), *args, timeout=900)
+        if any("{port}" in a for a in args):
+            done[name] = gk_run(tmp_path_factory.mktemp(name), *(a.format(port=free_port()) for a in args), timeout=900)
+        else:
+            done[name] = shared_run(*args)
     return done
 
 

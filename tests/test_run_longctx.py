@@ -95,16 +95,6 @@ def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_di
     assert out.summary["verdict"] == "HOLD" and "longctx.nan_inf: UNDECIDED" in " ".join(out.summary["reasons"])
 
 
-@pytest.mark.slow  # the default-run test (test_run_gk_tiny.py) already runs gate 4 on the clean candidate
-def test_clean_candidate_passes_gate_4(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), *LONGCTX)
-    assert out.summary["verdict"] == "PROMOTE" and not _failed(out), _failed(out)
-    assert out.check("longctx.trigger_conditions")["status"] == "PASS"  # the clean pass did exercise them all
-    # A WARN here may only say that a case does not suit the model (the reference fails it too).
-    warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
-    assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
-
-
 @pytest.mark.slow  # ~60 s; the engine-level catch is test_engine_faults::test_kv_stale_reuse_corrupts_only_with_prefix_caching
 def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse")
@@ -218,10 +208,18 @@ def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", [None, 1, 2, 3, 4])
 def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--seed", str(seed), *LONGCTX)
+    """Five runs of the clean candidate (the default seed and four others): gate 4 fails none. On
+    the default seed the clean pass also exercises every trigger condition, and a WARN may only
+    say that a case does not suit the model (the reference fails it too)."""
+    out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX)
     assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
+    if seed is None:
+        assert out.summary["verdict"] == "PROMOTE"
+        assert out.check("longctx.trigger_conditions")["status"] == "PASS"
+        warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
+        assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
 
 
 @pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
