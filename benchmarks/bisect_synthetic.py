@@ -3,7 +3,7 @@
     python benchmarks/bisect_synthetic.py [--seeds 5] [--first 0] [--scenarios correctness,performance,clean] [--builds 16]
 
 The history: `--builds` builds b00…, each a file of `gatekeeper serve` arguments; a fault switches
-on from one build on (tests/bisect_util.py), and the launch template starts the engine with a
+on from one build on (tests/helpers/bisect_util.py), and the launch template starts the engine with a
 build's arguments, as a real template starts a release. Scenarios:
 
 - correctness: `kv-stale-reuse` from build 11, bisected on `longctx.session_agreement`;
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 from bisect_util import synthetic_history  # noqa: E402
 

@@ -6,7 +6,7 @@ sporadically corrupting one still caught?
 
 Each run is a real `gatekeeper run` whose reference and candidate are launch targets: this file's
 `serve` command starts a bundled server (the reference path, or the optimized path as the
-candidate) on a private port and puts a real fault proxy (tests/fault_proxy.py, mode
+candidate) on a private port and puts a real fault proxy (tests/helpers/fault_proxy.py, mode
 `unavailable_random`) on the port gatekeeper gave it. The proxy answers a seeded `--rate` of all
 requests, GET or POST, with a 503 without `Retry-After`, as a server behind an overloaded balancer
 does now and then. Gate 5's twin goes to a second launch of the reference (`twin: replica`), so
@@ -63,7 +63,7 @@ class _Lines(list):
 
 def serve(port: int, rate: float, seed: str, log: Path, serve_args: list[str]) -> None:
     """A bundled server on a private port behind a 503-injecting proxy on `port`, until SIGTERM."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(ROOT / "tests" / "helpers"))
     from fault_proxy import fault_proxy
     from server_util import free_port, stop
 

@@ -1,7 +1,7 @@
 """Gate 3's checks and findings that other code reads (the correctness table, gate 5's
 `deterministic_probe` rule, matrix path records): which checks are cases, which are their
 streamed variants, and a case's outcome, typed. A literal `golden.…` id outside this package is
-a test failure (tests/test_architecture.py).
+a test failure (tests/repo/test_architecture.py).
 
 A case's check is `golden.<case id>`; its streamed variant `golden.<case id>.stream`; besides
 the cases the gate writes `golden.coverage`, `golden.pass_rate` and `golden.candidate_repeat`.

@@ -1,6 +1,6 @@
 """Gate 4's checks and findings that other code reads (the correctness table, matrix path
 records): ids and the needle grid's counts, typed. A literal `longctx.…` id outside this package
-is a test failure (tests/test_architecture.py)."""
+is a test failure (tests/repo/test_architecture.py)."""
 
 from __future__ import annotations
 

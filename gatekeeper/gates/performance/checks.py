@@ -1,7 +1,7 @@
 """The performance gate's checks that other code reads (performance.html's table, the
 correctness report that leaves this gate out): the gate id and its summary checks' ids. A
 literal `performance.…` check id outside this package is a test failure
-(tests/test_architecture.py)."""
+(tests/repo/test_architecture.py)."""
 
 from __future__ import annotations
 

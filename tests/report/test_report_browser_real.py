@@ -1,0 +1,80 @@
+"""The six scenarios a reviewer meets, from real runs of the shipped model, opened in headless
+Chromium at 1280×900: the verdict, its reasons and the first key chart (when the page has one)
+on the first screen of correctness.html and performance.html.
+
+Clean (smoke policy, every gate), ROLLBACK at golden (streamed tool calls broken), ROLLBACK at
+gate 5 (tools beyond the fourth dropped: only wide-menu tenants are hit), ROLLBACK at performance
+(each decode step 40% slower; the default policy's budgets), HOLD for an unusable reference (it
+never answers), and a PROMOTE restricted by --gates. Slow: about four minutes of real runs. With
+GATEKEEPER_SCREENSHOTS=DIR a PNG of every page is saved for a human to look at.
+"""
+
+from __future__ import annotations
+
+
+import pytest
+
+from run_util import RunOutcome, gk_run
+from server_util import free_port
+from test_report_browser import FOLD, chromium_binary, probe
+from paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+SMOKE = ("--policy", str(ROOT / "gates/smoke.yaml"))
+SCENARIOS = {
+    "clean": ((*SMOKE,), "PROMOTE", None),
+    "rollback-golden": ((*SMOKE, "--candidate-fault", "tool-parser-partial"), "ROLLBACK", "golden"),
+    "rollback-shadow": ((*SMOKE, "--candidate-fault", "tool-overflow=4"), "ROLLBACK", "shadow"),
+    "rollback-performance": (("--gates", "startup,performance", "--candidate-fault", "decode-slowdown=40"), "ROLLBACK",
+                             "performance"),
+    "hold-reference": (("--gates", "startup,numerics,golden", "--reference", "http://127.0.0.1:{port}"), "HOLD", None),
+    "partial-promote": ((*SMOKE, "--gates", "startup,numerics,golden"), "PROMOTE", None),
+}
+
+
+@pytest.fixture(scope="module")
+def browser() -> str:
+    binary = chromium_binary()
+    if binary is None:
+        pytest.skip("needs Chromium: `apt-get install -y chromium` (Debian) or set GATEKEEPER_CHROMIUM")
+    return binary
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, shared_run) -> dict[str, RunOutcome]:
+    """Each scenario's run: the session's shared run of the same arguments where another test
+    makes it too, a run of its own for the unusable reference (a fresh port each time)."""
+    done = {}
+    for name, (args, _, _) in SCENARIOS.items():
+        if any("{port}" in a for a in args):
+            done[name] = gk_run(tmp_path_factory.mktemp(name), *(a.format(port=free_port()) for a in args), timeout=900)
+        else:
+            done[name] = shared_run(*args)
+    return done
+
+
+@pytest.mark.parametrize("page", ["correctness.html", "performance.html"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_real_runs_verdict_reasons_and_key_chart_are_on_the_first_screen(browser, runs, name, page, tmp_path):
+    _, verdict, failing_gate = SCENARIOS[name]
+    out = runs[name]
+    assert out.summary is not None, out.stderr[-3000:]
+    assert out.summary["verdict"] == verdict, out.summary["reasons"]
+    if failing_gate:
+        assert any(r.startswith(f"{failing_gate}.") for r in out.summary["reasons"]), out.summary["reasons"]
+    target = out.run_dir / page
+    renamed = target.with_name(f"{name}-{page}")  # the screenshot's name says the scenario
+    renamed.write_bytes(target.read_bytes())
+    seen = probe(browser, renamed, 1280, tmp_path)
+    fold = seen["fold"]
+    assert f"Verdict: {verdict}" in seen["text"] and fold["#verdict .big"]["bottom"] < FOLD
+    reasons = fold.get("#reasons li") or fold.get("#verdict .status-line")
+    assert reasons is not None and reasons["bottom"] < FOLD, f"{name} {page}: no reason on the first screen: {fold}"
+    if name == "partial-promote":
+        assert "Verdict: PROMOTE (partial: 3 of 6 gates ran)" in seen["text"]
+    if seen["keyCharts"]:
+        chart = fold["figure.key-chart svg"]
+        assert chart["top"] < FOLD and chart["height"] > 50, f"{name} {page}: first key chart below the fold: {fold}"
+    else:  # a page without a chart says so on the first screen
+        assert name == "hold-reference" or "#key-charts p.muted" in fold, f"{name} {page}: {fold}"

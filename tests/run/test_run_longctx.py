@@ -1,0 +1,288 @@
+"""Gate 4 end to end: `gatekeeper run` on the bundled engines with the trained gk-tiny, faults
+injected through the candidate's fault switches (stale KV blocks, NaN residue, a RoPE theta drift:
+docs/bug-classes.md). These need the shipped checkpoint, which the training script
+writes; until it exists they skip. The five-seed false-alarm test is marked slow."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from paths import ROOT
+from run_util import RunOutcome, gk_run
+
+# GATEKEEPER_TEST_GK_TINY points these tests at another trained checkpoint (e.g. one mid-training).
+GK_TINY = Path(os.environ.get("GATEKEEPER_TEST_GK_TINY")
+               or ROOT / "gatekeeper" / "models" / "gk-tiny")
+LONGCTX = ("--gates", "longctx")
+
+
+@pytest.fixture(scope="module")
+def gk_tiny() -> Path:
+    """The shipped, trained gk-tiny (skip with the reason when it has not been written yet)."""
+    if not (GK_TINY / "model.safetensors").is_file():
+        pytest.skip(f"gk-tiny is not trained yet: no {GK_TINY}/model.safetensors (run the training script "
+                    "with --ship gatekeeper/models/gk-tiny)")
+    return GK_TINY
+
+
+def _failed(out: RunOutcome) -> dict[str, str]:
+    assert out.summary is not None, out.stderr
+    return {c["id"]: c["reason"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL"}
+
+
+def _record(out: RunOutcome, check_id: str) -> dict:
+    """A check's full record (evidence included) from records.jsonl; summary.json leaves evidence out."""
+    assert out.run_dir is not None
+    lines = (out.run_dir / "records.jsonl").read_text().splitlines()
+    return next(r for r in map(json.loads, lines) if r.get("id") == check_id)
+
+
+def _policy(tmp_path: Path, **settings: object) -> str:
+    """The default policy with some `longctx` settings replaced."""
+    text = (ROOT / "gates" / "default.yaml").read_text()
+    lines = [ln for ln in text.splitlines() if not any(ln.strip().startswith(f"{k}:") for k in settings)]
+    at = lines.index("  longctx:") + 1
+    lines[at:at] = [f"    {k}: {v}" for k, v in settings.items()]
+    path = tmp_path / "policy.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_model_dir):
+    """No trained model needed: the whole gate runs on a 512-token random checkpoint (lengths are
+    capped to its context) and every check reports, with no crash and no false alarm."""
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--policy", "gates/smoke.yaml", *LONGCTX)
+    assert out.summary["verdict"] in ("PROMOTE", "HOLD") and not _failed(out), _failed(out)
+    ids = {c["id"] for c in out.gate("longctx")["checks"]}
+    assert {"longctx.needle_grid", "longctx.block_boundary", "longctx.prefix_cache.cold_warm",
+            "longctx.prefix_cache.shared_prefix", "longctx.session_decay", "longctx.session_agreement",
+            "longctx.session_recall", "longctx.trigger_conditions", "longctx.nan_inf", "longctx.metrics", "longctx.json_schema"} <= ids
+    assert not [c for c in out.gate("longctx")["checks"] if c["status"] == "ERROR"]
+    assert max(out.check("longctx.needle_grid")["metrics"]["lengths"]) <= 512
+    # A random checkpoint recalls nothing, so decay cannot be measured: undecided, and the run HOLDs on it.
+    decay = out.check("longctx.session_decay")
+    assert decay["status"] == "WARN" and decay.get("undecided") is True and "recalls enough" in decay["reason"]
+    assert out.summary["verdict"] == "HOLD" and "longctx.session_decay: UNDECIDED" in " ".join(out.summary["reasons"])
+
+
+def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_dir):
+    """A candidate whose chat logprobs come back null in places (NaN written as JSON null): gate 4
+    cannot say there was no NaN — undecided, named in the reasons, never a pass."""
+    from fault_proxy import fault_proxy
+    from server_util import running_server
+
+    def null_some(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            for i, item in enumerate((choice.get("logprobs") or {}).get("content") or []):
+                if i % 5 == 3:
+                    item["logprob"] = None
+        return body
+
+    with running_server(tiny_model_dir, "--profile", "optimized") as upstream:
+        with fault_proxy(upstream.url, "pass", rewrite=null_some) as url:
+            out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, "--policy", "gates/smoke.yaml",
+                         *LONGCTX)
+    nan = out.check("longctx.nan_inf")
+    assert nan["status"] == "WARN" and nan.get("undecided") is True and nan["metrics"]["missing"] > 0, nan
+    assert out.summary["verdict"] == "HOLD" and "longctx.nan_inf: UNDECIDED" in " ".join(out.summary["reasons"])
+
+
+@pytest.mark.slow  # ~60 s; the engine-level catch is test_engine_faults::test_kv_stale_reuse_corrupts_only_with_prefix_caching
+def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
+    for gate in ("startup", "numerics", "golden"):
+        assert out.gate(gate)["status"] in ("PASS", "WARN"), (gate, _failed(out))
+    failed = _failed(out)
+    assert failed and all(c.startswith("longctx.") for c in failed), failed
+    assert {"longctx.session_decay", "longctx.session_agreement"} & set(failed), failed
+    series = _series(out)
+    # The curve: the candidate keeps up in the first rounds and falls away after.
+    assert sum(series["agreement"][:3]) / 3 > sum(series["agreement"][-3:]) / 3, series["agreement"]
+    # How many cached blocks go stale depends on how the 12 concurrent sessions interleave, i.e. on
+    # the machine's timing: one CI run lost 6 recalls (then: decay WARN, agreement FAIL) where this
+    # machine loses 13-16. The decay's excess is over the limit either way; that it is beyond chance
+    # (over sessions) is asserted under more eviction pressure below.
+    m = out.check("longctx.session_decay")["metrics"]
+    assert m["excess_slope"] > m["limit"], m
+
+
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
+def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
+    """Half the KV pool (the high-usage regime of docs/bug-classes.md#kv-reuse-triggers) evicts
+    more: 30+ lost recalls on a quiet or a loaded machine, so the decay check's FAIL does not hinge
+    on scheduling luck. (Gate 3 would catch this one already, through streamed-vs-plain answers that
+    hit stale blocks; gate 4 alone here.)"""
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse",
+                 "--candidate-opt", "num_kv_blocks=256", *LONGCTX)
+    decay = out.check("longctx.session_decay")
+    series = _series(out)
+    ref, cand = series["reference"], series["candidate"]
+    assert ref[0] >= 0.5, f"the reference recalls too little to measure decay: {ref}"
+    m = decay["metrics"]
+    assert decay["status"] == "FAIL" and m["excess_slope"] > m["limit"] and m["p_holm"] < 0.01, decay["reason"]
+    assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:]), (ref, cand)
+    assert out.summary["verdict"] == "ROLLBACK"
+
+
+def _series(out: RunOutcome) -> dict[str, list[float]]:
+    """The session-decay curves: reference and candidate recall and their agreement, by round."""
+    evidence = _record(out, "longctx.session_decay")["evidence"]
+    return next(e for e in evidence if e["kind"] == "series")["data"]["series"]
+
+
+# Both slow (~45 s each) since the performance gate joined the default run: the default suite keeps
+# gate 4's trigger conditions in test_gate_4_runs_every_check_on_a_small_random_checkpoint.
+@pytest.mark.slow
+def test_kv_stale_reuse_cannot_trigger_without_prefix_caching(tmp_path, gk_tiny):
+    """No cache lookups, no stale block: nothing fails. The cold/warm comparison exercises no cache,
+    so it is not judged, and that blocking SKIP holds the run (issue 13: no vacuous pass)."""
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX,
+                 "--candidate-opt", "prefix_caching=false")
+    assert not _failed(out), _failed(out)
+    cold_warm = out.check("longctx.prefix_cache.cold_warm")
+    assert cold_warm["status"] == "SKIP" and cold_warm["metrics"]["warm_cached_tokens"] == 0
+    assert out.summary["verdict"] == "HOLD" and [r.split(":")[0] for r in out.summary["reasons"]] == [
+        "longctx.prefix_cache.cold_warm", "PARTIAL"]  # --gates longctx: the other five gates not run
+    conditions = out.check("longctx.trigger_conditions")
+    assert conditions["status"] == "WARN" and conditions["metrics"]["prefix caching"] == "absent"
+
+
+@pytest.mark.slow
+def test_kv_stale_reuse_at_concurrency_1_spares_the_sessions_but_not_later_prefix_hits(tmp_path, gk_tiny):
+    """One request at a time: the twelve sessions' rounds agree with the reference (their decay
+    needs sessions evicting each other's blocks between rounds), and the trigger-conditions check
+    says concurrency was absent. The fault is still there: the engine skips the stale check on every
+    lookup, so once sequential traffic has evicted a cached block (the session rounds evict over a
+    thousand), a later prompt sharing its prefix gets another prompt's KV — the tool cases, which
+    share one long system prompt, answer differently from the reference. That is a catch (the
+    reference has no fault), not noise: the run is deterministic at concurrency 1."""
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX,
+                 "--policy", _policy(tmp_path, concurrency=1, decay_concurrency=1))
+    for check in ("longctx.session_decay", "longctx.session_agreement", "longctx.session_recall"):
+        assert out.check(check)["status"] == "PASS", out.check(check)["reason"]
+    assert out.check("longctx.session_agreement")["metrics"]["disagreements"] == 0
+    conditions = out.check("longctx.trigger_conditions")
+    assert conditions["status"] == "WARN" and conditions["metrics"]["concurrency"] == "absent"
+    assert "not exercised: concurrency" in conditions["reason"]
+    assert conditions["metrics"]["prefix caching"] == "present"
+    failed = _failed(out)
+    assert failed and all(c.startswith("longctx.tool") for c in failed), failed
+    assert out.summary["verdict"] == "ROLLBACK"
+
+
+@pytest.mark.slow  # ~40 s: a whole run; gate 4's own catch is the next test, the engine's in test_engine_faults
+def test_nan_residue_rolls_back_a_whole_run(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"  # an earlier gate may stop the run first
+
+
+@pytest.mark.slow  # ~55 s; the engine-level catch is in test_engine_faults, gate 5's in test_shadow_gate::test_garbage_fires_its_own_rule
+def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
+    own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
+    nan = own.check("longctx.nan_inf")
+    assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
+
+
+@pytest.mark.slow  # ~40 s; passes its main assertion since gk-tiny v2 (needle grid: short cells pass, long fail)
+def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
+    assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
+    grid = out.check("longctx.needle_grid")
+    m = grid["metrics"]
+    if m["reference_pass"] == 0:
+        pytest.skip(f"the model answers no needle cell, so drift cannot show as needle regressions "
+                    f"(gate 4 failed on {sorted(_failed(out))})")
+    assert grid["status"] == "FAIL", grid["reason"]
+    by_length = m["regressions_by_length"]
+    lengths = sorted(by_length, key=int)
+    assert by_length[lengths[0]] == 0 and by_length[lengths[-1]] > 0, by_length
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [None, 1, 2, 3, 4])
+def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
+    """Five runs of the clean candidate (the default seed and four others): gate 4 fails none. On
+    the default seed the clean pass also exercises every trigger condition, and a WARN may only
+    say that a case does not suit the model (the reference fails it too)."""
+    out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX)
+    assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
+    if seed is None:
+        assert out.summary["verdict"] == "PROMOTE"
+        assert out.check("longctx.trigger_conditions")["status"] == "PASS"
+        warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
+        assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
+
+
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
+def test_a_bf16_candidate_is_not_rolled_back_for_near_tie_divergences(tmp_path, gk_tiny):
+    """bf16 rounding parts greedy answers at near ties (each side's token in the other's top-k,
+    within the dtype's gap): asked again with logprobs, those are noise, not disagreements —
+    without the review this run ROLLBACKs on session_agreement (9 of 144 differ, limit 5%)."""
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", *LONGCTX)
+    assert not _failed(out), _failed(out)
+    agreement = out.check("longctx.session_agreement")
+    assert agreement["metrics"]["near_ties"] > 0 and agreement["metrics"]["rate"] <= agreement["metrics"]["limit"]
+
+
+@pytest.mark.slow  # 40-90 s each
+@pytest.mark.parametrize("seed", [4, 9])
+def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressions(tmp_path, gk_tiny, seed):
+    """Under these seeds a bf16 candidate answers a tool case neither target gets right
+    differently from the reference, parting where one side is nearly indifferent and the other
+    prefers its token by 1.5-1.75 nats — beyond the 1-nat gap, but with each contested logprob
+    within gate 2's bf16 tolerance of the other side's (`near_tie_drift`). Before the drift rule
+    both runs ROLLBACKed on `longctx.tool_calls`; the divergence is now shown, not failed."""
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", "--seed", str(seed), *LONGCTX)
+    assert not _failed(out), _failed(out)
+    tools = out.record("longctx.tool_calls")
+    reviewed = [e for e in tools["evidence"] if e["title"].startswith("cases asked again")]
+    assert reviewed and all(row[1] == "yes" for row in reviewed[0]["data"]["rows"]), tools
+
+
+@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
+def test_both_fail_cells_answered_differently_fail_and_answered_alike_only_warn(tmp_path, gk_tiny):
+    """gk-tiny misses every tool and JSON case of gate 4 and some needle cells on both
+    targets. Answered as the reference answers (a proxy that passes everything) they are not
+    judged; a candidate whose answers there differ from the reference's repeatable ones (a proxy
+    that rewrites each answer: text reworded, a tool call's arguments changed) fails them."""
+    from fault_proxy import fault_proxy
+    from server_util import running_server
+
+    def reword(path: str, body: dict) -> dict:
+        for choice in body.get("choices") or []:
+            message = choice.get("message") or {}
+            if message.get("content"):
+                message["content"] += " (reworded)"
+            for call in message.get("tool_calls") or []:
+                args = json.loads(call["function"]["arguments"] or "{}")
+                call["function"]["arguments"] = json.dumps({**args, "note": "changed"} if isinstance(args, dict) else args)
+        return body
+
+    args = ("--policy", _policy(tmp_path, tool_cases=3, json_cases=2), *LONGCTX)
+    with running_server(gk_tiny, "--profile", "optimized") as upstream:
+        with fault_proxy(upstream.url, "pass") as url:
+            same = gk_run(tmp_path / "same", "--model", str(gk_tiny), "--candidate", url, *args)
+        with fault_proxy(upstream.url, "pass", rewrite=reword) as url:
+            changed = gk_run(tmp_path / "changed", "--model", str(gk_tiny), "--candidate", url, *args)
+    alike, differ = same.check("longctx.tool_calls"), changed.check("longctx.tool_calls")
+    assert alike["metrics"]["both_fail"] >= 1 and alike["metrics"]["both_fail_differs"] == 0, alike
+    assert alike["status"] in ("PASS", "WARN"), alike
+    # The proxy rewrites the answers, not their logprobs: asked again, the tokens are the reference's,
+    # but the text and arguments are not drawn from them, so this is no "same tokens, rendered differently".
+    assert differ["metrics"]["both_fail_differs"] >= 1 and differ["status"] == "FAIL", differ
+    # The JSON cases: gk-tiny gets some right and may fail others on both sides; either way a
+    # candidate that rewrites its JSON answers fails, and one that does not is not flagged.
+    alike, differ = same.check("longctx.json_schema"), changed.check("longctx.json_schema")
+    assert alike["status"] in ("PASS", "WARN") and alike["metrics"]["both_fail_differs"] == 0, alike
+    assert differ["status"] == "FAIL", differ
+    assert same.gate("longctx")["coverage"]["unjudged"].get("both fail identically", 0) >= 1
+    needle = changed.check("longctx.needle_grid")["metrics"]
+    assert needle["both_fail"] == 0 or needle["both_fail_differs"] >= 1, needle
+    assert changed.summary["verdict"] == "ROLLBACK"

@@ -1,0 +1,61 @@
+"""`gatekeeper selftest`: the outcome rules, the coverage list, the page, and the quick subset end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gatekeeper.engine.faults import FAULTS
+from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest_view import selftest_html
+from gatekeeper.selftest.cells import FAULT_CELLS, SelftestCell, cells, uncovered
+from gatekeeper.selftest.run import GATE_ORDER, _outcome
+from paths import ROOT
+
+
+def test_outcomes_are_named_by_where_the_fault_was_caught():
+    cell = SelftestCell("x", ("eos-ignored",), catch_at=("golden",))
+    assert _outcome(cell, "ROLLBACK", "golden") == "caught at an intended gate"
+    assert _outcome(cell, "ROLLBACK", "startup") == "caught earlier"
+    assert _outcome(cell, "ROLLBACK", "performance") == "caught elsewhere"
+    assert _outcome(cell, "PROMOTE", None) == "missed"
+    assert _outcome(cell, "HOLD", "golden") == "not judged"  # a HOLD never counts as a catch
+    clean = SelftestCell("c")
+    assert [_outcome(clean, v, None) for v in ("PROMOTE", "ROLLBACK", "HOLD")] == ["clean", "false alarm", "inconclusive"]
+
+
+def test_every_fault_is_covered_and_the_quick_subset_is_small():
+    assert uncovered() == [] and {f.split("=")[0] for c in FAULT_CELLS for f in c.faults} == set(FAULTS)
+    quick = cells(quick=True)
+    assert 3 <= len(quick) <= 6 and any(c.clean for c in quick) and len(cells(quick=False)) >= len(FAULT_CELLS) + 10
+
+
+def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
+    caught = CellOutcome("<b>norm</b>", ("x=<script>",), ("golden",), "ROLLBACK", "startup", ("startup.a",),
+                         "caught earlier", 12.4, "/r/1")
+    clean = CellOutcome("clean", (), (), "PROMOTE", None, (), "clean", 3.0, "/r/2", kept=True)
+    r = SelftestResult(True, 20.0, 15.4, 1, 1, 0, (), (), 1, (), ("<fault>",), False, (caught, clean))
+    page = selftest_html(r, GATE_ORDER)
+    assert "<script>" not in page and "<b>norm" not in page and "&lt;fault&gt;" in page
+    assert "<h1>gatekeeper selftest (quick): NOT OK</h1>" in page and "<td>3 s (kept)</td>" in page
+    row = page.split("&lt;b&gt;norm&lt;/b&gt;")[1].split("</tr>")[0]
+    assert row.count("●") == 1 and row.count("○") == 1 and row.index("●") < row.index("○")  # caught at startup, meant for golden
+    assert json.loads(json.dumps(r.to_json()))["cells"][0]["faults"] == ["x=<script>"]
+
+
+def test_the_quick_selftest_catches_its_faults_at_their_gates(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "selftest", "--quick", "--out", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    data = json.loads((tmp_path / "selftest.json").read_text())
+    outcomes = {c["cell"]: (c["outcome"], c["caught_at"]) for c in data["cells"]}
+    assert outcomes["fused-norm-dtype"] == ("caught at an intended gate", "startup"), outcomes
+    assert outcomes["optional-import"][1] == "startup" and outcomes["clean-seed0"] == ("clean", None), outcomes
+    assert outcomes["tool-parser-partial"] == ("caught at an intended gate", "golden"), outcomes
+    assert outcomes["eos-ignored"][0] == "caught at an intended gate", outcomes  # the canary's answer runs on past OK
+    assert data["ok"] and proc.returncode == 0 and data["false_alarms"] == [] and data["missed"] == []
+    assert "selftest (quick)" in (tmp_path / "selftest.html").read_text()
+    again = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "selftest", "--quick", "--out", str(tmp_path)],
+                           capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert again.stderr.count(": kept (") == len(data["cells"])  # resumable: nothing ran again
