@@ -20,7 +20,7 @@ from gatekeeper import evidence
 from gatekeeper.evidence import Evidence
 from gatekeeper.report import charts
 from gatekeeper.report.jsonable import to_jsonable
-from gatekeeper.report.textdiff import TextPair, text_pair
+from gatekeeper.report.textdiff import TextDiff, text_pair
 
 MAX_LOG_LINES = 400
 MAX_TABLE_ROWS = 500
@@ -33,7 +33,7 @@ class EvidenceView:
 
     kind: str
     title: str
-    pair: TextPair | None = None
+    pair: TextDiff | None = None
     columns: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
     chart: Markup | None = None

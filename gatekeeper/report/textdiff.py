@@ -30,7 +30,7 @@ class Side:
 
 
 @dataclass(frozen=True)
-class TextPair:
+class TextDiff:
     """A reference/candidate pair ready to render."""
 
     title: str
@@ -62,8 +62,8 @@ def _side(text: str, cut: int | None) -> Side:
     )
 
 
-def text_pair(title: str, data: dict[str, object]) -> TextPair:
-    """Build a `TextPair` from a "text_pair" evidence payload.
+def text_pair(title: str, data: dict[str, object]) -> TextDiff:
+    """Build a `TextDiff` from a "text_pair" evidence payload.
 
     The payload's `divergence` is trusted when it is a valid index; otherwise it is computed.
     """
@@ -78,7 +78,7 @@ def text_pair(title: str, data: dict[str, object]) -> TextPair:
         div = given
     else:
         div = first_divergence(ref, cand)
-    return TextPair(
+    return TextDiff(
         title=title,
         prompt=prompt,
         reference=_side(ref, div),

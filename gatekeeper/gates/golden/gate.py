@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
 from gatekeeper.evidence import TextPair
 from gatekeeper.endpoints.fanout import fan_out
-from gatekeeper.gates.golden.judge import Judgement, judge_case, judge_stream, passes_absolute
+from gatekeeper.gates.golden.judge import CaseJudgement, judge_case, judge_stream, passes_absolute
 from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
@@ -143,7 +143,7 @@ class GoldenGate(Gate):
         return [passes.first, passes.second]
 
     def _record(self, ctx: GateContext, name: str, case: GoldenCase, cand: Answer, refs: list[Answer],
-                j: Judgement | None, rates: PassRates) -> None:
+                j: CaseJudgement | None, rates: PassRates) -> None:
         """Record one case's check (an ERROR where a side could not answer), its coverage and pass rates."""
         refusal = refused_alike(cand, *refs)
         if refusal is not None:  # a request feature neither target serves: not judged, not an ERROR
@@ -235,7 +235,7 @@ class GoldenGate(Gate):
         good = [r for r in refs if isinstance(r, ChatResponse)]
         pair = (ref_stream, good[0]) if isinstance(ref_stream, ChatResponse) and good else None
         noisy = len(good) > 1 and render_answer(good[0]) != render_answer(good[1])
-        j: Judgement = judge_stream(case, streamed, plain, pair, noisy, no_finish)
+        j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
                   j.metrics, ev, family=case.family, started=started)
@@ -282,7 +282,7 @@ def _changed(a: Answer, b: Answer) -> bool:
     return not isinstance(a, ChatResponse) or not isinstance(b, ChatResponse) or render_answer(a) != render_answer(b)
 
 
-def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> Judgement | None:
+def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> CaseJudgement | None:
     """The case judged (None when the candidate or any reference run failed to answer: not
     judged, and not worth a near-tie review)."""
     good_refs = [r for r in refs if isinstance(r, ChatResponse)]
@@ -291,7 +291,7 @@ def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: Gol
     return judge_case(case, cand, good_refs, settings.similar_threshold, settings.shared_hard_failure_status)
 
 
-def _count(ctx: GateContext, j: Judgement) -> None:
+def _count(ctx: GateContext, j: CaseJudgement) -> None:
     """One case toward the gate's coverage: judged, or not and why."""
     if j.judged:
         ctx.judged()

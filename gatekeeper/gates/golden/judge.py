@@ -36,7 +36,7 @@ _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
 
 
 @dataclass
-class Judgement:
+class CaseJudgement:
     """A case's status, the reasons behind it (worst first) and numbers for the report."""
 
     status: Status = Status.PASS
@@ -95,10 +95,10 @@ def passes_absolute(case: GoldenCase, response: ChatResponse) -> bool:
 
 
 def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatResponse],
-               similar_threshold: float, shared_hard: Status = Status.WARN) -> Judgement:
+               similar_threshold: float, shared_hard: Status = Status.WARN) -> CaseJudgement:
     """Judge the candidate's answer to `case`; `references` are the reference's runs (≥ 1);
     `shared_hard` is the status of a hard failure the reference shares in every run."""
-    j = Judgement()
+    j = CaseJudgement()
     tools = list(case.tools) if case.tools else None
     failed: list[str] = []
     for a in case.assertions:
@@ -123,7 +123,7 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
     return j
 
 
-def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
+def _judge_absolute(j: CaseJudgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
                     tools: list[dict[str, Any]] | None, failed: list[str], shared_hard: Status) -> None:
     out = a.check(candidate, tools)
     if out.ok:
@@ -141,7 +141,7 @@ def _judge_absolute(j: Judgement, a: Assertion, candidate: ChatResponse, referen
               "reference unstable")
 
 
-def _both_fail(j: Judgement, kind: str, reason: str, candidate: ChatResponse, references: list[ChatResponse],
+def _both_fail(j: CaseJudgement, kind: str, reason: str, candidate: ChatResponse, references: list[ChatResponse],
                hard: bool, shared_hard: Status) -> None:
     """Both miss an absolute assertion: compare the candidate with what the reference answered."""
     cand = render_answer(candidate)
@@ -160,7 +160,7 @@ def _both_fail(j: Judgement, kind: str, reason: str, candidate: ChatResponse, re
               "reference unstable")
 
 
-def _judge_relative(j: Judgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
+def _judge_relative(j: CaseJudgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
                     threshold: float, failed: list[str]) -> None:
     if not references:
         return
@@ -192,7 +192,7 @@ def stream_quirk(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
 
 def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
                  reference_pair: tuple[ChatResponse, ChatResponse] | None = None,
-                 reference_noisy: bool = False, finish_reasons: str | None = None) -> Judgement:
+                 reference_noisy: bool = False, finish_reasons: str | None = None) -> CaseJudgement:
     """Judge a streamed answer against the same endpoint's non-streamed answer to the same case:
     tool names and decoded arguments, and decoded JSON for JSON cases, must be equal.
     `reference_pair` is the reference's (streamed, plain) answers when available;
@@ -201,7 +201,7 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
     Parity is reference-relative: a difference the reference's stream shows too, the same way
     (the same parts differ, the same finish reasons), is the server's protocol quirk, a WARN that
     names it; a difference only the candidate shows, or a different one, is a regression."""
-    j = Judgement()
+    j = CaseJudgement()
     broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
     for c in broken:
         j.add(Status.FAIL, f"streamed tool call {c.name!r} has arguments that are not a JSON object: {clip(c.arguments)}")

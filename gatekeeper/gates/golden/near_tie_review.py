@@ -6,7 +6,7 @@ where the answers part named in the reason."""
 from __future__ import annotations
 
 from gatekeeper.endpoints.fanout import fan_out
-from gatekeeper.gates.golden.judge import Judgement
+from gatekeeper.gates.golden.judge import CaseJudgement
 from gatekeeper.stats.near_tie import first_divergence
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
@@ -17,7 +17,7 @@ from gatekeeper.endpoints.responses import ChatResponse
 TOP_K = 5
 
 
-def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list[Judgement | None], settings: GoldenSettings,
+def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list[CaseJudgement | None], settings: GoldenSettings,
                      live_reference: bool) -> None:
     """Forgive the divergence FAILs among `judgements` that are near ties (in place)."""
     todo = [i for i, j in enumerate(judgements) if j is not None and j.divergent]
@@ -61,6 +61,6 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
             _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
 
 
-def _note(j: Judgement | None, note: str) -> None:
+def _note(j: CaseJudgement | None, note: str) -> None:
     if j is not None:
         j.notes.append(note)

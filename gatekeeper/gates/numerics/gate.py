@@ -18,7 +18,7 @@ from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.stats.noise import ask_twice
 from gatekeeper.gates.numerics.settings import NumericsSettings
-from gatekeeper.gates.numerics.stats import Comparison, Scored, compare
+from gatekeeper.gates.numerics.stats import Scored, ScoreComparison, compare
 from gatekeeper.endpoints.responses import CompletionResponse
 from gatekeeper.results import Judgement, Status
 from gatekeeper.stats.quantiles import percentile
@@ -29,7 +29,7 @@ CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_del
           "topk_overlap")
 
 
-def _nll_drift(comparisons: list[Comparison]) -> float:
+def _nll_drift(comparisons: list[ScoreComparison]) -> float:
     """Relative drift of the mean per-token NLL over all prompts (perplexity's log-ratio scale)."""
     nll_a = float(np.mean([c.nll_a for c in comparisons]))
     nll_b = float(np.mean([c.nll_b for c in comparisons]))
@@ -105,7 +105,7 @@ class NumericsGate(Gate):
         assert passes.second is not None  # the settings require a noise-floor pass
         return _scored(passes.first), _scored(passes.second)
 
-    def _judge(self, ctx: GateContext, prompts: list[str], cands: list[Comparison], noises: list[Comparison],
+    def _judge(self, ctx: GateContext, prompts: list[str], cands: list[ScoreComparison], noises: list[ScoreComparison],
                k: int) -> None:
         dtype = ctx.run.runtimes["candidate"].dtype
         s: NumericsSettings = ctx.settings

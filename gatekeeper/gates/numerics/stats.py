@@ -47,7 +47,7 @@ def _argmax(top: dict[str, float]) -> str:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class ScoreComparison:
     """How a scored text differs between two targets, over the positions both scored."""
 
     positions: int
@@ -100,7 +100,7 @@ def in_top_k(token: str, logprob: float, top: dict[str, float] | None, k: int) -
     return sum(1 for t, v in top.items() if t != token and v > logprob) < k
 
 
-def compare(a: Scored, b: Scored, top_k: int = 5) -> Comparison:
+def compare(a: Scored, b: Scored, top_k: int = 5) -> ScoreComparison:
     """Compare b against a position by position (position 0 has no logprob and is skipped)."""
     deltas, ranked, top1, overlap, kls, nll_a, nll_b = [], [], [], [], [], [], []
     bad_b = sum(1 for x in b.logprobs if is_bad(x)) + sum(
@@ -124,7 +124,7 @@ def compare(a: Scored, b: Scored, top_k: int = 5) -> Comparison:
             kl = kl_shared_topk(ta, tb)
             if kl is not None:
                 kls.append(kl)
-    return Comparison(
+    return ScoreComparison(
         positions=len(deltas),
         deltas=tuple(deltas),
         ranked=tuple(ranked),
