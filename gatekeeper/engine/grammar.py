@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import llguidance
-import llguidance.torch as llg_torch
+import llguidance.numpy as llg_numpy  # not llguidance.torch: its @torch.compile import pulls in torch._dynamo (~0.9 s per server start)
 import torch
 
 from gatekeeper.engine.errors import RequestError
@@ -176,9 +176,10 @@ class Grammars:
 
 def allowed_mask(matchers: Sequence[llguidance.LLMatcher], vocab_size: int) -> torch.Tensor:
     """The tokens each matcher allows next: bool [len(matchers), vocab_size]."""
-    bits = llg_torch.allocate_token_bitmask(len(matchers), vocab_size)  # [M, ceil(V/32)] int32
+    packed = llg_numpy.allocate_token_bitmask(len(matchers), vocab_size)  # [M, ceil(V/32)] int32
     for row, m in enumerate(matchers):
-        llg_torch.fill_next_token_bitmask(m, bits, row)
+        llg_numpy.fill_next_token_bitmask(m, packed, row)
+    bits = torch.from_numpy(packed)
     shifts = torch.arange(32, dtype=torch.int32)  # [32]
     unpacked = (bits.unsqueeze(-1) >> shifts) & 1  # [M, W, 32]
     return unpacked.reshape(len(matchers), -1)[:, :vocab_size].bool()  # [M, V]
