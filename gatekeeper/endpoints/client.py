@@ -231,6 +231,12 @@ class Endpoint:
         recording keys them apart from the others, `tape/endpoint.py`); here, nothing changes."""
         yield
 
+    def measured(self, name: str, value: Any) -> Any:
+        """A figure a gate measured of this target's live traffic (not an answer: e.g. the peak of
+        requests in flight), passed through the recording so that a replay reads the figure the run
+        measured rather than measuring its own instant answers; here, `value` as it is."""
+        return value
+
     def recorded_ahead(self, method: str, *args: Any) -> bool:
         """Whether a recording replayed through this endpoint holds a further answer to this
         request (periodic samples are replayed to the last); a live endpoint: False."""

@@ -137,6 +137,10 @@ class TapedEndpoint(Endpoint):
         return self._taped("tokenize", (text, messages), {},
                            lambda: super(TapedEndpoint, self).tokenize(text, messages))
 
+    def measured(self, name: str, value: Any) -> Any:
+        """Record `value` as this target's answer to "measured NAME" (JSON-able); a replay returns the recorded one."""
+        return self._taped("measured", (name,), {}, lambda: {"value": value})["value"]
+
     def get(self, path: str) -> httpx.Response:  # noqa: D102
         return self._taped("get", (path,), {}, lambda: super(TapedEndpoint, self).get(path))
 

@@ -64,7 +64,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         flight = Flight()
         answers = raise_first(fan_out(lambda sess: [chat(ep, r.messages, flight=flight, max_tokens=s.answer_tokens)
                                                     for r in sess], sessions, conc))  # chat() returns its errors
-        return answers, flight.peak
+        return answers, ep.measured("longctx.session_decay.peak_in_flight", flight.peak)  # a replay's answers overlap by chance
 
     with UsageSampler(ctx.candidate) as sampler:
         (ref_ans, _), (cand_ans, peak) = both(drive, ctx.reference, ctx.candidate)
