@@ -95,6 +95,18 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class RetryCount:
+    """One target's requests in one gate and the retries the client made for them
+    (gatekeeper/endpoints/retry.py): `retried` of any cause, `reconnected` of those after a
+    connection closed before any answer."""
+
+    role: str
+    sent: int
+    retried: int
+    reconnected: int
+
+
+@dataclass(frozen=True)
 class GateResult:
     """One gate's checks. `status` is the worst check status; `stopped_run` marks a hard
     failure that stops the later gates."""
@@ -112,6 +124,7 @@ class GateResult:
     reused: bool = False  # taken from the records of the interrupted run this one resumed (run_dir.py)
     excluded: str | None = None  # why the run left this gate out (not selected by --gates, disabled by the policy)
     started_at: str = ""  # when it started (ISO 8601, UTC); "" for a gate not run and in older records
+    retries: tuple[RetryCount, ...] = ()  # per target, for a gate that ran (older records: none)
 
 
 @dataclass(frozen=True)

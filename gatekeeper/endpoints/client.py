@@ -7,6 +7,9 @@ the other API's shape, an answer naming another model) are returned as `protocol
 the gates to report.
 
 What a misbehaving server can do and what it becomes:
+- a connection closed before any byte of the answer (a kept-alive connection the server closed just
+  as the request went out; a reset on send): sent once more on a fresh connection, counted in
+  `retried`, then `stream`;
 - 502, 503 or 504 without `Retry-After` (a balancer or an engine briefly overloaded): asked again
   up to three times in all with a short backoff, every retry counted in `retried`, then `http`;
 - 429, 502, 503 or 504 with `Retry-After`: waited out and retried while the retry budget lasts,
@@ -14,6 +17,8 @@ What a misbehaving server can do and what it becomes:
 - 401/403: `auth`, naming the variable the key should come from;
 - a body that drips, or a stream of keep-alive comments: every request has one overall deadline
   (`timeout_s`), checked on every chunk, not only a per-read timeout → `timeout`;
+- a stream or body cut after its first byte: `stream`, saying after how many bytes (evidence: never
+  sent again, since the server may have done the work);
 - a body larger than `max_body_bytes` (streams included): the connection is dropped → `oversize`;
 - any answer not in the expected shape (not JSON, an SSE event that is not an object, missing
   choices, a field of the wrong type) → `malformed`, never an assert or a gate crash.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+from collections import Counter
 import json
 import threading
 import time
@@ -33,7 +39,16 @@ from typing import Any, Iterator
 import httpx
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.endpoints.retry import ATTEMPTS, GIVE_UP_AFTER, MAX_WAITS, TRANSIENT_STATUSES, Retried, backoff_wait, note
+from gatekeeper.endpoints.retry import (
+    ATTEMPTS,
+    GIVE_UP_AFTER,
+    KEEPALIVE_EXPIRY_S,
+    MAX_WAITS,
+    TRANSIENT_STATUSES,
+    Retried,
+    backoff_wait,
+    note,
+)
 from gatekeeper.endpoints.wire import assemble_chat_stream, parse_chat, parse_completion, shaped, sse_events
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.results import RequestTiming
@@ -70,10 +85,13 @@ class Endpoint:
         self.timeout_s, self.max_body_bytes, self.retry_budget_s = timeout_s, max_body_bytes, retry_budget_s
         self.transient_attempts = transient_attempts
         self.retried: list[Retried] = []
+        self.sent: Counter[str] = Counter()  # requests sent per gate (a retry is not another request)
         self._failing_in_a_row = 0  # requests that still failed transiently after their retries
         self._key_sent, self._key_source = bool(api_key), key_source
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout_s, connect=min(10.0, timeout_s)))
+        self._client_args: dict[str, Any] = {"base_url": self.base_url, "headers": headers,
+                                             "timeout": httpx.Timeout(timeout_s, connect=min(10.0, timeout_s))}
+        self._http = httpx.Client(**self._client_args, limits=httpx.Limits(keepalive_expiry=KEEPALIVE_EXPIRY_S))
         self.timings: list[RequestTiming] = []
         self._lock = threading.Lock()
         self.gate = ""
@@ -118,8 +136,10 @@ class Endpoint:
                 self._failing_in_a_row = 0
 
     def _note_retry(self, method: str, path: str, r: httpx.Response, body: bytes, wait: float) -> None:
-        retried = Retried(self.role, self.gate, method, path, r.status_code, round(wait, 3),
-                          _error_message(r.status_code, r.reason_phrase, body))
+        self._note(Retried(self.role, self.gate, method, path, r.status_code, round(wait, 3),
+                           _error_message(r.status_code, r.reason_phrase, body)))
+
+    def _note(self, retried: Retried) -> None:
         with self._lock:
             self.retried.append(retried)
         note(retried)
@@ -152,7 +172,10 @@ class Endpoint:
             except StopIteration:
                 return
             except httpx.HTTPError as e:  # raised here, in the reader's frame, not in _exchange's
-                raise self._classify(path, e) from None
+                err = self._classify(path, e)
+                if size:  # evidence of where it broke: never sent again (the server may have done the work)
+                    err = EndpointError(err.kind, err.url, f"{err.detail} (the answer broke after {size} bytes)", err.status)
+                raise err from None
             size += len(chunk)
             if size > self.max_body_bytes:
                 raise EndpointError("oversize", self._url(path), f"response larger than {self.max_body_bytes} bytes: "
@@ -170,9 +193,20 @@ class Endpoint:
         yielded: a stream is never read twice."""
         deadline = time.monotonic() + self.timeout_s
         waited, retries = 0.0, 0
+        with self._lock:
+            self.sent[self.gate] += 1
+        http, reconnected = self._http, False
         try:
             while True:
-                with self._http.stream(method, path, json=body) as r:
+                try:
+                    r = http.send(http.build_request(method, path, json=body), stream=True)
+                except httpx.HTTPError as e:
+                    if reconnected or not _closed_before_answer(e) or time.monotonic() >= deadline:
+                        raise
+                    self._note(Retried(self.role, self.gate, method, path, None, 0.0, str(e) or type(e).__name__))
+                    http, reconnected = httpx.Client(**self._client_args, limits=httpx.Limits(max_keepalive_connections=0)), True
+                    continue
+                try:
                     wait = self._retry_wait(r, waited, retries, deadline)
                     if wait is None:
                         self._settled(r.status_code, retries)
@@ -181,11 +215,16 @@ class Endpoint:
                         yield r, self._chunks(path, r, deadline)
                         return
                     self._note_retry(method, path, r, b"".join(self._chunks(path, r, deadline)), wait)
+                finally:
+                    r.close()
                 time.sleep(wait)
                 waited += wait
                 retries += 1
         except httpx.HTTPError as e:
             raise self._classify(path, e) from None
+        finally:
+            if http is not self._http:
+                http.close()
 
     def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[httpx.Response, bytes]:
         """One non-streamed exchange: the final response and its whole (capped) body."""
@@ -357,6 +396,17 @@ def _error_message(status: int, reason: str, body: bytes) -> str:
         elif "detail" in data or "message" in data:
             msg = data.get("detail", data.get("message"))
     return str(msg)[:300]
+
+
+def _closed_before_answer(e: httpx.HTTPError) -> bool:
+    """Whether the connection closed before any byte of the answer arrived: the request can be sent
+    again on a fresh connection. httpcore says "Server disconnected without sending a response" for
+    a kept-alive connection the server closed as the request went out; a reset or a broken pipe
+    while sending (ReadError/WriteError before the status line) is the same race. A refused
+    connection (ConnectError) is a server that is not there: not this."""
+    if isinstance(e, httpx.RemoteProtocolError):
+        return "without sending a response" in str(e)
+    return isinstance(e, (httpx.ReadError, httpx.WriteError))
 
 
 def _retry_after(value: str | None) -> float | None:

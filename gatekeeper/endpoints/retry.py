@@ -10,10 +10,18 @@ must not ERROR a gate and HOLD the run, nor count as an error of the target it c
 - a 429/502/503/504 with `Retry-After`: waited out while the endpoint's retry budget (seconds)
   and the request's deadline last, at most `MAX_WAITS` times (a server saying "now" forever is
   not asked forever);
-- nothing else: a refusal (4xx) gets the same answer again, a 500 is a bug, and a dead server
-  (refused connection, timeout) would cost another timeout.
+- a connection that closed before any byte of the answer (the kept-alive connection's race every
+  uvicorn server has: the server closes an idle connection after its keep-alive, 5 s for uvicorn,
+  just as the client sends on it; a reset on send): sent once more, on a fresh connection. Pooled
+  connections expire after `KEEPALIVE_EXPIRY_S`, before common servers close them, so the race is
+  rare to begin with;
+- nothing else: a refusal (4xx) gets the same answer again, a 500 is a bug, a dead server
+  (refused connection, timeout) would cost another timeout, and a stream that broke after its
+  first byte is evidence (the error says after how many bytes), never read twice.
 
-Every retry is counted where it happened (`Endpoint.retried`, by role and gate) and in every list a
+Every retry is counted where it happened (`Endpoint.retried`, by role and gate, beside
+`Endpoint.sent`, the requests sent per gate, so the roles' retry rates can be compared:
+gatekeeper/run/retry_check.py) and in every list a
 `with_retries` around the call collects into (gate 1 shows its probe's and canary's). A server that
 keeps failing still fails: the last answer is raised, saying how often it was asked. After
 `GIVE_UP_AFTER` requests in a row that failed even so, the endpoint stops retrying until one
@@ -40,6 +48,8 @@ BACKOFF_S = 0.25  # then 0.5 s: at most 0.75 s spent waiting per request
 TRANSIENT_STATUSES = (502, 503, 504)
 MAX_WAITS = 10  # retries a request's Retry-After answers may ask for, within the retry budget
 GIVE_UP_AFTER = 3  # requests in a row still failing after their retries: the endpoint stops retrying
+KEEPALIVE_EXPIRY_S = 2.0  # an idle pooled connection is dropped before uvicorn's 5 s keep-alive closes it
+CLOSED_BEFORE_ANSWER = "connection closed before any response"
 
 _collecting: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("gatekeeper_retry_lists", default=())
 
@@ -52,13 +62,20 @@ class Retried:
     gate: str
     method: str
     path: str
-    status: int
+    status: int | None  # None: the connection closed before any response byte (sent again on a fresh one)
     wait_s: float
     detail: str
 
+    @property
+    def reconnected(self) -> bool:
+        """Whether this retry followed a connection closed before any answer (not an HTTP status)."""
+        return self.status is None
+
     def describe(self) -> str:
-        """e.g. "HTTP 503: upstream overloaded" (what gate 1's tables show)."""
-        return f"HTTP {self.status}: {self.detail}"[:200]
+        """e.g. "HTTP 503: upstream overloaded" or "connection closed before any response: Server
+        disconnected without sending a response." (what gate 1's tables show)."""
+        head = CLOSED_BEFORE_ANSWER if self.status is None else f"HTTP {self.status}"
+        return f"{head}: {self.detail}"[:200]
 
 
 def transient(e: EndpointError) -> bool:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import httpx
 
+from gatekeeper.endpoints.retry import KEEPALIVE_EXPIRY_S  # idle blocks apart: below a server keep-alive
 from gatekeeper.endpoints.wire import sse_events
 from gatekeeper.errors import EndpointError
 
@@ -265,7 +266,7 @@ class _ClientPool:
             "base_url": target.base_url.rstrip("/"),
             "headers": {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {},
             "timeout": httpx.Timeout(target.timeout_s, connect=min(10.0, target.timeout_s)),
-            "limits": httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            "limits": httpx.Limits(max_connections=1, max_keepalive_connections=1, keepalive_expiry=KEEPALIVE_EXPIRY_S),
             "verify": httpx.create_ssl_context(),  # built once: each client building its own costs ~10 ms
         }
 

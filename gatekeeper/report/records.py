@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.jsonable import dumps
-from gatekeeper.report.serialise import check_json, coverage_json
+from gatekeeper.report.serialise import check_json, coverage_json, retry_json
 from gatekeeper.results import CheckResult, GateResult, RequestTiming
 
 RECORD_FORMAT = "gatekeeper.record/1"
@@ -51,6 +51,7 @@ class RecordWriter:
                       "description": gate.description, "status": gate.status.value, "started_at": gate.started_at,
                       "duration_s": gate.duration_s,
                       "stopped_run": gate.stopped_run, "notes": list(gate.notes),
+                      "retries": [retry_json(c) for c in gate.retries],
                       "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
                       "excluded": gate.excluded,
                       "timings": [[t.target, t.e2e_s, t.ttft_s, t.output_tokens] for t in timings]})

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, Status
+from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, RetryCount, Status
 
 
 def evidence_json(evidence: Evidence) -> dict[str, Any]:
@@ -53,6 +53,11 @@ def coverage_json(coverage: Coverage) -> dict[str, Any]:
             "unjudged": dict(coverage.unjudged)}
 
 
+def retry_json(count: RetryCount) -> dict[str, Any]:
+    """One target's requests in a gate and the client's retries for them."""
+    return {"role": count.role, "sent": count.sent, "retried": count.retried, "reconnected": count.reconnected}
+
+
 def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
     """A gate as summary.json shows it, its checks (without evidence) included."""
     return {
@@ -66,6 +71,7 @@ def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
         "counts": counts_json(counts),
         "coverage": None if gate.coverage is None else coverage_json(gate.coverage),
         "notes": list(gate.notes),
+        "retries": [retry_json(c) for c in gate.retries],
         "checks": [check_json(c) for c in gate.checks],
         **({"reused": True} if gate.reused else {}),
     }

@@ -32,7 +32,7 @@ from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import from_json
 from gatekeeper.atomic import write_atomic
 from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
-from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, Status
+from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RetryCount, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.tape.digest import digest, files_digest
 
@@ -180,7 +180,8 @@ def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
         coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"])
         gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
                                     checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
-                                    reused=True, excluded=end.get("excluded"), started_at=end.get("started_at", ""))
+                                    reused=True, excluded=end.get("excluded"), started_at=end.get("started_at", ""),
+                                    retries=tuple(RetryCount(**c) for c in end.get("retries", ())))
         timings[gate_id] = tuple(RequestTiming(t, gate_id, e2e, ttft, n) for t, e2e, ttft, n in end["timings"])
     return gates, timings
 

@@ -13,11 +13,11 @@ answer), and with a cache directory the reference's answers may come from the an
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import threading
 import time
 import traceback
-from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -29,7 +29,8 @@ from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
-from gatekeeper.results import CheckResult, GateResult, RequestTiming, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo
+from gatekeeper.run import retry_check
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
@@ -62,6 +63,7 @@ class Runner:
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
+        self._retries: tuple[RetryCount, ...] = ()  # the current gate's requests and retries per target
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
         self.tape: AnswerTape | None = None  # every answer the targets give, kept (rejudge); the reference cache
 
@@ -233,7 +235,7 @@ class Runner:
                               gate.judgement, self.progress)
             t0, started_at = time.perf_counter(), utc_now()
             ctx.clock.mark = t0
-            coverage = None
+            coverage, self._retries = None, ()
             if stopped_by is not None:
                 ctx.check("not_run", Status.SKIP, f"not run: gate {stopped_by.stage} ({stopped_by.id}) failed")
             elif gate.needs_targets(ctx.settings) and not all(rt.ready for rt in runtimes.values()):
@@ -248,7 +250,7 @@ class Runner:
                                for c in ctx.checks)
             result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage,
-                                started_at=started_at)
+                                started_at=started_at, retries=self._retries)
             results.append(result)
             records.write_gate(result, [t for ep in endpoints.values() for t in ep.timings if t.gate == gate.id])
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
@@ -378,8 +380,13 @@ class Runner:
         except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
             (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
             ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
-        retried = Counter(r.role for ep in [*endpoints.values(), *self._extra] for r in ep.retried if r.gate == gate.id)
+        counted = retry_check.count([*endpoints.values(), *self._extra], gate.id)
+        # through the recording, so a rejudge compares the retries the run made, not its replay's none
+        self._retries = tuple(RetryCount(**c) for c in endpoints["reference"].measured(
+            f"{gate.id}.retries", [dataclasses.asdict(c) for c in counted]))
+        retried = [c for c in self._retries if c.retried]
         if retried:
-            ctx.notes.append(f"{gate.id}: {sum(retried.values())} request(s) retried after a transient failure ("
-                             + ", ".join(f"{role} {n}" for role, n in sorted(retried.items())) + ")")
+            ctx.notes.append(f"{gate.id}: {sum(c.retried for c in retried)} request(s) retried after a transient failure ("
+                             + ", ".join(f"{c.role} {c.retried} of {c.sent}" for c in retried) + ")")
+        retry_check.compare(ctx, self._retries)
         return returned

@@ -166,3 +166,41 @@ def test_a_candidate_answering_503_forever_fails_after_bounded_retries(tmp_path,
     canary = out.check("startup.canary.candidate")
     assert canary["status"] in ("FAIL", "ERROR") and f"still after {ATTEMPTS - 1} retries" in canary["reason"], canary
     assert _posts(seen) <= GIVE_UP_AFTER * ATTEMPTS + 6, _posts(seen)  # the probe stops at a dead server; no retry storm
+
+
+def test_a_connection_closed_before_any_answer_is_sent_once_more_on_a_fresh_connection():
+    def handler(req):
+        return Reply.dropped() if req.index in (0, 2) else Reply.json(chat_body())
+    with scripted_server(handler) as (url, seen):
+        ep = Endpoint("candidate", url, "m")
+        ep.gate = "longctx"
+        assert ep.chat(MSG).text == "OK"
+        assert ep.get("/health").status_code == 200
+    assert len(seen) == 4
+    assert [(r.role, r.gate, r.method, r.path, r.reconnected) for r in ep.retried] == [
+        ("candidate", "longctx", "POST", "/v1/chat/completions", True), ("candidate", "longctx", "GET", "/health", True)]
+    assert ep.retried[0].describe().startswith("connection closed before any response")
+    assert ep.sent == {"longctx": 2}  # a retry is not another request
+
+
+def test_a_connection_closed_twice_is_a_stream_error_after_one_retry():
+    with scripted_server(lambda req: Reply.dropped()) as (url, seen):
+        ep = Endpoint("candidate", url, "m")
+        with pytest.raises(EndpointError) as e:
+            ep.chat(MSG)
+    assert len(seen) == 2 and len(ep.retried) == 1
+    assert e.value.kind == "stream"
+
+
+def test_a_stream_cut_after_its_first_byte_is_evidence_not_retried():
+    events = ['data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,'
+              '"delta":{"content":"O"},"finish_reason":null}]}\n\n']
+
+    def handler(req):
+        return Reply(200, {"content-type": "text/event-stream", "content-length": "100000"}, [e.encode() for e in events])
+    with scripted_server(handler) as (url, seen):
+        ep = Endpoint("candidate", url, "m")
+        with pytest.raises(EndpointError) as e:
+            ep.chat(MSG, stream=True)
+    assert len(seen) == 1 and not ep.retried
+    assert e.value.kind == "stream" and "the answer broke after" in str(e.value)

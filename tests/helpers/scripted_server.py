@@ -21,6 +21,12 @@ class Reply:
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
     chunks: Iterable[bytes] = ()
     pause_s: float = 0.0
+    drop: bool = False  # close the connection without a byte of answer (a kept-alive connection's race)
+
+    @classmethod
+    def dropped(cls) -> "Reply":
+        """No answer at all: the server closes the connection as the request arrives."""
+        return cls(drop=True)
 
     @classmethod
     def json(cls, body: object, status: int = 200, **headers: str) -> "Reply":
@@ -68,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
                           json.loads(raw) if raw else None, index)
             self.server.seen.append(req)
         reply = self.server.handler(req)
+        if reply.drop:
+            self.close_connection = True
+            return
         self.send_response(reply.status)
         for k, v in reply.headers.items():
             self.send_header(k, v)
