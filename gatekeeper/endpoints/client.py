@@ -39,6 +39,7 @@ from typing import Any, Iterator
 import httpx
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.endpoints.dead import DeadEngine, FailureStreak, describe_request
 from gatekeeper.endpoints.retry import (
     ATTEMPTS,
     GIVE_UP_AFTER,
@@ -95,6 +96,22 @@ class Endpoint:
         self.timings: list[RequestTiming] = []
         self._lock = threading.Lock()
         self.gate = ""
+        self.streak = FailureStreak(role, self._unhealthy)
+
+    @property
+    def dead(self) -> DeadEngine | None:
+        """The engine's death, once requests kept failing and /health confirmed it (endpoints/dead.py)."""
+        return self.streak.dead
+
+    def _unhealthy(self) -> str | None:
+        """What /health answers on a fresh connection when that is 500 or more, or no connection;
+        None when it answers below 500 (alive, or a server without /health: cannot tell)."""
+        try:
+            with httpx.Client(**{**self._client_args, "timeout": httpx.Timeout(5.0)}) as http:
+                status = http.get("/health").status_code
+        except httpx.HTTPError as e:
+            return f"no answer ({type(e).__name__}: {e})"[:200]
+        return f"HTTP {status}" if status >= 500 else None
 
     def close(self) -> None:
         """Release connections."""
@@ -193,8 +210,12 @@ class Endpoint:
         yielded: a stream is never read twice."""
         deadline = time.monotonic() + self.timeout_s
         waited, retries = 0.0, 0
+        dead = self.streak.blocked()
+        if dead is not None:
+            raise EndpointError("dead", self._url(path), "not sent: " + dead.describe(), 503)
         with self._lock:
             self.sent[self.gate] += 1
+        sent_at = time.monotonic()
         http, reconnected = self._http, False
         try:
             while True:
@@ -210,10 +231,21 @@ class Endpoint:
                     wait = self._retry_wait(r, waited, retries, deadline)
                     if wait is None:
                         self._settled(r.status_code, retries)
-                        if not keep(r.status_code):
-                            raise self._status_error(path, r, b"".join(self._chunks(path, r, deadline)), waited, retries)
-                        yield r, self._chunks(path, r, deadline)
-                        return
+                        asked = describe_request(method, path, body)
+                        if keep(r.status_code):
+                            if r.status_code >= 500:
+                                self.streak.failed(self.gate, f"HTTP {r.status_code}", asked)
+                            else:
+                                self.streak.answered(r.status_code, sent_at)
+                            yield r, self._chunks(path, r, deadline)
+                            return
+                        content = b"".join(self._chunks(path, r, deadline))
+                        if r.status_code >= 500:
+                            self.streak.failed(self.gate, f"HTTP {r.status_code}: "
+                                               + _error_message(r.status_code, r.reason_phrase, content), asked)
+                        else:
+                            self.streak.answered(r.status_code, sent_at)
+                        raise self._status_error(path, r, content, waited, retries)
                     self._note_retry(method, path, r, b"".join(self._chunks(path, r, deadline)), wait)
                 finally:
                     r.close()
@@ -221,7 +253,10 @@ class Endpoint:
                 waited += wait
                 retries += 1
         except httpx.HTTPError as e:
-            raise self._classify(path, e) from None
+            error = self._classify(path, e)
+            if error.kind in ("connect", "stream"):  # a server that is not there, or closed on us
+                self.streak.failed(self.gate, f"{error.kind}: {error.detail}", describe_request(method, path, body))
+            raise error from None
         finally:
             if http is not self._http:
                 http.close()

@@ -22,6 +22,7 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, Status
 from gatekeeper.run.run_dir import PlanOptions, Resumable, finished_gates
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.run.liveness import Liveness
 from gatekeeper.run.runner import ROLES, Runner
 from gatekeeper.tape.recording import Recorded
 from gatekeeper.tape.session import AnswerTape
@@ -95,12 +96,11 @@ class ReplayRunner(Runner):
         self._extra.append(ep)
         return ep
 
-    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]
-              ) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
+    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> Liveness:
         r = self.recorded.liveness.get(ctx.gate_id)
         if r is None:  # the recorded run did not ask (e.g. a target had not started)
-            return {role: False for role in ROLES}, {role: True for role in ROLES}, []
-        return dict(r["gone"]), dict(r["alive"]), list(r.get("tail", []))
+            return Liveness({role: False for role in ROLES}, {role: True for role in ROLES})
+        return Liveness.from_json(r)
 
     def _rejudged_from(self) -> str | None:
         return self.source_dir.name

@@ -30,7 +30,8 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo
-from gatekeeper.run import retry_check
+from gatekeeper.run import engine_death, retry_check
+from gatekeeper.run.liveness import Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
@@ -64,6 +65,7 @@ class Runner:
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
         self._retries: tuple[RetryCount, ...] = ()  # the current gate's requests and retries per target
+        self._log_marks: dict[str, int] = {}  # each target's log length when the current gate began
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
         self.tape: AnswerTape | None = None  # every answer the targets give, kept (rejudge); the reference cache
 
@@ -241,6 +243,7 @@ class Runner:
             elif gate.needs_targets(ctx.settings) and not all(rt.ready for rt in runtimes.values()):
                 ctx.check("not_run", Status.SKIP, "not run: a target did not start")
             else:
+                self._log_marks = {role: len(t.log_lines()) for role, t in self.targets.items()}  # where a death's story starts
                 returned = self._run_one(gate, ctx, endpoints)
                 found = returned if isinstance(returned, StartupFindings) else found
                 coverage = ctx.coverage_check(plan.policy.min_judged.get(gate.id, gate.min_judged_share))
@@ -301,30 +304,46 @@ class Runner:
         `<gate>.reference_unusable` (ERROR → HOLD). Whether the run must stop."""
         if not all(rt.ready for rt in runtimes.values()):
             return False
-        gone, alive, tail = self._gone(ctx, endpoints, runtimes)
-        if gone["candidate"] and not gone["reference"]:
+        after = self._gone(ctx, endpoints, runtimes)
+        gone, alive, tail, died = after.gone, after.alive, after.tail, after.died
+        if "candidate" in died and "reference" not in died and not gone["reference"]:
+            dead = died["candidate"]
+            log = after.death_log.get("candidate", [])
+            cause = engine_death.root_cause(log)
+            ctx.check("candidate_crashed", Status.FAIL, dead.describe() + (f"; its log says: {cause}" if cause else "")
+                      + "; it was sent no more work while the reference kept answering",
+                      {"process_alive": alive["candidate"], "since": dead.since, "failed_in_a_row": dead.failed,
+                       "health": dead.health}, [Log("candidate log around its death", log)] if log else [])
+            ctx.checks.insert(0, ctx.checks.pop())  # the cause first: the gate's statistics of what followed come second
+        elif gone["candidate"] and not gone["reference"] and "reference" not in died:
             how = "its process exited" if not alive["candidate"] else "it no longer accepts connections"
             ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
                       f"({how}) while the reference kept answering", {"process_alive": alive["candidate"]},
                       [Log("candidate log tail", tail)] if tail else [])
-        elif gone["reference"]:
-            both = " and so did the candidate" if gone["candidate"] else ""
+            ctx.checks.insert(0, ctx.checks.pop())
+        elif gone["reference"] or "reference" in died:
+            both = " and so did the candidate" if gone["candidate"] or "candidate" in died else ""
+            how = f" ({died['reference'].describe()})" if "reference" in died else ""
             ctx.check("reference_unusable", Status.ERROR, f"reference unusable: the reference stopped answering during "
-                      f"gate {ctx.gate_id}{both}; nothing after it can be judged")
-        return any(gone.values())
+                      f"gate {ctx.gate_id}{both}{how}; nothing after it can be judged")
+        return any(gone.values()) or bool(died)
 
-    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]
-              ) -> tuple[dict[str, bool], dict[str, bool], list[str]]:
-        """Which targets stopped answering after the gate, whose process is alive, and the candidate's
-        log tail when it stopped (all recorded, for a rejudge)."""
+    def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> Liveness:
+        """Which targets stopped answering after the gate, whose process is alive, the candidate's
+        log tail when it stopped, and the engines declared dead with the log around each death
+        (all recorded, for a rejudge)."""
         errors = any(c.status is Status.ERROR for c in ctx.checks)
         gone = {role: not self._answers(endpoints[role], runtimes[role], errors) for role in ROLES}
         alive = {role: runtimes[role].alive() for role in ROLES}
         target = self.targets.get("candidate")
         tail = target.log_lines()[-40:] if gone["candidate"] and target is not None else []
+        died = {role: d for role in ROLES if (d := endpoints[role].streak.confirm()) is not None}
+        death_log = {role: engine_death.evidence(t.log_lines(), self._log_marks.get(role, 0))
+                     for role in died if (t := self.targets.get(role)) is not None}
+        after = Liveness(gone, alive, tail, died, death_log)
         if self.tape is not None:
-            self.tape.liveness(ctx.gate_id, gone, alive, tail)
-        return gone, alive, tail
+            self.tape.liveness(ctx.gate_id, after.to_json())
+        return after
 
     @staticmethod
     def _answers(ep: Endpoint, rt: TargetRuntime, errors: bool) -> bool:

@@ -47,11 +47,11 @@ class Recorder:
             f.write(line)
             f.flush()
 
-    def liveness(self, gate: str, gone: dict[str, bool], alive: dict[str, bool], tail: list[str]) -> None:
-        """Whether each target still answered after `gate`, whether its process was alive, and the
-        log tail of a candidate that stopped."""
+    def liveness(self, gate: str, after: dict[str, Any]) -> None:
+        """Each target's state after `gate` (gatekeeper/run/liveness.py's recorded form): whether it
+        still answered, its process was alive, a stopped candidate's log tail, a dead engine."""
         with self._lock, (self.dir / LIVENESS).open("a", encoding="utf-8") as f:
-            f.write(self.redact(json.dumps({"gate": gate, "gone": gone, "alive": alive, "tail": tail})) + "\n")
+            f.write(self.redact(json.dumps({"gate": gate, **after})) + "\n")
 
     def targets(self, described: dict[str, Any]) -> None:
         """What the runner knew about each started target."""

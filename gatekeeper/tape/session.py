@@ -76,9 +76,9 @@ class AnswerTape:
         self._targets[role] = entry
         self.recorder.targets(self._targets)
 
-    def liveness(self, gate: str, gone: dict[str, bool], alive: dict[str, bool], tail: list[str]) -> None:
-        """Record whether each target still answered after `gate` (and a stopped candidate's log tail)."""
-        self.recorder.liveness(gate, gone, alive, tail)
+    def liveness(self, gate: str, after: dict[str, Any]) -> None:
+        """Record each target's state after `gate` (gatekeeper/run/liveness.py's recorded form)."""
+        self.recorder.liveness(gate, after)
 
     def close(self) -> None:
         """Close the recording and store the cache's new answers."""

@@ -7,7 +7,8 @@ a broken production server does; POSTs misbehave per `mode` once `after` of them
 every streamed event, as some real servers do; "rate_limit_first" answers each distinct POST body
 429 with `Retry-After` the first time and passes it on the retry; "unavailable_first" answers each
 distinct POST body 503 without `Retry-After` the first time, as an overloaded proxy does, and
-passes it on after; "rate_limit" answers every POST
+passes it on after; "engine_dead" is vLLM after its engine core died (see fault_proxy's
+docstring); "rate_limit" answers every POST
 429 with `Retry-After: 1`; "unavailable_random" answers any request, GET or POST, 503 without
 `Retry-After` with probability `rate`, drawn from a generator seeded with `seed`, as a real server
 behind an overloaded balancer does now and then). With `record`, every request's (method, path,
@@ -31,6 +32,8 @@ from typing import Iterator
 import httpx
 
 
+_ENGINE_DEAD = (b'{"error": {"message": "EngineCore encountered an issue. See stack trace (above) for the root cause.", '
+                b'"type": "InternalServerError", "param": null, "code": 500}}')
 _UNAVAILABLE = b'{"error": {"message": "upstream overloaded", "type": "ServiceUnavailable", "code": 503}}'
 
 
@@ -84,6 +87,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.version is not None and self.path.startswith("/version"):
             self._reply(200, json.dumps({"version": self.server.version}).encode())
             return
+        if self.server.mode == "engine_dead" and self.server.misbehaving and self.path.startswith("/health"):
+            self._reply(503, b"")
+            return
         if self.server.mode == "no_health" and self.path.startswith("/health"):
             self._reply(404, b'{"detail": "Not Found"}')
             return
@@ -114,6 +120,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if srv.mode in ("unavailable_first", "http503"):
             self._reply(503, _UNAVAILABLE)
+        elif srv.mode == "engine_dead":
+            self._reply(500, _ENGINE_DEAD)
         elif srv.mode in ("http500", "fail_repeats"):
             self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
         elif srv.mode in ("rate_limit", "rate_limit_first"):
@@ -174,7 +182,8 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
     requests, each appended to `injected`), rate_limit, no_health (GET /health answers 404, everything
     else passes) or no_tokenize (POST /tokenize answers 404, everything else passes); `rewrite(path, body)`
-    edits every non-streamed JSON answer (a server that differs, for real); `port` 0 lets the OS choose."""
+    edits every non-streamed JSON answer; engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
+    API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()

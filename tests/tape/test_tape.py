@@ -51,7 +51,7 @@ def test_the_recording_holds_no_secret_the_redactor_knows(tmp_path):
     recorder = Recorder(tmp_path, Redactor([secret]).text)
     asked = Asked("reference", "golden", "chat", "chat:abc", 0)
     recorder.keep(asked, encode(EndpointError("auth", f"http://u:{secret}@h/v1", f"refused {secret}", 401)), False)
-    recorder.liveness("golden", {"reference": False}, {"reference": True}, [f"--api-key {secret}"])
+    recorder.liveness("golden", {"gone": {"reference": False}, "alive": {"reference": True}, "tail": [f"--api-key {secret}"]})
     recorder.targets({"reference": {"base_url": "http://h", "model": "m", "ready": True, "log_lines": [f"key={secret}"]}})
     recorder.close()
     for path in (tmp_path / "answers").iterdir():

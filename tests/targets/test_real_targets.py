@@ -82,6 +82,25 @@ def test_a_candidate_that_dies_mid_run_is_rolled_back_as_crashed(tmp_path, tiny_
     assert crashed and crashed[0]["status"] == "FAIL" and crashed[0]["blocking"], crashed
 
 
+@pytest.mark.parametrize("role", ["candidate", "reference"])
+def test_an_engine_that_dies_behind_a_live_server_is_named_first(tmp_path, tiny_model_dir, upstream, role):
+    """vLLM's EngineDeadError: the server keeps answering, every request HTTP 500 and /health 503.
+    The candidate's death is the run's first reason (ROLLBACK); the reference's HOLDs."""
+    with fault_proxy(upstream.url, "engine_dead", after=12) as url:
+        targets = ("--candidate", url) if role == "candidate" else ("--reference", url, "--candidate", upstream.url)
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), *targets, "--gates", "startup,numerics")
+    reasons = out.summary["reasons"]
+    if role == "candidate":
+        assert out.code == 1 and out.summary["verdict"] == "ROLLBACK", reasons
+        assert reasons[0].startswith("numerics.candidate_crashed: FAIL — the candidate's engine died at "), reasons
+        assert "during gate numerics" in reasons[0] and "/health answers HTTP 503" in reasons[0], reasons
+        gate = next(g for g in out.summary["gates"] if g["id"] == "numerics")
+        assert gate["checks"][0]["id"] == "numerics.candidate_crashed"
+    else:
+        assert out.code == 2 and out.summary["verdict"] == "HOLD", reasons
+        assert any("reference unusable" in r and "the reference's engine died at" in r for r in reasons), reasons
+
+
 def test_an_unset_api_key_variable_is_exit_3_before_anything_starts(tmp_path, upstream):
     config = tmp_path / "run.yaml"
     config.write_text(f"candidate: {{kind: url, url: {upstream.url!r}, api_key_env: GK_TEST_UNSET_KEY}}\n")

@@ -48,6 +48,9 @@ from gatekeeper.stats.holm import holm
 from gatekeeper.results import Judgement, Status
 
 
+MIN_SESSIONS_LEFT = 4  # sessions are the unit of the slope test: fewer cannot decide anything
+
+
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_prompt: int) -> None:
     """Script the sessions, drive both targets, record the three checks."""
     started = time.perf_counter()
@@ -69,13 +72,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     with UsageSampler(ctx.candidate) as sampler:
         (ref_ans, _), (cand_ans, peak) = both(drive, ctx.reference, ctx.candidate)
     after = scrape(ctx.candidate)
-    for role, answers in (("reference", ref_ans), ("candidate", cand_ans)):
-        errors = [a for sess in answers for a in sess if isinstance(a, EndpointError)]
-        if errors:
-            ctx.not_judged("request failed", sum(len(sess) for sess in sessions))
-            ctx.check("session_decay", Status.ERROR, f"{len(errors)} {role} request(s) failed: {errors[0]}",
-                      {"error_kind": errors[0].kind, "role": role}, started=started)
-            return
+    lost = _set_aside(ctx, sessions, ref_ans, cand_ans, started)
+    if lost is None:
+        return
+    sessions, ref_ans, cand_ans = ([x for i, x in enumerate(xs) if i not in lost] for xs in (sessions, ref_ans, cand_ans))
     rounds = [r for sess in sessions for r in sess]
     cells = [_cell(r, a, b) for sess, ra, ca in zip(sessions, ref_ans, cand_ans) for r, a, b in zip(sess, ra, ca)]
     cells, forgiven = _forgive_near_ties(ctx, s, cells, rounds)
@@ -95,6 +95,34 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         cond.uneven_growth([b.tokens - a.tokens for sess in sessions for a, b in itertools.pairwise(sess)]),
     ]
     _conditions_check(ctx, found, counter)
+
+
+def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list[Answer]], cand_ans: list[list[Answer]],
+               started: float) -> set[int] | None:
+    """The sessions a failed request (after the client's retries) left incomplete on either side:
+    each is set aside, unjudged, and the rest are judged (a session is the statistics' unit, so one
+    failed request costs one session, not the phase). None, with an ERROR check, when fewer than
+    `MIN_SESSIONS_LEFT` sessions are left to judge."""
+    failed: dict[int, tuple[str, EndpointError]] = {}
+    for role, answers in (("reference", ref_ans), ("candidate", cand_ans)):
+        for i, sess in enumerate(answers):
+            error = next((a for a in sess if isinstance(a, EndpointError)), None)
+            if error is not None and i not in failed:
+                failed[i] = (role, error)
+    if not failed:
+        return set()
+    cells = sum(len(sessions[i]) for i in failed)
+    ctx.not_judged("request failed", cells)
+    by_role = {role: sum(1 for r, _ in failed.values() if r == role) for role in ("reference", "candidate")}
+    first_role, first = next(iter(failed.values()))
+    what = (f"{len(failed)} of {len(sessions)} sessions ({cells} requests) set aside because a request failed after its "
+            f"retries (" + ", ".join(f"{role} {n}" for role, n in by_role.items() if n) + f"); first, {first_role}: {first}")
+    ctx.notes.append(f"longctx: session decay: {what}")
+    if len(sessions) - len(failed) < MIN_SESSIONS_LEFT:
+        ctx.check("session_decay", Status.ERROR, f"too few sessions left to judge: {what}",
+                  {"error_kind": first.kind, "role": first_role, "sessions_set_aside": len(failed)}, started=started)
+        return None
+    return set(failed)
 
 
 def _cell(r: Round, ref: Answer, cand: Answer) -> Cell:
