@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from gatekeeper import exit_codes
 
 
@@ -79,10 +81,39 @@ class EndpointError(GatekeeperError):
         return (400 <= self.status < 500 and self.status not in (408, 429)) or self.status == 501
 
 
+# Statuses a healthy server gives now and then to a request it serves at other times (a timeout, a rate
+# limit, a balancer's or an overloaded engine's answer): never "refused alike", whatever the bodies say.
+_TRANSIENT = (408, 429, 502, 503, 504)
+# A traceback frame (`File "/venv/lib/.../app.py", line 376, in create_chat_completion`) and what follows
+# it: where the server failed, which differs between builds, not what it said.
+_FRAME = re.compile(r"""\s*File ["'].*""", re.S)
+_PATH = re.compile(r"""(?:[A-Za-z]:)?(?:/[\w.@+-]+){2,}""")
+_ID = re.compile(r"\b(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,})\b", re.I)
+
+
+def gist(error: EndpointError) -> str:
+    """What a failed answer says, without where the server failed: the message before any traceback
+    frame, with file paths and request ids masked and whitespace collapsed ("" when it says nothing
+    but its status, e.g. a bare "Internal Server Error")."""
+    said = _FRAME.sub("", error.detail)
+    said = " ".join(_ID.sub("<id>", _PATH.sub("<path>", said)).split())
+    generic = {"", f"http {error.status}", "internal server error", "not found", "bad request"}
+    return "" if said.lower() in generic else said
+
+
 def refused_alike(*answers: object) -> EndpointError | None:
-    """The refusal when every one of `answers` is a refusal with one HTTP status (two targets
-    lacking the same request feature), else None."""
-    errors = [a for a in answers if isinstance(a, EndpointError) and a.refusal]
+    """The refusal when every one of `answers` refuses the request alike (two targets lacking the same
+    request feature), else None. Alike: one refusal status (a 4xx other than 408/429, or 501); or,
+    whatever the status code, one status and bodies that say the same thing (`gist`), as a server
+    that answers a request it cannot parse with a 500 and a validation message does. A transient
+    status (408, 429, 502-504), a timeout, a refused connection or a broken stream is never a
+    refusal, and a body that says nothing but its status is not evidence of one."""
+    errors = [a for a in answers if isinstance(a, EndpointError)]
     if not answers or len(errors) != len(answers) or len({e.status for e in errors}) != 1:
         return None
-    return errors[0]
+    if all(e.refusal for e in errors):
+        return errors[0]
+    said = {gist(e) for e in errors}
+    if all(e.kind == "http" and e.status not in _TRANSIENT for e in errors) and len(said) == 1 and "" not in said:
+        return errors[0]
+    return None

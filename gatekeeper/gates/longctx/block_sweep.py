@@ -25,7 +25,10 @@ from gatekeeper.gates.longctx.traffic import (
     Answer,
     chat,
     first_error,
+    kept,
     refused_by_both,
+    refused_each,
+    refused_note,
     side_by_side,
     text,
     unstable,
@@ -55,12 +58,15 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     if refusal is not None:
         ctx.refused_by_both("block_boundary", refusal, len(flat))
         return
+    refused = refused_each([x[1] for x in flat], [x[2] for x in flat], ref2_flat)  # past both contexts: the rest is judged
+    flat, ref2_flat, asked = kept(flat, refused), kept(ref2_flat, refused), len(flat)
     err = first_error([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
     if err is not None:
         ctx.error_check("block_boundary", err)
         ctx.not_judged("request failed", len(flat))
+        ctx.not_judged("both fail identically", asked - len(flat))
         return
-    noisy = unstable([a for t in ref for a in t], None if ref2 is None else [a for t in ref2 for a in t])
+    noisy = unstable([x[1] for x in flat], None if ref2 is None else ref2_flat)
     differ = [i for i, ((_, a, b), shaky) in enumerate(zip(flat, noisy)) if text(a) != text(b) and not shaky]
     tie_at = dict(zip(differ, near_ties(ctx, s, [flat[i][0].messages for i in differ], limit)))
     rows, bad = [], []
@@ -82,10 +88,11 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     ctx.notes.append(noise.describe("block-boundary sweep", sum(noisy), len(flat), conc, s.noise_floor_concurrency))
     ctx.judged(len(flat) - sum(noisy))
     ctx.not_judged("reference unstable", sum(noisy))
+    ctx.not_judged("both fail identically", asked - len(flat))
     ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
-              + (f" at {bad} tokens" if bad else "") + note,
+              + (f" at {bad} tokens" if bad else "") + note + refused_note(refused),
               {"lengths": [p.tokens for p, _, _ in flat], "mismatches": len(bad), "block_size": block,
-               "exact_lengths": not inexact},
+               "exact_lengths": not inexact, "refused_by_both": asked - len(flat)},
               [Table(f"block-boundary sweep (B={block})", ["tokens", "position", "secret", "reference", "candidate", ""], rows)],
               started=t0)

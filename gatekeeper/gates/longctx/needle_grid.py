@@ -31,7 +31,10 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
     chat,
     first_error,
+    kept,
     refused_by_both,
+    refused_each,
+    refused_note,
     side_by_side,
     text,
     unstable,
@@ -58,7 +61,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     if refusal is not None:
         ctx.refused_by_both("needle_grid", refusal, len(grid))
         return
-    err = first_error(ref, cand, ref2 or [])  # a failed noise-floor request is an error, not noise
+    # A cell both targets refuse alike (a prompt past both contexts) answers nothing on either side:
+    # it is a cell neither answers identically (not judged), and the grid judges the rest.
+    refused = refused_each(ref, cand, ref2 or [])
+    err = first_error(kept(ref, refused), kept(cand, refused), kept(ref2 or [], refused))  # a failed noise-floor request: an error
     if err is not None:
         ctx.error_check("needle_grid", err)
         ctx.not_judged("request failed", len(grid))
@@ -85,7 +91,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     regressions = [i for i in review if i not in ties]
     rows = []
     for li in range(len(lengths)):
-        cells = [("✓ ✗ near tie" if i in ties and ok_ref[i] else MARK[(ok_ref[i], ok_cand[i])])
+        cells = [("refused by both" if refused[i] else "✓ ✗ near tie" if i in ties and ok_ref[i] else MARK[(ok_ref[i], ok_cand[i])])
                  + (" ≠" if differ[i] and not ok_ref[i] and not ok_cand[i] else "")
                  for i in range(li * len(depths), (li + 1) * len(depths))]
         rows.append([f"{grid[li * len(depths)].tokens} tokens", *cells])
@@ -128,7 +134,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               f"{len(regressions)} of {len(grid)} cells regress (limit {limit}): the reference answers and the candidate "
               f"does not, or neither does and the candidate's answer differs from the reference's repeatable one"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
-              + f"; {both_fail} cells neither answers ({_outcomes(outcomes)})"
+              + f"; {both_fail} cells neither answers ({_outcomes(outcomes)})" + refused_note(refused)
               + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else "")
               + (f"; {sum(noisy)} cells the reference itself answers differently on a second pass (noise, not judged)"
                  if any(noisy) else "")
@@ -142,7 +148,8 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         "limit": limit, "near_ties": len(ties), "confident_divergences": len(confident),
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
-        "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid)},
+        "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid),
+        "refused_by_both": sum(r is not None for r in refused)},
         ev, started=t0)
 
 

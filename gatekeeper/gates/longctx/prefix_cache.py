@@ -31,7 +31,10 @@ from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
     first_error,
+    kept,
     refused_by_both,
+    refused_each,
+    refused_note,
     side_by_side,
     text,
     unstable,
@@ -138,6 +141,11 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     if refusal is not None:
         ctx.refused_by_both("prefix_cache.shared_prefix", refusal, len(items))
         return
+    refused = refused_each(ref, cand, ref2 or [])  # a prompt past both contexts: set aside, the rest judged
+    asked = len(items)
+    items, ref, cand = kept(items, refused), kept(ref, refused), kept(cand, refused)
+    ref2 = None if ref2 is None else kept(ref2, refused)
+    ctx.not_judged("both fail identically", asked - len(items))
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)
@@ -162,7 +170,9 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     limit_mm = s.prefix_max_mismatches
     ctx.check("prefix_cache.shared_prefix", Status.FAIL if mismatches > limit_mm else Status.PASS,
               f"{mismatches} of {len(items)} answers differ from the reference (limit {limit_mm}); {len(asks)} questions "
-              f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets",
-              {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right},
+              f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets"
+              + refused_note(refused),
+              {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right,
+               "refused_by_both": asked - len(items)},
               [Table("answers (questions on the shared prefix, and any unrelated prompt that differs)",
                      ["question", "secret", "reference", "candidate", ""], rows)], started=t0)

@@ -102,6 +102,29 @@ def refused_by_both(ref: list[Answer], cand: list[Answer], *more: list[Answer]) 
     return rows[0] if all(rows) else None
 
 
+def refused_each(ref: list[Answer], cand: list[Answer], *more: list[Answer]) -> list[EndpointError | None]:
+    """Per request of a check: the refusal when both targets refused it alike in every pass
+    (`refused_alike`: the same refusal status, or bodies saying the same thing), else None. A
+    request neither serves (a parameter, a prompt past both contexts) is set aside, not judged,
+    and the check judges the rest."""
+    return [refused_alike(a, b, *(g[i] for g in more if i < len(g))) for i, (a, b) in enumerate(zip(ref, cand))]
+
+
+def kept(answers: list[T], refused: list[EndpointError | None]) -> list[T]:
+    """The items of a list (indexed as the check's requests) that no target refused alike."""
+    return [a for a, r in zip(answers, refused) if r is None]
+
+
+def refused_note(refused: list[EndpointError | None]) -> str:
+    """"; 5 of 25 requests both targets refuse alike (HTTP 400: ...): not judged", or "" when none was."""
+    first = next((r for r in refused if r is not None), None)
+    if first is None:
+        return ""
+    n = sum(r is not None for r in refused)
+    return (f"; {n} of {len(refused)} requests both targets refuse alike (HTTP {first.status}: {first.detail[:160]}): "
+            "not judged")
+
+
 def first_error(*groups: list[Answer]) -> EndpointError | None:
     """The first failed request among the answer lists, if any. Gates pass the reference's
     noise-floor pass too: a request that failed there is an ERROR, never "noise, not judged"."""
