@@ -72,11 +72,13 @@ class CheckResult:
 class Coverage:
     """How much of what a gate set out to judge it did judge: `judged` items, and the items it
     could not judge by reason (both targets fail identically, reference unstable, capability
-    missing, request failed...); `min_share` is the policy's floor."""
+    missing, request failed...); `min_share` is the policy's floor. Items needing a capability neither
+    target has are `not_asked`: named, outside the total (the gate judges the rest)."""
 
     judged: int
     unjudged: tuple[tuple[str, int], ...] = ()
     min_share: float = 0.0
+    not_asked: tuple[tuple[str, int], ...] = ()  # items outside coverage: they need a capability neither target has
 
     @property
     def total(self) -> int:

@@ -95,10 +95,12 @@ class ProbedCapabilities(Mapping[str, Capabilities]):
 
 @dataclass
 class Tally:
-    """Items a gate judged and did not judge (by reason), as the gate counts them."""
+    """Items a gate judged and did not judge (by reason), as the gate counts them, and the items it
+    did not ask at all because neither target has a capability they need (by that capability)."""
 
     judged: int = 0
     unjudged: dict[str, int] = field(default_factory=dict)
+    not_asked: dict[str, int] = field(default_factory=dict)
     counted: bool = False  # the gate counted its items itself (else coverage is derived from its checks)
 
 
@@ -145,6 +147,17 @@ class StartupFindings:
     versions: Mapping[str, str | None] = field(default_factory=dict)
     observed: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     lost: frozenset[str] = frozenset()
+    neither: frozenset[str] = frozenset()  # features neither target has, named once by `startup.capabilities`
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why a check cannot run: a capability a target lacks. `shared`: neither target has it (the
+    server's gap, not the candidate's regression: named once in gate 1, and the gates judge the rest)."""
+
+    feature: str
+    reason: str
+    shared: bool
 
 
 @dataclass
@@ -231,6 +244,33 @@ class GateContext:
         """Record a check that was not run, with its reason (SKIP)."""
         return self.check(name, Status.SKIP, reason, family=family, advisory=advisory)
 
+    def skip_missing(self, name: str, missing: Missing, items: int = 1, family: str | None = None) -> CheckResult:
+        """Record a check that cannot run for want of a capability (SKIP). One only the candidate
+        lacks, or only the reference, is a SKIP the policy's blocking rule applies to, and its `items`
+        count against coverage ("capability missing"); one neither target has is the server's gap,
+        not the candidate's: an advisory SKIP whose items are not asked (outside coverage, which
+        measures the rest)."""
+        if missing.shared:
+            self.tally.counted = True
+            key = f"neither target has {missing.feature}"
+            self.tally.not_asked[key] = self.tally.not_asked.get(key, 0) + items
+            return self.skip(name, missing.reason, family, advisory=True)
+        self.not_judged("capability missing", items)
+        return self.skip(name, missing.reason, family)
+
+    def missing(self, *features: str, roles: tuple[str, ...] = ()) -> Missing | None:
+        """The first of `features` a check cannot run without on `roles` (default both), or None."""
+        for feature in features:
+            why = self.lacks(feature, *roles)
+            if why:
+                return Missing(feature, why, self.neither_has(feature))
+        return None
+
+    def neither_has(self, feature: str) -> bool:
+        """Whether both targets lack `feature` by the probe's evidence (neither merely undetermined)."""
+        return all(not getattr(c, feature) and not c.undetermined(feature)
+                   for c in (self.capabilities["reference"], self.capabilities["candidate"]))
+
     def lacks(self, feature: str, *roles: str) -> str | None:
         """Why a check needing `feature` on `roles` (default both) cannot run, or None when every
         role has it. A feature the candidate lost against the reference is one finding,
@@ -240,6 +280,10 @@ class GateContext:
             caps = self.capabilities[role]
             if getattr(caps, feature) or caps.undetermined(feature):
                 continue  # undetermined: the checks run and judge what actually happens
+            if self.neither_has(feature):
+                if feature in self.startup.neither:
+                    return f"needs {feature}, which neither target has: see startup.capabilities"
+                return f"needs {feature}, which neither target has (capability probe: {caps.note(feature) or 'not supported'})"
             if self.lost(feature) and self.reported(feature):
                 return f"needs {feature}, which the candidate lost (the reference has it): see startup.capabilities"
             if self.lost(feature):
@@ -273,7 +317,8 @@ class GateContext:
         """What the gate judged: its own counts, or — for a gate that counts nothing itself — one
         item per check (PASS, WARN and FAIL judged; SKIP, ERROR and undecided checks not)."""
         if self.tally.counted:
-            return Coverage(self.tally.judged, tuple(sorted(self.tally.unjudged.items())), min_share)
+            return Coverage(self.tally.judged, tuple(sorted(self.tally.unjudged.items())), min_share,
+                            tuple(sorted(self.tally.not_asked.items())))
         unjudged: dict[str, int] = {}
         for c in self.checks:
             if c.status in (Status.SKIP, Status.ERROR) or c.undecided:
@@ -289,10 +334,14 @@ class GateContext:
         coverage = self.coverage(min_share)
         unjudged = ", ".join(f"{n} {why}" for why, n in coverage.unjudged)
         share = "nothing" if coverage.share is None else f"{coverage.judged} of {coverage.total} items ({coverage.share:.0%})"
+        not_asked = ", ".join(f"{n} as {why}" for why, n in coverage.not_asked)
         reason = (f"judged {share}" + (f"; not judged: {unjudged}" if unjudged else "")
-                  + f"; the policy's minimum is {coverage.min_share:.0%}")
+                  + f"; the policy's minimum is {coverage.min_share:.0%}"
+                  + (f"; not asked (outside coverage): {not_asked}" if not_asked else ""))
         metrics = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share,
                    "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
+        if coverage.not_asked:
+            metrics["not_asked"] = dict(coverage.not_asked)
         result = CheckResult(f"{self.gate_id}.coverage", self.gate_id, Status.PASS if coverage.enough else Status.FAIL,
                              False, reason, metrics, judgement=Judgement.TOLERANCE)
         self.checks.append(result)

@@ -48,9 +48,13 @@ def counts_json(counts: Mapping[Status, int]) -> dict[str, int]:
 
 
 def coverage_json(coverage: Coverage) -> dict[str, Any]:
-    """A gate's judged coverage: counts, the reasons items went unjudged, the share and its floor."""
-    return {"judged": coverage.judged, "total": coverage.total, "share": coverage.share, "min_share": coverage.min_share,
-            "unjudged": dict(coverage.unjudged)}
+    """A gate's judged coverage: counts, the reasons items went unjudged, the share and its floor, and
+    (when any) the items not asked because neither target has a capability they need."""
+    out: dict[str, Any] = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share,
+                           "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
+    if coverage.not_asked:
+        out["not_asked"] = dict(coverage.not_asked)
+    return out
 
 
 def retry_json(count: RetryCount) -> dict[str, Any]:

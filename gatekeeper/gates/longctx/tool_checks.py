@@ -42,7 +42,7 @@ from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.endpoints.fanout import fan_out, raise_first
-from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, refused_by_both, text
+from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, kept, refused_by_both, refused_each, refused_note, text
 from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
 from gatekeeper.gates.longctx.checks import JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM
@@ -98,11 +98,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     leave room for `tool_answer_tokens` within the `context`."""
     room = context - s.tool_answer_tokens - 8
     rng = random.Random(f"{ctx.run.seed}:longctx:tools")
-    no_tools = ctx.lacks("tools") or ctx.lacks("tool_parsing")
+    no_tools = ctx.missing("tools", "tool_parsing")
     if no_tools:
-        for name in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):
-            ctx.skip(name, no_tools)
-        ctx.not_judged("capability missing", 2 * s.tool_cases + 1)
+        for name, items in ((TOOL_CALLS, s.tool_cases), (TOOL_RESULT, 1), (TOOL_STREAM, s.tool_cases)):
+            ctx.skip_missing(name, no_tools, items)
     else:
         _tools(ctx, s, rng, counter, room)
     _json(ctx, s, rng, counter, room)
@@ -280,6 +279,13 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     if refusal is not None:
         ctx.refused_by_both(JSON_SCHEMA, refusal, len(cases))
         return
+    # The enforced cases both targets refuse alike (a server without `response_format: json_schema`)
+    # are set aside; the cases that leave the JSON to the model are judged.
+    refused = refused_each(ref, cand, ref2 or [])
+    asked = len(cases)
+    cases, items, ref, cand = kept(cases, refused), kept(items, refused), kept(ref, refused), kept(cand, refused)
+    ref2 = None if ref2 is None else kept(ref2, refused)
+    ctx.not_judged("both fail identically", asked - len(cases))
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check(JSON_SCHEMA, err)
@@ -316,6 +322,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())}))
     ctx.check(JSON_SCHEMA, status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
-              f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases)),
+              f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases))
+              + refused_note(refused),
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
-               "both_fail_differs": differ, "near_ties": len(ties)}, evidence, started=t0)
+               "both_fail_differs": differ, "near_ties": len(ties), "refused_by_both": asked - len(cases)}, evidence, started=t0)

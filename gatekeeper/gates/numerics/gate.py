@@ -65,11 +65,11 @@ class NumericsGate(Gate):
     def run(self, ctx: GateContext) -> None:
         """Decode on the reference, score everywhere, compare against dtype tolerances."""
         s: NumericsSettings = ctx.settings
-        missing = ctx.lacks("echo")
+        missing = ctx.missing("echo")
         if missing:
-            ctx.skip(checks.SCORING, "teacher-forced scoring needs echo with logprobs — " + missing)
+            ctx.skip(checks.SCORING, "teacher-forced scoring needs echo with logprobs — " + missing.reason, advisory=missing.shared)
             for name in CHECKS:
-                ctx.skip(name, "not run: no teacher-forced scoring")
+                ctx.skip(name, "not run: no teacher-forced scoring", advisory=missing.shared)
             return
         t0 = time.perf_counter()
         prompts = list(s.prompts)

@@ -68,6 +68,7 @@ class StartupGate(Gate):
         versions: dict[str, str | None] = {}
         observed: dict[str, dict[str, str]] = {}
         lost: list[str] = []
+        neither: list[str] = []
         for role, ep in ctx.endpoints.items():
             rt = ctx.run.runtimes[role]
             if not rt.ready:
@@ -93,11 +94,11 @@ class StartupGate(Gate):
             ctx.notes.append("startup: capabilities and the execution path were not compared: the reference is "
                              f"unusable ({', '.join(unusable)})")
         elif all(rt.ready for rt in ctx.run.runtimes.values()):
-            lost = self._compare(ctx)
+            lost, neither = self._compare(ctx)
             observed = check_path(ctx)
             check_path_change(ctx, ctx.settings, observed)
         check_logs(ctx, ctx.settings)
-        return StartupFindings(versions, observed, frozenset(n for n in lost if n in FEATURES))
+        return StartupFindings(versions, observed, frozenset(n for n in lost if n in FEATURES), frozenset(neither))
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> str | None:
         """/health, /v1/models and /version of one target; the version it reports (None if none)."""
@@ -162,31 +163,38 @@ class StartupGate(Gate):
             ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
                       "not supported: " + ", ".join(missing), metrics, evidence)
 
-    def _compare(self, ctx: GateContext) -> list[str]:
+    def _compare(self, ctx: GateContext) -> tuple[list[str], list[str]]:
         """`startup.capabilities`: one finding for every feature the reference supports and the
         candidate lacks (tool calling, logprobs, echo, /tokenize, streaming...), named once here;
         the checks that need it SKIP later pointing here. Blocking by default (a lost feature
         ROLLBACKs), but it never stops the later gates; a feature the probe could not establish
-        on the candidate (the model wrote no tool call to parse) is listed, not counted. The lost
-        features, as the check names them."""
+        on the candidate (the model wrote no tool call to parse) is listed, not counted. The
+        features neither target has (a server without a tool-call parser, prompt logprobs or
+        /tokenize) are named here too, once, with the probe's reason: the server's gap, not the
+        candidate's; the checks that need one SKIP as advisory pointing here, and the gates judge
+        the rest. The lost features, as the check names them, and the features neither has."""
         ref, cand = ctx.capabilities["reference"], ctx.capabilities["candidate"]
         if ref.errors or cand.errors:
-            return []  # the probe itself failed: protocol.<role> is ERROR already
+            return [], []  # the probe itself failed: protocol.<role> is ERROR already
+        neither = [n for n in FEATURES if ctx.neither_has(n)]
+        gaps = ("; neither target has " + "; ".join(f"{n} ({_short(cand.note(n) or ref.note(n))})" for n in neither)
+                + ": the checks that need them are not asked") if neither else ""
         lost = lost_features(ref, cand)
         if ref.top_logprobs_max > cand.top_logprobs_max and cand.logprobs:
             lost.append(f"top_logprobs up to {ref.top_logprobs_max} (candidate: {cand.top_logprobs_max})")
         gained = [n for n in FEATURES if getattr(cand, n) and not getattr(ref, n)]
-        rows = [[n, _yes(ref, n), _yes(cand, n), cand.note(n) if n in lost or cand.undetermined(n) else ""]
+        rows = [[n, _yes(ref, n), _yes(cand, n), cand.note(n) if n in lost or n in neither or cand.undetermined(n) else ""]
                 for n in FEATURES]
         evidence = [Table("capabilities: reference vs candidate", ["capability", "reference", "candidate", "candidate note"], rows)]
         if lost:
             ctx.check(checks.CAPABILITIES, Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
-                      + " that the reference supports; the checks that need them are not judged", {"lost": lost,
-                      "gained": gained}, evidence)
+                      + " that the reference supports; the checks that need them are not judged" + gaps, {"lost": lost,
+                      "gained": gained, "neither": neither}, evidence)
         else:
             ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
-                      + (f" (and {', '.join(gained)})" if gained else ""), {"lost": [], "gained": gained})
-        return lost
+                      + (f" (and {', '.join(gained)})" if gained else "") + gaps,
+                      {"lost": [], "gained": gained, "neither": neither}, evidence if neither else ())
+        return lost, neither
 
     def _canary(self, ctx: GateContext) -> None:
         """The first request on both targets; the candidate is judged against the reference."""
@@ -237,6 +245,12 @@ def _first_request_s(resp: ChatResponse, retried: list[str], t0: float) -> float
     """How long the canary took: the answer's own latency, or the wall clock since `t0` when it was
     asked again (the waits count). A re-judged run sees the recorded latency."""
     return time.perf_counter() - t0 if retried else resp.e2e_s
+
+
+def _short(note: str) -> str:
+    """A probe's note, at most 240 characters (the capability table holds the whole of it)."""
+    note = note or "not supported"
+    return note if len(note) <= 240 else note[:239] + "…"
 
 
 def _yes(caps: Capabilities, feature: str) -> str:

@@ -75,6 +75,27 @@ def test_a_server_that_stops_parsing_tool_calls_is_one_finding_not_one_per_case(
     assert out.summary["verdict"] == "ROLLBACK"
 
 
+def test_a_capability_neither_target_has_is_named_once_and_the_gates_judge_the_rest(tmp_path, gk_tiny_server):
+    """Two servers without a tool-call parser (llama-cpp-python's, say): not the candidate's regression.
+    `startup.capabilities` names the gap once; the checks that need it are advisory SKIPs pointing
+    there, outside coverage; the other cases are judged and the run can PROMOTE."""
+    args = ("--policy", _policy(tmp_path, "canary-ok, echo-words, arith-mul, tool-weather, tool-alarm", False),
+            "--gates", "startup,golden")
+    with fault_proxy(gk_tiny_server.url, "pass", rewrite=_unparse) as ref, \
+            fault_proxy(gk_tiny_server.url, "pass", rewrite=_unparse) as cand:
+        out = gk_run(tmp_path / "neither", "--reference", ref, "--candidate", cand, *args)
+    caps = out.check("startup.capabilities")
+    assert caps["status"] == "PASS" and caps["metrics"]["neither"] == ["tool_parsing"], caps
+    assert caps["reason"].count("tool_parsing") == 1 and "returned it as content" in caps["reason"], caps["reason"]
+    for case in ("tool-weather", "tool-alarm"):
+        check = out.check(f"golden.{case}")
+        assert check["status"] == "SKIP" and not check["blocking"], check
+        assert check["reason"] == "needs tool_parsing, which neither target has: see startup.capabilities"
+    coverage = next(g for g in out.summary["gates"] if g["id"] == "golden")["coverage"]
+    assert coverage["not_asked"] == {"neither target has tool_parsing": 2} and coverage["total"] == 3, coverage
+    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
+
+
 def test_streams_without_finish_reasons_are_one_finding_and_the_stream_checks_judge_the_rest(tmp_path, gk_tiny_server):
     args = ("--policy", _policy(tmp_path, "canary-ok, json-schema-1, tool-weather", True), "--gates", "startup,golden")
     with fault_proxy(gk_tiny_server.url, "no_stream_finish") as url:
