@@ -61,11 +61,26 @@ class _Handler(BaseHTTPRequestHandler):
                 if self.server.mode == "no_stream_finish" and "event-stream" in r.headers.get("content-type", ""):
                     self.wfile.write(re.sub(rb'"finish_reason": ?"[a-z_]+"', b'"finish_reason": null', r.read()))
                     return
+                if self.server.mode == "cut_streams" and "event-stream" in r.headers.get("content-type", "") and self._cut_now():
+                    first = r.read().split(b"\n\n", 1)[0]
+                    self.wfile.write(first + b"\n\ndata: [DONE]\n\n")  # llama-cpp-python's interrupt_requests
+                    return
                 for chunk in r.iter_raw():
                     self.wfile.write(chunk)
                     self.wfile.flush()
                     if self.server.mode == "cut_stream" and self.server.misbehaving and b"data:" in chunk:
                         return  # drop the connection mid-stream
+
+    def _cut_now(self) -> bool:
+        """In mode cut_streams: whether this stream is cut (the share `rate` of streams, exactly: the
+        i-th is cut when floor(i * rate) steps up; which requests are cut depends on arrival order)."""
+        srv = self.server
+        with srv.lock:
+            srv.streams += 1
+            hit = int(srv.streams * srv.rate) > int((srv.streams - 1) * srv.rate)
+            if hit:
+                srv.injected.append(("POST", self.path))
+        return hit
 
     def _unavailable_now(self, method: str) -> bool:
         """In mode unavailable_random: whether this request draws a 503 (counted in `injected`)."""
@@ -104,7 +119,8 @@ class _Handler(BaseHTTPRequestHandler):
             srv.record.append(("POST", self.path, body))
             srv.posts += 1
             srv.misbehaving = srv.posts > srv.after and srv.mode not in ("pass", "no_stream_finish", "no_health",
-                                                                         "unavailable_random", "no_tokenize")
+                                                                         "unavailable_random", "no_tokenize",
+                                                                         "cut_streams", "reject_json_schema")
             if srv.mode == "fail_repeats":  # a request sent before, byte for byte, fails: the second pass
                 srv.misbehaving = repeat
             if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
@@ -114,6 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if srv.mode == "no_tokenize" and self.path.startswith("/tokenize"):
             self._reply(404, b'{"detail": "Not Found"}')
+            return
+        if srv.mode == "reject_json_schema" and _asks_json_schema(body):
+            self._reply(500, _json_schema_rejected(srv.server_address[1]))
             return
         if not srv.misbehaving or srv.mode == "cut_stream":
             self._forward("POST", body)
@@ -149,6 +168,26 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def _asks_json_schema(body: bytes) -> bool:
+    """Whether a request body asks for `response_format: {"type": "json_schema", ...}`."""
+    try:
+        fmt = json.loads(body).get("response_format")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(fmt, dict) and fmt.get("type") == "json_schema"
+
+
+def _json_schema_rejected(port: int) -> bytes:
+    """llama-cpp-python's answer to `response_format: json_schema` (its pydantic model knows only text
+    and json_object): HTTP 500 with the validation error and where it was raised, a path that differs
+    from one install (here: one proxy) to another."""
+    message = ("1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': "
+               "\"Input should be 'text' or 'json_object'\", 'input': 'json_schema'}\n\n  File "
+               f"\"/srv/llama-{port}/lib/python3.11/site-packages/llama_cpp/server/app.py\", line 376, in "
+               "create_chat_completion\n    POST /v1/chat/completions")
+    return json.dumps({"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}).encode()
+
+
 class _ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -163,6 +202,7 @@ class _ProxyServer(ThreadingHTTPServer):
         self.rate, self.rng = rate, random.Random(seed)
         self.injected: list = injected if injected is not None else []
         self.posts = 0
+        self.streams = 0
         self.misbehaving = False
         self.lock = threading.Lock()
 
@@ -181,7 +221,11 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
     requests, each appended to `injected`), rate_limit, no_health (GET /health answers 404, everything
-    else passes) or no_tokenize (POST /tokenize answers 404, everything else passes); `rewrite(path, body)`
+    else passes), no_tokenize (POST /tokenize answers 404, everything else passes), cut_streams (the share `rate` of
+    streamed answers ends after its first event with `data: [DONE]` and no finish_reason, as llama-cpp-python's
+    server does to the stream it serves when another request waits; each appended to `injected`) or
+    reject_json_schema (a request with `response_format: json_schema` answers 500 with llama-cpp-python's validation
+    message and a traceback path naming the proxy's port); `rewrite(path, body)`
     edits every non-streamed JSON answer; engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
     API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version)

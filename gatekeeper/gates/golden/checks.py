@@ -4,7 +4,8 @@ streamed variants, and a case's outcome, typed. A literal `golden.…` id outsid
 a test failure (tests/repo/test_architecture.py).
 
 A case's check is `golden.<case id>`; its streamed variant `golden.<case id>.stream`; besides
-the cases the gate writes `golden.coverage`, `golden.pass_rate` and `golden.candidate_repeat`.
+the cases the gate writes `golden.coverage`, `golden.pass_rate`, `golden.candidate_repeat` and, where both
+targets cut streams short, `golden.stream_cuts`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ STREAM_SUFFIX = ".stream"
 COVERAGE = f"{GATE}.coverage"
 PASS_RATE = f"{GATE}.pass_rate"
 CANDIDATE_REPEAT = f"{GATE}.candidate_repeat"
+STREAM_CUTS = f"{GATE}.stream_cuts"
+"""Both targets cut streams short at random: the candidate's rate against the reference's (stream_cuts.py)."""
 CANARY_CASE = f"{GATE}.canary-ok"
 """The shipped golden set's `Reply with exactly: OK` case (golden_sets/core.yaml)."""
-_NOT_CASES = (COVERAGE, PASS_RATE, CANDIDATE_REPEAT)
+_NOT_CASES = (COVERAGE, PASS_RATE, CANDIDATE_REPEAT, STREAM_CUTS)
 
 
 def case(case_id: str) -> str:

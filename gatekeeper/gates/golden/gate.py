@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
 from gatekeeper.evidence import TextPair
@@ -19,7 +20,8 @@ from gatekeeper.gates.golden.judge import CaseJudgement, judge_case, judge_strea
 from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
-from gatekeeper.gates.interface import Gate, GateContext
+from gatekeeper.gates.golden.stream_cuts import ALPHA as STREAM_CUT_ALPHA, CutRates, count_cuts
+from gatekeeper.gates.interface import Gate, GateContext, Missing
 from gatekeeper.stats import noise
 from gatekeeper.stats.noise import ask_twice
 from gatekeeper.golden.answer import render_answer
@@ -27,7 +29,7 @@ from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.request import Asker
 from gatekeeper.endpoints.responses import ChatResponse
-from gatekeeper.results import Status
+from gatekeeper.results import Judgement, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
 from gatekeeper.gates.golden import checks
@@ -57,7 +59,11 @@ class GoldenGate(Gate):
     Tool-call and JSON cases marked `stream_variant` also get `golden.<case-id>.stream`: the
     candidate's streamed answer must equal its non-streamed one (tool names and decoded arguments,
     decoded JSON, finish reason) — this catches a streaming tool parser that leaks partial
-    delimiters. `golden.pass_rate` summarises pass rates by family for both endpoints.
+    delimiters. A stream the server cut short at random (no finish_reason, the answer's beginning or
+    nothing) on both targets is judged as a rate, `golden.stream_cuts`, against the reference's own
+    (stream_cuts.py). A request both targets refuse alike (`errors.refused_alike`: a parameter neither
+    serves, whatever the status code when the bodies say the same thing) is a WARN, not judged, never an
+    ERROR. `golden.pass_rate` summarises pass rates by family for both endpoints.
 
     A failure looks like: an engine that ignores EOS (`OK` followed by rambling, finish_reason
     "length"), a broken streaming tool parser, NaN logits (`!!!!!!!!`), a candidate that loops.
@@ -97,8 +103,7 @@ class GoldenGate(Gate):
         for name, case in cases:
             missing = _missing_capability(ctx, case, baseline is None)
             if missing:
-                ctx.skip(name, missing, family=case.family)
-                ctx.not_judged("capability missing")
+                ctx.skip_missing(name, missing, family=case.family)
             else:
                 runnable.append((name, case))
         conc, floor_conc = settings.concurrency, settings.noise_floor_concurrency
@@ -193,11 +198,10 @@ class GoldenGate(Gate):
         items = [(i, name, case) for i, (name, case) in enumerate(runnable) if case.stream_variant]
         if not items:
             return
-        no_stream = ctx.lacks("streaming", "candidate")
+        no_stream = ctx.missing("streaming", roles=("candidate",))
         if no_stream:
             for _, name, case in items:
-                ctx.skip(name + checks.STREAM_SUFFIX, no_stream, family=case.family)
-                ctx.not_judged("capability missing")
+                ctx.skip_missing(name + checks.STREAM_SUFFIX, no_stream, family=case.family)
             return
         # Streams the candidate lost finish reasons in: one finding in gate 1, not one per case.
         # Unreported (gate 1 did not run, or both targets lack them) the per-case checks say it.
@@ -206,24 +210,53 @@ class GoldenGate(Gate):
         ctx.progress(f"golden: {len(items)} stream variants")
         cases = [case for _, _, case in items]
         cand_stream = fan_out(lambda c: askers[0](c, stream=True), cases, conc)
+        cand_pairs = [_both_answered(s, cand[i]) for (i, _, _), s in zip(items, cand_stream)]
         ref_stream: list[Answer | None] = [None] * len(cases)
         if baseline is not None:
             ref_stream = [baseline.stream.get(c.id) for c in cases]
         elif ctx.capabilities["reference"].streaming:
-            differ = []
-            for k, ((i, _, case), streamed) in enumerate(zip(items, cand_stream)):
-                plain = cand[i]
-                if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse) \
-                        and judge_stream(case, streamed, plain, finish_reasons=no_finish).status is not Status.PASS:
-                    differ.append(k)
-            for k, answer in zip(differ, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in differ], conc)):
+            if count_cuts(cand_pairs)[0]:  # a cut may be the server's, at random: the reference streams every case alike
+                ask = list(range(len(cases)))
+            else:  # the reference streams only the cases where the candidate's two answers differ
+                ask = [k for k, pair in enumerate(cand_pairs)
+                       if pair is not None and judge_stream(cases[k], *pair, finish_reasons=no_finish).status is not Status.PASS]
+            for k, answer in zip(ask, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in ask], conc)):
                 ref_stream[k] = answer
+        cuts = self._cut_rates(ctx, cand_pairs, [_both_answered(r, refs[0][i]) if r is not None else None
+                                                 for (i, _, _), r in zip(items, ref_stream)])
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
-            self._judge_stream(ctx, name + checks.STREAM_SUFFIX, case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish)
+            self._judge_stream(ctx, name + checks.STREAM_SUFFIX, case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish,
+                               cuts is not None and cuts.shared)
+
+    def _cut_rates(self, ctx: GateContext, cand_pairs: list[tuple[ChatResponse, ChatResponse] | None],
+                   ref_pairs: list[tuple[ChatResponse, ChatResponse] | None]) -> CutRates | None:
+        """`golden.stream_cuts` when both targets cut streams short (stream_cuts.py); the rates when the
+        candidate cut any, else None."""
+        cand_cut, cand_n = count_cuts(cand_pairs)
+        if not cand_cut:
+            return None
+        rates = CutRates(cand_cut, cand_n, *count_cuts(ref_pairs))
+        if rates.shared:
+            p = rates.p_value()
+            metrics = {**asdict(rates), "p_value": p, "alpha": STREAM_CUT_ALPHA}
+            if p < STREAM_CUT_ALPHA:
+                ctx.check(checks.STREAM_CUTS, Status.FAIL, f"{rates.describe()}: more than the reference beyond chance "
+                          f"(Fisher's exact test, one-sided, p={p:.2g} < {STREAM_CUT_ALPHA:g})", metrics,
+                          judgement=Judgement.STATISTICAL)
+            else:
+                ctx.check(checks.STREAM_CUTS, Status.PASS, f"{rates.describe()}: the server cuts streams at random on both "
+                          f"targets; the candidate within chance of the reference's rate (Fisher's exact test, one-sided, "
+                          f"p={p:.2g})", metrics, judgement=Judgement.STATISTICAL)
+            ctx.judged()
+        return rates
 
     def _judge_stream(self, ctx: GateContext, name: str, case: GoldenCase, streamed: Answer, plain: Answer,
-                      ref_stream: Answer | None, refs: list[Answer], no_finish: str | None) -> None:
+                      ref_stream: Answer | None, refs: list[Answer], no_finish: str | None, cuts_shared: bool) -> None:
         started = time.perf_counter()
+        refusal = refused_alike(streamed, plain, *refs)
+        if refusal is not None:  # the case's request feature, refused by both targets: not judged, not an ERROR
+            ctx.refused_by_both(name, refusal, family=case.family)
+            return
         if isinstance(streamed, EndpointError):
             ctx.error_check(name, streamed, family=case.family)
             ctx.not_judged("request failed")
@@ -235,7 +268,7 @@ class GoldenGate(Gate):
         good = [r for r in refs if isinstance(r, ChatResponse)]
         pair = (ref_stream, good[0]) if isinstance(ref_stream, ChatResponse) and good else None
         noisy = len(good) > 1 and render_answer(good[0]) != render_answer(good[1])
-        j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish)
+        j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish, cuts_shared)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
                   j.metrics, ev, family=case.family, started=started)
@@ -259,12 +292,11 @@ def select_cases(cases: list[tuple[str, GoldenCase]], globs: list[str], limit: i
     return chosen[:limit] if limit else chosen
 
 
-def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool) -> str | None:
+def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool) -> Missing | None:
     """Why a case cannot run (a capability the probe found missing), or None."""
     if not case.tools:
         return None
-    roles = ("reference", "candidate") if live_reference else ("candidate",)
-    return ctx.lacks("tools", *roles) or ctx.lacks("tool_parsing", *roles)
+    return ctx.missing("tools", "tool_parsing", roles=("reference", "candidate") if live_reference else ("candidate",))
 
 
 def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
@@ -280,6 +312,13 @@ def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: Chat
 def _changed(a: Answer, b: Answer) -> bool:
     """Whether two answers to one case differ (a failed request counts as a change)."""
     return not isinstance(a, ChatResponse) or not isinstance(b, ChatResponse) or render_answer(a) != render_answer(b)
+
+
+def _both_answered(streamed: Answer | None, plain: Answer) -> tuple[ChatResponse, ChatResponse] | None:
+    """(streamed, plain) when both are answers, else None."""
+    if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse):
+        return streamed, plain
+    return None
 
 
 def _judgement(case: GoldenCase, cand: Answer, refs: list[Answer], settings: GoldenSettings) -> CaseJudgement | None:

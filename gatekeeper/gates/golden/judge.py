@@ -30,6 +30,8 @@ from gatekeeper.golden.assertion_base import Assertion
 from gatekeeper.golden.assertions import similarity
 from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.endpoints.responses import ChatResponse
+from gatekeeper.gates.golden.checks import STREAM_CUTS
+from gatekeeper.gates.golden.stream_cuts import is_cut
 from gatekeeper.results import Status
 
 _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
@@ -192,7 +194,7 @@ def stream_quirk(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
 
 def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
                  reference_pair: tuple[ChatResponse, ChatResponse] | None = None,
-                 reference_noisy: bool = False, finish_reasons: str | None = None) -> CaseJudgement:
+                 reference_noisy: bool = False, finish_reasons: str | None = None, cuts_shared: bool = False) -> CaseJudgement:
     """Judge a streamed answer against the same endpoint's non-streamed answer to the same case:
     tool names and decoded arguments, and decoded JSON for JSON cases, must be equal.
     `reference_pair` is the reference's (streamed, plain) answers when available;
@@ -200,7 +202,9 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
 
     Parity is reference-relative: a difference the reference's stream shows too, the same way
     (the same parts differ, the same finish reasons), is the server's protocol quirk, a WARN that
-    names it; a difference only the candidate shows, or a different one, is a regression."""
+    names it; a difference only the candidate shows, or a different one, is a regression.
+    `cuts_shared`: both targets cut streams short at random (stream_cuts.py); a cut stream is then
+    a WARN judged by the two rates (`golden.stream_cuts`), not here."""
     j = CaseJudgement()
     broken = [c for c in streamed.tool_calls if not isinstance(c.parsed, dict)]
     for c in broken:
@@ -217,7 +221,11 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
                       "reference_stream_difference": None if ref_quirk is None else list(ref_quirk)})
     if quirk and not broken:
         what = f"the streamed answer differs from the non-streamed one ({'; '.join(quirk)})"
-        if ref_quirk == quirk:
+        if cuts_shared and is_cut(streamed, plain):
+            j.add(Status.WARN, f"protocol: the stream was cut short (no finish_reason, {len(streamed.text)} of "
+                  f"{len(plain.text)} characters); both targets cut streams at random: judged as a rate by {STREAM_CUTS}",
+                  "stream cut short (judged as a rate)")
+        elif ref_quirk == quirk:
             j.add(Status.WARN, f"protocol: {what}, exactly as the reference's stream differs from its own "
                   f"non-streamed answer (a quirk of the server, not a regression)", "reference's stream differs too")
         elif ref_quirk:
