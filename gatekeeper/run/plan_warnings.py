@@ -12,6 +12,7 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import select
 from gatekeeper.run.plan_probe import Speed, probe
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.targets import threads
 
 DEFAULT_ANSWER_TOKENS = 256  # a recorded request without max_tokens: assumed this long for the estimate
 
@@ -34,6 +35,10 @@ def plan_warnings(plan: RunPlan) -> list[str]:
                          f"with --{role}-key-env NAME")
         if spec.log_file and not Path(spec.log_file).expanduser().is_file():
             found.append(f"{role}: the log file {spec.log_file} is not there (yet); gate 1's log rules will have no log")
+    launched = [spec for spec in (plan.reference, plan.candidate) if spec.kind == "launch"]
+    line = threads.advice(len(launched), [threads.planned(spec.command, dict(spec.env or {})) for spec in launched])
+    if line:
+        found.append(line.replace("engines launched", "engines will be launched", 1))
     if plan.reference.kind == "url":
         found += reference_load(plan, speed)
     return found

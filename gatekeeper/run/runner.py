@@ -37,6 +37,7 @@ from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records,
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.served import served_model
+from gatekeeper.targets import threads
 from gatekeeper.targets.spec import make_target
 from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.session import AnswerTape
@@ -102,7 +103,23 @@ class Runner:
             t.start()
         for t in threads:
             t.join()
+        self._say_threads(specs)
         return started
+
+    def _say_threads(self, specs: dict[str, TargetSpec]) -> None:
+        """Each launched engine's processes and threads as started, and a warning when the engines
+        launched at once may want more threads than the host has cores (targets/threads.py)."""
+        launched = [role for role in ROLES if specs[role].kind == "launch"]
+        per_engine: list[int | None] = []
+        for role in launched:
+            use = threads.observed(self.targets[role].process_group())
+            if use is not None:
+                self.progress(f"{role} engine: {use.describe()}")
+            seen = [v for v in (use.omp if use else ()) if v is not None]
+            per_engine.append(max(seen) if seen else None)  # the watchdog and a wrapper shell carry none
+        line = threads.advice(len(launched), per_engine)
+        if line:
+            self.progress("warning: " + line)
 
     def run(self) -> RunResult:
         """Execute the plan; always stops what it started and writes the reports."""

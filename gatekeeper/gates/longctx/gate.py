@@ -13,6 +13,7 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.longctx import (
+    batch_features,
     block_sweep,
     needle_grid,
     prefix_cache,
@@ -52,6 +53,10 @@ class LongContextGate(Gate):
       more than the policy allows fails; `longctx.session_agreement` limits answers that differ
       from the reference's; `longctx.trigger_conditions` says which of that bug's trigger
       conditions the run exercised (WARN naming the absent ones);
+    - `longctx.batch_features`: request features that carry state of their own (a seed, logprobs,
+      stop strings, a grammar, tools, n > 1) sent in full batches, where chunked prefill splits
+      them, and alone: a feature the candidate fails only in the batch fails (vLLM 0.32.0's engine
+      dies on a seeded request split by chunked prefill); on fresh copies of launched targets;
     - `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
       hit rate and KV usage from the candidate's Prometheus metrics, before and after.
 
@@ -84,11 +89,16 @@ class LongContextGate(Gate):
         watched = Watched(ctx.candidate, ctx.capabilities["candidate"].logprobs)
         ctx = replace(ctx, candidate=watched)  # type: ignore[arg-type]  # same checks, notes and records
         before = scrape(ctx.candidate)
+        copies = s.batch_features and batch_features.on_copies(ctx)
+        if copies:  # on fresh launches of both targets: a feature that kills an engine kills only its copy
+            batch_features.run(ctx, s, counter, context, max_prompt)
         needle_grid.run(ctx, s, counter, max_prompt)
         block_sweep.run(ctx, s, counter, max_prompt)
         prefix_cache.run(ctx, s, counter, max_prompt)
         tool_checks.run(ctx, s, counter, context)
         session_decay.run(ctx, s, counter, max_prompt)
+        if s.batch_features and not copies:  # on the run's own targets (URLs): last, a death here costs the gate nothing
+            batch_features.run(ctx, s, counter, context, max_prompt)
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} /tokenize calls")

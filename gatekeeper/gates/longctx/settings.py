@@ -22,7 +22,9 @@ class LongContextSettings:
     prompts; 0 turns it off). Needle grid: `needle_lengths` × `needle_depths`,
     `needle_max_regressions`. Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
     B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
-    `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Tools and JSON: `tool_cases`,
+    `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Request features in full batches
+    (`batch_features.py`): `batch_features` (on), `batch_tokens` (the scheduler's token budget, vLLM's
+    --max-num-batched-tokens; 0: the context length), `batch_prompt_share`, `batch_fillers`. Tools and JSON: `tool_cases`,
     `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
     decay (docs/bug-classes.md#kv-cache-reuse): `decay_sessions` sessions of `decay_rounds` rounds
     at `decay_concurrency`, `decay_facts` facts each, `decay_growth` tokens added per round in turn;
@@ -53,6 +55,10 @@ class LongContextSettings:
     prefix_suffixes: int = setting(5, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
     prefix_unrelated: int = setting(6, minimum=0, maximum=MAX_CASES)
     prefix_max_mismatches: int = setting(0, minimum=0, maximum=MAX_CASES)
+    batch_features: bool = setting(True, description="request features alone and in full batches (batch_features.py)")
+    batch_tokens: int = setting(0, minimum=0, maximum=1 << 20, description="the scheduler's token budget; 0: the context length")
+    batch_prompt_share: float = setting(0.9, minimum=0.05, maximum=1.0, description="each batch prompt's share of the context")
+    batch_fillers: int = setting(2, minimum=1, maximum=MAX_CASES, description="prompts sent ahead of each feature request")
     tool_cases: int = setting(6, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
     tool_history_tokens: int = setting(400, minimum=0, maximum=MAX_CONTEXT_TOKENS)
     tool_answer_tokens: int = setting(128, minimum=1, maximum=MAX_ANSWER_TOKENS)

@@ -1,0 +1,49 @@
+"""Whole default runs through real proxies that lose requests on kept-alive connections (the race
+every uvicorn server has): a share both targets show alike never decides a run — the client sends
+each lost request again on a fresh connection and counts it — and a candidate that loses far more
+than the reference is not promoted (`<gate>.retry_excess`)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from keepalive_proxy import keepalive_proxy  # noqa: E402
+from run_util import gk_run  # noqa: E402
+from server_util import running_server  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def _reconnected(summary: dict, side: str) -> int:
+    return sum(r["reconnected"] for g in summary["gates"] for r in g.get("retries", ()) if r["role"].startswith(side))
+
+
+def _run(tmp_path, tiny_model_dir, ref_rate: float, cand_rate: float):
+    with running_server(tiny_model_dir, "--profile", "reference") as ref, \
+            running_server(tiny_model_dir, "--profile", "optimized") as cand, \
+            keepalive_proxy(ref.url, ref_rate, seed=11) as ref_proxy, keepalive_proxy(cand.url, cand_rate, seed=12) as cand_proxy:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--reference", ref_proxy.url, "--candidate", cand_proxy.url,
+                     timeout=1200)
+    return out, ref_proxy, cand_proxy
+
+
+def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path, tiny_model_dir):
+    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.01, 0.01)
+    assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0
+    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
+    # every lost request was sent again and counted, per target and gate, in summary.json
+    assert _reconnected(out.summary, "reference") == ref_proxy.dropped
+    assert _reconnected(out.summary, "candidate") == cand_proxy.dropped
+    excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
+    assert excess and all(c["status"] == "PASS" for c in excess), excess
+
+
+def test_a_candidate_losing_ten_percent_is_not_promoted(tmp_path, tiny_model_dir):
+    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.0, 0.10)
+    assert ref_proxy.dropped == 0 and cand_proxy.dropped > 0
+    assert out.summary["verdict"] != "PROMOTE", out.summary["reasons"]
+    excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
+    assert any(c["status"] == "FAIL" for c in excess), excess
+    assert any(".retry_excess: FAIL (advisory)" in r for r in out.summary["reasons"]), out.summary["reasons"]
