@@ -1,11 +1,15 @@
 """Counting chat-prompt tokens and steering prompts to exact lengths.
 
 Counts come from the target's `/tokenize` (vLLM's endpoint: chat messages in, token ids out,
-the chat template applied) when a target has one; otherwise they are estimated at about four
-characters a token, and every report that uses them says "estimated". A target whose `/tokenize`
-refuses a request (404/405/501, or a 4xx naming it) is not asked again: counts are estimated from
-then on. A transient failure (a timeout, a 5xx left after the client's retries, a cut connection)
-is not a reason to size prompts by guesswork: it propagates, and the gate ERRORs with its class.
+the chat template applied) when a target has one. A target whose `/tokenize` refuses a request
+(404/405/501, or a 4xx naming it: llama-cpp-python's server has none) is not asked again; its
+counts come from then on from the engine's own `usage.prompt_tokens` of the same messages sent as
+a one-token chat request, exact too, at the cost of a prefill each. A prompt the target refuses
+that way (longer than its context) is counted at the tokens-per-character the earlier answers
+showed; without an endpoint, or where the answers carry no usage, counts are estimated at about
+four characters a token, and every report that uses them says "estimated". A transient failure
+(a timeout, a 5xx left after the client's retries, a cut connection) is not a reason to size
+prompts by guesswork: it propagates, and the gate ERRORs with its class.
 
 Steering pads a prompt with plain words whose token cost is measured, not assumed (" the" is one
 token in most vocabularies, two where spaces are tokens of their own, with "." to make up an odd
@@ -29,29 +33,63 @@ _PROBE_REPS = 7
 
 class TokenCounter:
     """Token counts of chat prompts (generation prompt included) through one endpoint's
-    `/tokenize`, falling back to an estimate when it has none or refuses one."""
+    `/tokenize`, else its chat answers' `usage.prompt_tokens` (`by_usage`), else an estimate."""
 
     def __init__(self, endpoint: Endpoint | None) -> None:
         self.endpoint = endpoint
         self.estimated = endpoint is None
         self.why_estimated = "no target exposes /tokenize" if endpoint is None else ""
+        self.by_usage = False  # counting through one-token chat requests: the target has no /tokenize
         self.calls = 0
         self._units: tuple[str, int, str | None] | None = None
         self._unit_probed = False
+        self._seen = [0, 0]  # characters and tokens of the prompts counted by usage: the scale for a refused one
+        self.why_tokenize = ""
 
     def count(self, messages: Messages) -> int:
         """Tokens the engine will see for these messages (EndpointError on a transient failure)."""
-        if self.endpoint is not None:
+        if self.endpoint is not None and not self.by_usage:
             try:
                 self.calls += 1
                 return len(self.endpoint.tokenize(messages=messages))
             except EndpointError as e:
                 if not (e.refusal or e.kind == "unsupported"):
                     raise
-                self.endpoint, self.estimated = None, True
+                self.by_usage = True
                 status = f", HTTP {e.status}" if e.status else ""
-                self.why_estimated = f"/tokenize refused a request ({e.kind}{status}: {e.detail[:80]})"
+                self.why_tokenize = f"/tokenize refused a request ({e.kind}{status}: {e.detail[:80]})"
+        if self.endpoint is not None:
+            return self._by_usage(messages)
         return estimate(messages)
+
+    def _by_usage(self, messages: Messages) -> int:
+        """The engine's own count: the messages as a one-token chat request, its usage.prompt_tokens."""
+        assert self.endpoint is not None
+        chars = sum(len(str(m.get("content") or "")) for m in messages)
+        try:
+            self.calls += 1
+            n = self.endpoint.chat(messages, max_tokens=1).prompt_tokens
+        except EndpointError as e:
+            if not e.refusal:
+                raise
+            seen_chars, seen_tokens = self._seen  # refused (longer than the context): scaled by what was seen
+            return estimate(messages) if not seen_chars else round(chars * seen_tokens / seen_chars) + 1
+        if n is None:
+            self.endpoint, self.estimated, self.by_usage = None, True, False
+            self.why_estimated = self.why_tokenize + "; its chat answers report no usage.prompt_tokens"
+            return estimate(messages)
+        self._seen[0] += chars
+        self._seen[1] += n
+        return n
+
+    @property
+    def source(self) -> str:
+        """Where the counts come from, for the gate's notes."""
+        if self.endpoint is None:
+            return f"estimated: {self.why_estimated}"
+        if self.by_usage:
+            return f"from {self.endpoint.role}'s usage.prompt_tokens of one-token chat requests ({self.why_tokenize})"
+        return f"from {self.endpoint.role}'s /tokenize"
 
     def _grows(self, text: str, extra: str) -> int:
         base = self.count([{"role": "user", "content": text}])

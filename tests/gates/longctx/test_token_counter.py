@@ -1,6 +1,7 @@
 """Gate 4's token counter through a real bundled server behind a real proxy: a `/tokenize` the
-server does not have means estimates from then on (said so); a transient failure propagates
-(the gate ERRORs with its class) instead of quietly turning exact prompt lengths into guesses."""
+server does not have means counts from the engine's own usage.prompt_tokens from then on (said so);
+a transient failure propagates (the gate ERRORs with its class) instead of quietly turning exact
+prompt lengths into guesses."""
 
 from __future__ import annotations
 
@@ -35,13 +36,27 @@ def test_exact_counts_through_a_passing_proxy(upstream):
         assert n > 0 and not counter.estimated and counter.calls == 1
 
 
-def test_a_server_without_tokenize_falls_back_to_estimates_and_says_why(upstream):
+def test_a_server_without_tokenize_counts_by_its_own_usage_and_says_so(upstream):
+    """llama-cpp-python's server has no /tokenize: the engine's usage.prompt_tokens of the same messages
+    (a one-token chat request) is the same count /tokenize gives, not a four-characters-a-token guess."""
+    exact = _counter(upstream.url).count(MESSAGES)
     with fault_proxy(upstream.url, "no_tokenize") as url:
         counter = _counter(url)
-        assert counter.count(MESSAGES) == estimate(MESSAGES)
-        assert counter.estimated and "refused" in counter.why_estimated and "404" in counter.why_estimated
+        assert counter.count(MESSAGES) == exact != estimate(MESSAGES)
+        assert counter.by_usage and not counter.estimated and counter.calls == 2
+        assert "usage.prompt_tokens" in counter.source and "404" in counter.source
         counter.count(MESSAGES)
-        assert counter.calls == 1  # not asked again
+        assert counter.calls == 3  # /tokenize not asked again
+        # A prompt past the server's context is refused: counted at the tokens per character seen so far.
+        words = " ".join(["the river and the bridge."] * 4000)
+        long = counter.count([{"role": "user", "content": words}])
+        assert long > 4000 and not counter.estimated
+
+
+def test_without_an_endpoint_counts_are_estimated():
+    counter = TokenCounter(None)
+    assert counter.count(MESSAGES) == estimate(MESSAGES) and counter.estimated
+    assert counter.source == "estimated: no target exposes /tokenize"
 
 
 def test_a_transient_failure_propagates_and_does_not_switch_to_estimates(upstream):
