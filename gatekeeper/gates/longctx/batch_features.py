@@ -28,7 +28,9 @@ deterministic, and a seed fixes a sampled answer.
   for some feature where the reference's did not (numerics of split prefill can move a near tie;
   stated, not decided).
 - PASS: every judged feature gave the candidate the same answer alone and in the full batch.
-- Not judged (SKIP, undecided when nothing was judged): a feature a target refuses alone
+- WARN also when both targets fail a feature in the batch: a bug the reference has too (vLLM
+  0.31.0 dies as 0.32.0 does), named, not judged, not a regression.
+- Not judged (SKIP, undecided when nothing was judged): a feature a target refuses
   (capability), or that the reference also fails in the batch.
 """
 
@@ -54,6 +56,7 @@ from gatekeeper.results import Judgement, Status
 NAME = "batch_features"
 SEED = 1234
 UNJUDGED = "not judged: "
+REFERENCE_FAILS = UNJUDGED + "reference fails too"
 COPIES = 2  # copies of the feature request in each batch: only one prompt of a batch can escape the split
 _SCHEMA = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
     "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}}}
@@ -211,6 +214,8 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
         elif state == "answer changed in the batch":
             changed.append(feature)
     judged = len(FEATURES) - len(unjudged)
+    shared = [f for f, why in unjudged if why == REFERENCE_FAILS and _outcomes(f, ref, cand)[1].batch_error() is not None]
+    shared_error = str(_outcomes(shared[0], ref, cand)[0].batch_error())[:200] if shared else ""
     ctx.judged(judged)
     for _, why in unjudged:
         ctx.not_judged(why.removeprefix(UNJUDGED))
@@ -229,6 +234,12 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
         ctx.check(NAME, Status.SKIP, "undecided: no request feature could be judged ("
                   + "; ".join(f"{f.name}: {why.removeprefix(UNJUDGED)}" for f, why in unjudged) + ")", metrics, [table],
                   started=t0, undecided=True)
+    elif shared:
+        ctx.check(NAME, Status.WARN, f"both targets fail {', '.join(f.name for f in shared)} in a full batch — a bug the "
+                  f"reference has too, so not a regression of the candidate and not judged ({condition}; e.g. "
+                  f"{shared_error})" + (f"; the candidate's answer also changed there for {', '.join(f.name for f in changed)}"
+                                        if changed else "") + f"; {judged} of {len(FEATURES)} features judged",
+                  metrics, [table], started=t0, judgement=Judgement.EXACT)
     elif changed:
         ctx.check(NAME, Status.WARN, f"every judged feature answered in a full batch, but the candidate's answer changed "
                   f"there for {', '.join(f.name for f in changed)} where the reference's did not ({condition})",
@@ -241,6 +252,11 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
                   metrics, [table], started=t0, judgement=Judgement.EXACT)
 
 
+def _outcomes(feature: Feature, ref: list[Outcome], cand: list[Outcome]) -> tuple[Outcome, Outcome]:
+    i = FEATURES.index(feature)
+    return ref[i], cand[i]
+
+
 def _state(r: Outcome, c: Outcome, dead_after: bool) -> str:
     """What one feature's outcomes say: judged as same / changed / failing, or why not judged."""
     if r.refusal() is not None or c.refusal() is not None:
@@ -248,7 +264,7 @@ def _state(r: Outcome, c: Outcome, dead_after: bool) -> str:
     if dead_after:
         return "not judged: the candidate's engine had died"
     if r.batch_error() is not None:
-        return "not judged: reference fails too"
+        return REFERENCE_FAILS
     if c.batch_error() is not None:
         return "fails in the batch"
     if r.alone_error() is not None or c.alone_error() is not None:
