@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from gatekeeper.capabilities import Capabilities
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.settings import NoSettings
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import EndpointError, gist
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.endpoints.probe import probe
 from gatekeeper.evidence import Evidence
@@ -237,7 +237,7 @@ class GateContext:
         identically" against coverage), and the gate did nothing wrong (not an ERROR)."""
         self.not_judged("both fail identically", items)
         return self.check(name, Status.WARN, f"not judged: both targets refuse {'these requests' if items > 1 else 'this request'} "
-                          f"alike (HTTP {refusal.status}: {refusal.detail[:300]})",
+                          f"alike (HTTP {refusal.status}: {(gist(refusal) or refusal.detail)[:300]})",
                           {"error_kind": refusal.kind, "status_code": refusal.status, "refused_by_both": items}, family=family)
 
     def skip(self, name: str, reason: str, family: str | None = None, advisory: bool = False) -> CheckResult:

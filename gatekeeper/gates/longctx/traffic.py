@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 
 from gatekeeper.endpoints.client import Endpoint
-from gatekeeper.errors import EndpointError, refused_alike
+from gatekeeper.errors import EndpointError, gist, refused_alike
 from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.stats.noise import Passes, ask_twice
 from gatekeeper.endpoints.responses import ChatResponse
@@ -121,7 +121,7 @@ def refused_note(refused: list[EndpointError | None]) -> str:
     if first is None:
         return ""
     n = sum(r is not None for r in refused)
-    return (f"; {n} of {len(refused)} requests both targets refuse alike (HTTP {first.status}: {first.detail[:160]}): "
+    return (f"; {n} of {len(refused)} requests both targets refuse alike (HTTP {first.status}: {(gist(first) or first.detail)[:160]}): "
             "not judged")
 
 
