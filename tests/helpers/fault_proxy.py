@@ -102,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.version is not None and self.path.startswith("/version"):
             self._reply(200, json.dumps({"version": self.server.version}).encode())
             return
-        if self.server.mode == "engine_dead" and self.server.misbehaving and self.path.startswith("/health"):
+        if (self.server.mode == "engine_dead" and self.server.misbehaving or self.server.dead) and self.path.startswith("/health"):
             self._reply(503, b"")
             return
         if self.server.mode == "no_health" and self.path.startswith("/health"):
@@ -125,6 +125,11 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.misbehaving = repeat
             if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
                 srv.misbehaving = not repeat
+            if srv.mode == "seeded_batch_dies":  # vLLM 0.31/0.32 on CPU: a seeded request beside others kills the engine
+                srv.dead = srv.dead or (b'"seed"' in body and srv.inflight > 0)
+                srv.misbehaving = srv.dead
+            counted = not srv.misbehaving
+            srv.inflight += counted
         if self._unavailable_now("POST"):
             self._reply(503, _UNAVAILABLE)
             return
@@ -135,11 +140,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(500, _json_schema_rejected(srv.server_address[1]))
             return
         if not srv.misbehaving or srv.mode == "cut_stream":
-            self._forward("POST", body)
+            try:
+                self._forward("POST", body)
+            finally:
+                with srv.lock:
+                    srv.inflight -= counted
             return
         if srv.mode in ("unavailable_first", "http503"):
             self._reply(503, _UNAVAILABLE)
-        elif srv.mode == "engine_dead":
+        elif srv.mode in ("engine_dead", "seeded_batch_dies"):
             self._reply(500, _ENGINE_DEAD)
         elif srv.mode in ("http500", "fail_repeats"):
             self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
@@ -202,6 +211,8 @@ class _ProxyServer(ThreadingHTTPServer):
         self.rate, self.rng = rate, random.Random(seed)
         self.injected: list = injected if injected is not None else []
         self.posts = 0
+        self.inflight = 0  # POSTs being forwarded now
+        self.dead = False  # seeded_batch_dies: the engine died
         self.streams = 0
         self.misbehaving = False
         self.lock = threading.Lock()
@@ -226,7 +237,9 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     server does to the stream it serves when another request waits; each appended to `injected`) or
     reject_json_schema (a request with `response_format: json_schema` answers 500 with llama-cpp-python's validation
     message and a traceback path naming the proxy's port); `rewrite(path, body)`
-    edits every non-streamed JSON answer; engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
+    edits every non-streamed JSON answer; seeded_batch_dies (a POST carrying `seed` while another is in flight
+    kills the "engine": it and every later POST answer 500, GET /health 503, as vLLM 0.31/0.32's CPU engine does
+    on a seeded request split by chunked prefill); engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
     API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)

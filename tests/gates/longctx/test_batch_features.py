@@ -1,0 +1,42 @@
+"""`longctx.batch_features` through real servers: the bundled pair answers every feature alike
+alone and in full batches; a candidate whose engine dies on a seeded request batched with others
+(a real proxy doing what vLLM 0.31/0.32's CPU engine does) is rolled back with the feature named
+and its death as the first reason."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from fault_proxy import fault_proxy  # noqa: E402
+from run_util import gk_run  # noqa: E402
+from server_util import running_server  # noqa: E402
+
+FAST = ("--gates", "startup,longctx", "--policy", "gates/smoke.yaml")
+
+
+@pytest.fixture(scope="module")
+def upstream(tiny_model_dir):
+    with running_server(tiny_model_dir, "--profile", "optimized") as server:
+        yield server
+
+
+def test_a_candidate_that_dies_on_a_seeded_request_in_a_full_batch_is_rolled_back(tmp_path, tiny_model_dir, upstream):
+    with fault_proxy(upstream.url, "seeded_batch_dies") as url:
+        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate", url, *FAST)
+    reasons = out.summary["reasons"]
+    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK", reasons
+    assert reasons[0].startswith("longctx.candidate_crashed: FAIL — the candidate's engine died at "), reasons
+    check = out.check("longctx.batch_features")
+    assert check["status"] == "FAIL" and check["reason"].startswith("seeded sampling: the candidate answered it alone "
+                                                                    "but failed in a full batch"), check
+    assert "the candidate's engine died there" in check["reason"]
+    assert check["metrics"]["broken"] == ["seeded sampling"]  # n=2 seeded after it: not judged, a dead engine
+
+
+def test_the_bundled_pair_answers_every_feature_alike(tmp_path, tiny_model_dir):
+    out = gk_run(tmp_path, "--model", str(tiny_model_dir), *FAST)
+    check = out.check("longctx.batch_features")
+    assert check["status"] == "PASS", check
+    assert check["metrics"]["judged"] >= 5, check  # n=2 may be refused by the bundled engine: named, not judged
