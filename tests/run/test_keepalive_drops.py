@@ -20,12 +20,12 @@ def _reconnected(summary: dict, side: str) -> int:
     return sum(r["reconnected"] for g in summary["gates"] for r in g.get("retries", ()) if r["role"].startswith(side))
 
 
-def _run(tmp_path, tiny_model_dir, ref_rate: float, cand_rate: float):
+def _run(tmp_path, tiny_model_dir, ref_rate: float, cand_rate: float, *flags: str):
     with running_server(tiny_model_dir, "--profile", "reference") as ref, \
             running_server(tiny_model_dir, "--profile", "optimized") as cand, \
             keepalive_proxy(ref.url, ref_rate, seed=11) as ref_proxy, keepalive_proxy(cand.url, cand_rate, seed=12) as cand_proxy:
         out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--reference", ref_proxy.url, "--candidate", cand_proxy.url,
-                     timeout=1200)
+                     *flags, timeout=1200)
     return out, ref_proxy, cand_proxy
 
 
@@ -41,7 +41,7 @@ def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(t
 
 
 def test_a_candidate_losing_ten_percent_is_not_promoted(tmp_path, tiny_model_dir):
-    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.0, 0.10)
+    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.0, 0.10, "--policy", "gates/smoke.yaml")  # every gate, smaller
     assert ref_proxy.dropped == 0 and cand_proxy.dropped > 0
     assert out.summary["verdict"] != "PROMOTE", out.summary["reasons"]
     excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
