@@ -27,7 +27,6 @@ What a misbehaving server can do and what it becomes:
 from __future__ import annotations
 
 import contextlib
-import email.utils
 from collections import Counter
 import json
 import threading
@@ -39,7 +38,8 @@ from typing import Any, Iterator
 import httpx
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.endpoints.dead import DeadEngine, FailureStreak, describe_request
+from gatekeeper.endpoints.dead import DeadEngine, FailureStreak, describe_request, unhealthy
+from gatekeeper.endpoints.exchange import closed_before_answer, error_message, retry_after, sse_lines, status_error
 from gatekeeper.endpoints.retry import (
     ATTEMPTS,
     GIVE_UP_AFTER,
@@ -104,14 +104,8 @@ class Endpoint:
         return self.streak.dead
 
     def _unhealthy(self) -> str | None:
-        """What /health answers on a fresh connection when that is 500 or more, or no connection;
-        None when it answers below 500 (alive, or a server without /health: cannot tell)."""
-        try:
-            with httpx.Client(**{**self._client_args, "timeout": httpx.Timeout(5.0)}) as http:
-                status = http.get("/health").status_code
-        except httpx.HTTPError as e:
-            return f"no answer ({type(e).__name__}: {e})"[:200]
-        return f"HTTP {status}" if status >= 500 else None
+        """What /health answers on a fresh connection when that is 500 or more, or no connection (dead.py)."""
+        return unhealthy(httpx.Client(**{**self._client_args, "timeout": httpx.Timeout(5.0)}))
 
     def close(self) -> None:
         """Release connections."""
@@ -134,7 +128,7 @@ class Endpoint:
         to keep the answer: gatekeeper/endpoints/retry.py's policy."""
         if r.status_code != 429 and r.status_code not in TRANSIENT_STATUSES:
             return None
-        after = _retry_after(r.headers.get("retry-after"))
+        after = retry_after(r.headers.get("retry-after"))
         if after is not None:  # the server says when: honoured within the budget, the deadline and MAX_WAITS
             wait, allowed = after, waited + after <= self.retry_budget_s and retries < MAX_WAITS
         else:  # a transient failure that does not say: a few quick retries, unless this server keeps failing
@@ -154,7 +148,7 @@ class Endpoint:
 
     def _note_retry(self, method: str, path: str, r: httpx.Response, body: bytes, wait: float) -> None:
         self._note(Retried(self.role, self.gate, method, path, r.status_code, round(wait, 3),
-                           _error_message(r.status_code, r.reason_phrase, body)))
+                           error_message(r.status_code, r.reason_phrase, body)))
 
     def _note(self, retried: Retried) -> None:
         with self._lock:
@@ -163,21 +157,10 @@ class Endpoint:
 
     def _status_error(self, path: str, r: httpx.Response, body: bytes, waited: float, retries: int = 0) -> EndpointError:
         """The EndpointError for a final status >= 400 (after `retries` retries, `waited` seconds)."""
-        message = _error_message(r.status_code, r.reason_phrase, body)
-        url = self._url(path)
-        if r.status_code == 429:
-            after = f" (still after {waited:.0f} s of retries)" if waited else ""
-            return EndpointError("rate_limited", url, f"rate limited{after}: {message}", 429)
-        if r.status_code in TRANSIENT_STATUSES:
-            again = f" (still after {retries} retr{'y' if retries == 1 else 'ies'})" if retries else ""
-            return EndpointError("http", url, message + again, r.status_code, retries_done=True)
-        if r.status_code in (401, 403):
-            hint = (f"the key from {self._key_source} was refused" if self._key_sent and self._key_source else
-                    "the key was refused" if self._key_sent else
-                    "no API key was sent: name the variable that holds it with the target's api_key_env")
-            return EndpointError("auth", url, f"{message} ({hint})", r.status_code)
-        kind = "unsupported" if r.status_code in (404, 405, 501) else "http"
-        return EndpointError(kind, url, message, r.status_code)
+        hint = (f"the key from {self._key_source} was refused" if self._key_sent and self._key_source else
+                "the key was refused" if self._key_sent else
+                "no API key was sent: name the variable that holds it with the target's api_key_env")
+        return status_error(self._url(path), r, error_message(r.status_code, r.reason_phrase, body), waited, retries, hint)
 
     def _chunks(self, path: str, r: httpx.Response, deadline: float) -> Iterator[bytes]:
         """The body's bytes as they come, within the deadline and the size cap."""
@@ -222,7 +205,7 @@ class Endpoint:
                 try:
                     r = http.send(http.build_request(method, path, json=body), stream=True)
                 except httpx.HTTPError as e:
-                    if reconnected or not _closed_before_answer(e) or time.monotonic() >= deadline:
+                    if reconnected or not closed_before_answer(e) or time.monotonic() >= deadline:
                         raise
                     self._note(Retried(self.role, self.gate, method, path, None, 0.0, str(e) or type(e).__name__))
                     http, reconnected = httpx.Client(**self._client_args, limits=httpx.Limits(max_keepalive_connections=0)), True
@@ -242,7 +225,7 @@ class Endpoint:
                         content = b"".join(self._chunks(path, r, deadline))
                         if r.status_code >= 500:
                             self.streak.failed(self.gate, f"HTTP {r.status_code}: "
-                                               + _error_message(r.status_code, r.reason_phrase, content), asked)
+                                               + error_message(r.status_code, r.reason_phrase, content), asked)
                         else:
                             self.streak.answered(r.status_code, sent_at)
                         raise self._status_error(path, r, content, waited, retries)
@@ -297,7 +280,7 @@ class Endpoint:
     def _stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any] | str]:
         """Yield decoded SSE events; yields the string "[DONE]" for the terminator."""
         for _, chunks in self._exchange("POST", path, body):
-            yield from sse_events(_lines(chunks), self._url(path))
+            yield from sse_events(sse_lines(chunks), self._url(path))
 
     @contextlib.contextmanager
     def periodic(self) -> Iterator[None]:
@@ -411,61 +394,3 @@ class Endpoint:
         if not isinstance(tokens, list):
             raise EndpointError("malformed", self._url("/tokenize"), "no 'tokens' list in the response")
         return tokens
-
-
-def _error_message(status: int, reason: str, body: bytes) -> str:
-    """The server's error message: OpenAI's `error.message`, FastAPI's `detail` (validation
-    errors as `loc: msg`), a bare `message`, else the body itself."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return body[:300].decode("utf-8", "replace") or reason or f"HTTP {status}"
-    msg: Any = data
-    if isinstance(data, dict):
-        if "error" in data:
-            err = data["error"]
-            msg = err.get("message") or err if isinstance(err, dict) else err
-        elif isinstance(data.get("detail"), list):
-            msg = "; ".join(f"{'.'.join(str(x) for x in d.get('loc', []))}: {d.get('msg')}" if isinstance(d, dict) else str(d)
-                            for d in data["detail"])
-        elif "detail" in data or "message" in data:
-            msg = data.get("detail", data.get("message"))
-    return str(msg)[:300]
-
-
-def _closed_before_answer(e: httpx.HTTPError) -> bool:
-    """Whether the connection closed before any byte of the answer arrived: the request can be sent
-    again on a fresh connection. httpcore says "Server disconnected without sending a response" for
-    a kept-alive connection the server closed as the request went out; a reset or a broken pipe
-    while sending (ReadError/WriteError before the status line) is the same race. A refused
-    connection (ConnectError) is a server that is not there: not this."""
-    if isinstance(e, httpx.RemoteProtocolError):
-        return "without sending a response" in str(e)
-    return isinstance(e, (httpx.ReadError, httpx.WriteError))
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date), or None."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _lines(chunks: Iterator[bytes]) -> Iterator[str]:
-    """SSE lines from byte chunks (a line may span chunks; CRLF or LF)."""
-    buf = b""
-    for chunk in chunks:
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if buf:
-        yield buf.rstrip(b"\r").decode("utf-8", "replace")

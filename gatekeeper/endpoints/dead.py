@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import httpx
+
 DEAD_AFTER = 5  # server-side failures in a row before /health is asked
 RECHECK_S = 5.0  # how often a dead engine's /health is asked again
 FEATURES = ("stream", "seed", "temperature", "n", "logprobs", "top_logprobs", "prompt_logprobs", "echo", "stop", "tools",
@@ -57,6 +59,17 @@ class DeadEngine:
     def from_json(cls, d: dict[str, Any]) -> "DeadEngine":
         """The inverse of `to_json`."""
         return cls(**d)
+
+
+def unhealthy(http: httpx.Client) -> str | None:
+    """What `http`'s server answers to GET /health when that is 500 or more, or no connection at all;
+    None when it answers below 500 (alive, or a server without /health: cannot tell). Closes `http`."""
+    try:
+        with http:
+            status = http.get("/health").status_code
+    except httpx.HTTPError as e:
+        return f"no answer ({type(e).__name__}: {e})"[:200]
+    return f"HTTP {status}" if status >= 500 else None
 
 
 def describe_request(method: str, path: str, body: dict[str, Any] | None) -> str:

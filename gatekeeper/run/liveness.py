@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gatekeeper.endpoints.dead import DeadEngine
+from gatekeeper.evidence import Log
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.results import Status
+from gatekeeper.run import engine_death
 
 
 @dataclass(frozen=True)
@@ -36,3 +40,32 @@ class Liveness:
         return cls(dict(r["gone"]), dict(r["alive"]), list(r.get("tail", [])),
                    {role: DeadEngine.from_json(d) for role, d in r.get("died", {}).items()},
                    {role: list(lines) for role, lines in r.get("death_log", {}).items()})
+
+
+def judge(ctx: GateContext, after: Liveness) -> bool:
+    """What the targets' state after a gate makes of it, written as the gate's first check: a
+    candidate whose engine died (or that stopped answering) while the reference answers is a
+    blocking FAIL `<gate>.candidate_crashed`, with the log around its death → ROLLBACK; a reference
+    that died or stopped is `<gate>.reference_unusable` (ERROR → HOLD). Whether the run must stop."""
+    gone, alive, tail, died = after.gone, after.alive, after.tail, after.died
+    if "candidate" in died and "reference" not in died and not gone["reference"]:
+        dead = died["candidate"]
+        log = after.death_log.get("candidate", [])
+        cause = engine_death.root_cause(log)
+        ctx.check("candidate_crashed", Status.FAIL, dead.describe() + (f"; its log says: {cause}" if cause else "")
+                  + "; it was sent no more work while the reference kept answering",
+                  {"process_alive": alive["candidate"], "since": dead.since, "failed_in_a_row": dead.failed,
+                   "health": dead.health}, [Log("candidate log around its death", log)] if log else [])
+        ctx.checks.insert(0, ctx.checks.pop())  # the cause first: the gate's statistics of what followed come second
+    elif gone["candidate"] and not gone["reference"] and "reference" not in died:
+        how = "its process exited" if not alive["candidate"] else "it no longer accepts connections"
+        ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
+                  f"({how}) while the reference kept answering", {"process_alive": alive["candidate"]},
+                  [Log("candidate log tail", tail)] if tail else [])
+        ctx.checks.insert(0, ctx.checks.pop())
+    elif gone["reference"] or "reference" in died:
+        both = " and so did the candidate" if gone["candidate"] or "candidate" in died else ""
+        how = f" ({died['reference'].describe()})" if "reference" in died else ""
+        ctx.check("reference_unusable", Status.ERROR, f"reference unusable: the reference stopped answering during "
+                  f"gate {ctx.gate_id}{both}{how}; nothing after it can be judged")
+    return any(gone.values()) or bool(died)

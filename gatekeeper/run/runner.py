@@ -23,21 +23,20 @@ from pathlib import Path
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.evidence import Log
 from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, RunInfo, StartupFindings, TargetRuntime, utc_now
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo
-from gatekeeper.run import engine_death, retry_check
+from gatekeeper.run import engine_death, liveness, retry_check
 from gatekeeper.run.liveness import Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
 from gatekeeper.targets.served import served_model
-from gatekeeper.targets import threads
+from gatekeeper.targets import threads as engine_threads
 from gatekeeper.targets.spec import make_target
 from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.session import AnswerTape
@@ -103,23 +102,8 @@ class Runner:
             t.start()
         for t in threads:
             t.join()
-        self._say_threads(specs)
+        engine_threads.report({r: self.targets[r] for r in ROLES if specs[r].kind == "launch"}, self.progress)
         return started
-
-    def _say_threads(self, specs: dict[str, TargetSpec]) -> None:
-        """Each launched engine's processes and threads as started, and a warning when the engines
-        launched at once may want more threads than the host has cores (targets/threads.py)."""
-        launched = [role for role in ROLES if specs[role].kind == "launch"]
-        per_engine: list[int | None] = []
-        for role in launched:
-            use = threads.observed(self.targets[role].process_group())
-            if use is not None:
-                self.progress(f"{role} engine: {use.describe()}")
-            seen = [v for v in (use.omp if use else ()) if v is not None]
-            per_engine.append(max(seen) if seen else None)  # the watchdog and a wrapper shell carry none
-        line = threads.advice(len(launched), per_engine)
-        if line:
-            self.progress("warning: " + line)
 
     def run(self) -> RunResult:
         """Execute the plan; always stops what it started and writes the reports."""
@@ -321,29 +305,7 @@ class Runner:
         `<gate>.reference_unusable` (ERROR → HOLD). Whether the run must stop."""
         if not all(rt.ready for rt in runtimes.values()):
             return False
-        after = self._gone(ctx, endpoints, runtimes)
-        gone, alive, tail, died = after.gone, after.alive, after.tail, after.died
-        if "candidate" in died and "reference" not in died and not gone["reference"]:
-            dead = died["candidate"]
-            log = after.death_log.get("candidate", [])
-            cause = engine_death.root_cause(log)
-            ctx.check("candidate_crashed", Status.FAIL, dead.describe() + (f"; its log says: {cause}" if cause else "")
-                      + "; it was sent no more work while the reference kept answering",
-                      {"process_alive": alive["candidate"], "since": dead.since, "failed_in_a_row": dead.failed,
-                       "health": dead.health}, [Log("candidate log around its death", log)] if log else [])
-            ctx.checks.insert(0, ctx.checks.pop())  # the cause first: the gate's statistics of what followed come second
-        elif gone["candidate"] and not gone["reference"] and "reference" not in died:
-            how = "its process exited" if not alive["candidate"] else "it no longer accepts connections"
-            ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
-                      f"({how}) while the reference kept answering", {"process_alive": alive["candidate"]},
-                      [Log("candidate log tail", tail)] if tail else [])
-            ctx.checks.insert(0, ctx.checks.pop())
-        elif gone["reference"] or "reference" in died:
-            both = " and so did the candidate" if gone["candidate"] or "candidate" in died else ""
-            how = f" ({died['reference'].describe()})" if "reference" in died else ""
-            ctx.check("reference_unusable", Status.ERROR, f"reference unusable: the reference stopped answering during "
-                      f"gate {ctx.gate_id}{both}{how}; nothing after it can be judged")
-        return any(gone.values()) or bool(died)
+        return liveness.judge(ctx, self._gone(ctx, endpoints, runtimes))
 
     def _gone(self, ctx: GateContext, endpoints: Mapping[str, Endpoint], runtimes: dict[str, TargetRuntime]) -> Liveness:
         """Which targets stopped answering after the gate, whose process is alive, the candidate's

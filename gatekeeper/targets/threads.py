@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from gatekeeper.targets.interface import Target
 
 _OMP = re.compile(r"\bOMP_NUM_THREADS=(\d+)")
 
@@ -87,3 +90,18 @@ def advice(engines: int, per_engine: list[int | None], cores: int | None = None)
             f"cores, and engines that starve each other measure slow and time out; if they compute on the CPU, "
             f"set OMP_NUM_THREADS={max(1, cores // engines)} in each launch command's environment "
             f"(e.g. `env OMP_NUM_THREADS=1 …`; docs/vllm.md)")
+
+
+def report(launched: Mapping[str, Target], say: Callable[[str], None]) -> None:
+    """Say each launched engine's processes and threads as started, and warn when the engines
+    launched at once may want more threads than the host has cores."""
+    per_engine: list[int | None] = []
+    for role, target in launched.items():
+        use = observed(target.process_group())
+        if use is not None:
+            say(f"{role} engine: {use.describe()}")
+        seen = [v for v in (use.omp if use else ()) if v is not None]
+        per_engine.append(max(seen) if seen else None)  # the watchdog and a wrapper shell carry none
+    line = advice(len(launched), per_engine)
+    if line:
+        say("warning: " + line)

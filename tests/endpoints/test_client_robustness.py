@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from gatekeeper.endpoints.client import Endpoint, _retry_after
+from gatekeeper.endpoints.client import Endpoint
+from gatekeeper.endpoints.exchange import retry_after as _retry_after
 from gatekeeper.errors import EndpointError
 from scripted_server import Reply, chat_body, forever, scripted_server
 
