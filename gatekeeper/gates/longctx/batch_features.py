@@ -171,6 +171,17 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     _judge(ctx, ref, cand, condition, budget, length, fillers_n, t0, died)
 
 
+def run_on_urls(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int, max_prompt: int) -> None:
+    """The check on the run's own targets when one is a URL target — only where the policy allows
+    it (`batch_features_urls`): it may kill the server it probes, and a URL target is often in use."""
+    if s.batch_features_urls:
+        run(ctx, s, counter, context, max_prompt)
+        return
+    ctx.skip(NAME, "not run: a target is a URL, and this check may kill the engine it probes (vLLM 0.31.0's and "
+             "0.32.0's CPU engines die on a seeded request split by chunked prefill); launch both targets "
+             "(kind: launch) to run it on fresh copies, or set gates.longctx.batch_features_urls: true", advisory=True)
+
+
 def on_copies(ctx: GateContext) -> bool:
     """Whether the check runs on fresh launches of both targets (neither is a URL target)."""
     specs = ctx.run.specs

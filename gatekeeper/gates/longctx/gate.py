@@ -98,7 +98,7 @@ class LongContextGate(Gate):
         tool_checks.run(ctx, s, counter, context)
         session_decay.run(ctx, s, counter, max_prompt)
         if s.batch_features and not copies:  # on the run's own targets (URLs): last, a death here costs the gate nothing
-            batch_features.run(ctx, s, counter, context, max_prompt)
+            batch_features.run_on_urls(ctx, s, counter, context, max_prompt)
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} /tokenize calls")

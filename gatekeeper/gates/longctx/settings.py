@@ -23,7 +23,8 @@ class LongContextSettings:
     `needle_max_regressions`. Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
     B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
     `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Request features in full batches
-    (`batch_features.py`): `batch_features` (on), `batch_tokens` (the scheduler's token budget, vLLM's
+    (`batch_features.py`): `batch_features` (on; on fresh launches of both targets), `batch_features_urls` (off: on the
+    run's own targets when one is a URL, last in the gate), `batch_tokens` (the scheduler's token budget, vLLM's
     --max-num-batched-tokens; 0: the context length), `batch_prompt_share`, `batch_fillers`. Tools and JSON: `tool_cases`,
     `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
     decay (docs/bug-classes.md#kv-cache-reuse): `decay_sessions` sessions of `decay_rounds` rounds
@@ -56,6 +57,8 @@ class LongContextSettings:
     prefix_unrelated: int = setting(6, minimum=0, maximum=MAX_CASES)
     prefix_max_mismatches: int = setting(0, minimum=0, maximum=MAX_CASES)
     batch_features: bool = setting(True, description="request features alone and in full batches (batch_features.py)")
+    batch_features_urls: bool = setting(False, description="also on URL targets, where a feature that kills an engine "
+                                        "kills the server gatekeeper was pointed at")
     batch_tokens: int = setting(0, minimum=0, maximum=1 << 20, description="the scheduler's token budget; 0: the context length")
     batch_prompt_share: float = setting(0.9, minimum=0.05, maximum=1.0, description="each batch prompt's share of the context")
     batch_fillers: int = setting(2, minimum=1, maximum=MAX_CASES, description="prompts sent ahead of each feature request")
