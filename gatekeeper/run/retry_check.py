@@ -71,7 +71,7 @@ def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
         ctx.check(NAME, Status.SKIP, "not compared: " + ("the candidate" if not c_sent else "the reference")
                   + " sent no request in this gate", metrics, [table], advisory=True)
         return
-    p = float(fisher_exact([[c_retried, c_sent - c_retried], [r_retried, r_sent - r_retried]], alternative="greater")[1])
+    p = p_value(c_sent, c_retried, r_sent, r_retried)
     metrics["p_value"] = p
     shares = (f"the candidate needed a retry for {c_retried} of {c_sent} requests ({c_retried / c_sent:.1%}), "
               f"the reference side for {r_retried} of {r_sent} ({r_retried / r_sent:.1%})")
@@ -84,6 +84,12 @@ def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
     else:
         ctx.check(NAME, Status.PASS, f"{shares}: within chance of the reference's (Fisher's exact test, one-sided, "
                   f"p={p:.2g}){why}", metrics, [table], advisory=True, judgement=Judgement.STATISTICAL)
+
+
+def p_value(c_sent: int, c_retried: int, r_sent: int, r_retried: int) -> float:
+    """One-sided Fisher's exact test: the chance of a candidate share of retried requests at least
+    this much above the reference side's if both had the same rate (benchmarks/retry_excess.py)."""
+    return float(fisher_exact([[c_retried, c_sent - c_retried], [r_retried, r_sent - r_retried]], alternative="greater")[1])
 
 
 def _causes(counts: tuple[RetryCount, ...]) -> str:
