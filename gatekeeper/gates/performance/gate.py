@@ -181,10 +181,15 @@ class PerformanceGate(Gate):
         late = max((f.get("lateness_p99_s") or 0.0) for f in blocks)
         late_pairs = sum(lv.late_pairs() for lv in levels)
         pairs = sum(len(lv.figures["baseline"]) for lv in levels)
-        base_errors = sum((f.get("error_rate") or 0.0) * (f.get("requests") or 0.0)
-                          for lv in levels for f in lv.figures["baseline"])
+        # A failure is a request that got no answer (an HTTP error, a timeout, a broken stream). An answer
+        # without tokens is an answer: the model ended it at once (a server that does not honour
+        # ignore_eos, as llama-cpp-python's does not); the figures count tokens, so it weighs on both sides.
+        rows = {side: [r for lv in levels for res in lv.results[side] for r in res.measured] for side in SIDES}
+        base_errors = sum(1 for r in rows["baseline"] if r.error)
+        empty = {side: sum(1 for r in rows[side] if not r.error and not r.output_tokens) for side in SIDES}
         per_side = {side: int(sum((f.get("requests") or 0.0) for lv in levels for f in lv.figures[side])) for side in SIDES}
         metrics = {"baseline": baseline, "lateness_p99_s": late, "baseline_failed_requests": base_errors,
+                   "empty_answers": empty,
                    "figures": {f"c{lv.level}": {side: _means(lv.figures[side]) for side in SIDES} for lv in levels},
                    "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
                    "source": workload.source, "input_sizing": workload.calibration,
@@ -204,7 +209,9 @@ class PerformanceGate(Gate):
                   f"target at a time; baseline: {baseline}"
                   + (f"; {late_pairs} pair(s) the client paced left out" if late_pairs else "")
                   + ("" if workload.ignore_eos else
-                                                               "; output lengths not controlled (no ignore_eos)"),
+                                                               "; output lengths not controlled (no ignore_eos)")
+                  + (f"; answers without a token (the model ended them at once: ignore_eos not honoured): baseline "
+                     f"{empty['baseline']}, candidate {empty['candidate']}" if any(empty.values()) else ""),
                   metrics, judgement=Judgement.EXACT)
         return True, ""
 

@@ -296,3 +296,42 @@ def test_pairs_per_level_come_from_the_request_budget():
     assert PerformanceSettings(pairs=6).pairs_at(1) == 6
     with pytest.raises(SettingError, match="at least 3"):
         PerformanceSettings(pairs=2)
+
+
+def _blocks(outputs: dict[str, list[tuple[int, str | None]]]) -> LevelBlocks:
+    """One level, one block per side, whose requests gave these (output tokens, error)."""
+    from gatekeeper.perf.figures import block_figures
+    from gatekeeper.perf.loadgen import LoadProfile, LoadResult, RequestRecord
+
+    lv = LevelBlocks(1)
+    for side, rows in outputs.items():
+        records = [RequestRecord(i, i * 1.0, i * 1.0, i + 0.5, (i + 0.1,) * bool(n), n, 8, True, err)
+                   for i, (n, err) in enumerate(rows)]
+        result = LoadResult(LoadProfile(), records, 0.0, len(rows))
+        lv.results[side].append(result)
+        lv.figures[side].append(block_figures(result, PerformanceSettings().slo()))
+    return lv
+
+
+def test_an_answer_without_tokens_is_an_answer_not_a_failed_request():
+    """llama-cpp-python does not honour ignore_eos: now and then the model ends a synthetic request at
+    once, on both sides. The baseline's figures still describe it; only requests that got no answer
+    make them no baseline."""
+    from gatekeeper.endpoints.client import Endpoint
+    from gatekeeper.gates.interface import GateContext
+    from gatekeeper.gates.performance.gate import PerformanceGate
+    from gatekeeper.perf.workload import Workload
+    from gatekeeper.results import Status
+
+    def measure(lv: LevelBlocks):
+        ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked: the measurement judges recorded blocks
+        ctx = GateContext("performance", ep, ep, PerformanceSettings(), lambda c: True, {}, lambda r: None)
+        valid = PerformanceGate()._measurement(ctx, PerformanceSettings(), [lv], "the reference", Workload())
+        return valid, ctx.checks[-1]
+
+    valid, check = measure(_blocks({"baseline": [(32, None), (0, None), (32, None)], "candidate": [(32, None)] * 3}))
+    assert valid == (True, "") and check.status is Status.PASS, check.reason
+    assert check.metrics["empty_answers"] == {"baseline": 1, "candidate": 0}
+    assert "answers without a token" in check.reason and "baseline 1, candidate 0" in check.reason
+    valid, check = measure(_blocks({"baseline": [(32, None), (0, "http error (HTTP 500)")], "candidate": [(32, None)] * 2}))
+    assert not valid[0] and check.status is Status.ERROR and check.metrics["baseline_failed_requests"] == 1
