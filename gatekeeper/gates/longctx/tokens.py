@@ -46,6 +46,14 @@ class TokenCounter:
         self._seen = [0, 0]  # characters and tokens of the prompts counted by usage: the scale for a refused one
         self.why_tokenize = ""
 
+    @classmethod
+    def by_usage_of(cls, endpoint: Endpoint, why: str) -> TokenCounter:
+        """A counter that asks `endpoint` for usage.prompt_tokens from the start (`why`: why not /tokenize,
+        e.g. "no target exposes /tokenize")."""
+        counter = cls(endpoint)
+        counter.by_usage, counter.why_tokenize = True, why
+        return counter
+
     def count(self, messages: Messages) -> int:
         """Tokens the engine will see for these messages (EndpointError on a transient failure)."""
         if self.endpoint is not None and not self.by_usage:

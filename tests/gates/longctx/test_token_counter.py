@@ -53,6 +53,15 @@ def test_a_server_without_tokenize_counts_by_its_own_usage_and_says_so(upstream)
         assert long > 4000 and not counter.estimated
 
 
+def test_a_counter_made_to_count_by_usage_never_asks_for_tokenize(upstream):
+    exact = _counter(upstream.url).count(MESSAGES)
+    with fault_proxy(upstream.url, "no_tokenize") as url:
+        plain = _counter(url)
+        counter = TokenCounter.by_usage_of(plain.endpoint, "no target exposes /tokenize")
+        assert counter.count(MESSAGES) == exact and counter.calls == 1
+        assert counter.source.endswith("usage.prompt_tokens of one-token chat requests (no target exposes /tokenize)")
+
+
 def test_without_an_endpoint_counts_are_estimated():
     counter = TokenCounter(None)
     assert counter.count(MESSAGES) == estimate(MESSAGES) and counter.estimated
