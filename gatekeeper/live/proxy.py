@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp import web
 
 from gatekeeper.live.capture import Exchange, to_record
+from gatekeeper.endpoints.retry import KEEPALIVE_EXPIRY_S
 from gatekeeper.live.forward import forward
 from gatekeeper.live.mirror import Counters, offer
 from gatekeeper.live.recorder import TrafficWriter
@@ -30,7 +31,10 @@ from gatekeeper.live.redaction import BodyRedactor
 
 def _session_ctx(upstream: str, timeout_s: float) -> Callable[[web.Application], Any]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        app["session"] = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+        # idle upstream connections closed before a uvicorn upstream's 5 s keep-alive closes them (aiohttp keeps
+        # them 15 s): a request sent on one just as the upstream closes it would die before any answer
+        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=KEEPALIVE_EXPIRY_S)
+        app["session"] = aiohttp.ClientSession(connector=connector,
                                                timeout=aiohttp.ClientTimeout(total=timeout_s, sock_connect=10),
                                                auto_decompress=False, skip_auto_headers=("User-Agent", "Accept-Encoding"))
         yield
