@@ -21,7 +21,9 @@ request on the same server must give the same answer both ways: greedy is
 deterministic, and a seed fixes a sampled answer.
 
 - FAIL: a feature request the candidate answers alone but fails in the full batch (an HTTP 500,
-  a dropped connection, an engine that died), where the reference answered it both ways — the
+  a dropped connection, an engine that died), where the reference answered it both ways and in
+  `REFERENCE_REPEATS` more full batches of it (a crash that needs a lucky batch is the
+  reference's too: vLLM 0.31.0 dies in about half of them, 0.32.0 in every one) — the
   first such feature is named with its batch condition; features after an engine's death are not
   judged (the death is the finding; gatekeeper/endpoints/dead.py names it).
 - WARN: every judged feature answered both ways, but the candidate's answer changed in the batch
@@ -58,6 +60,7 @@ SEED = 1234
 UNJUDGED = "not judged: "
 REFERENCE_FAILS = UNJUDGED + "reference fails too"
 COPIES = 2  # copies of the feature request in each batch: only one prompt of a batch can escape the split
+REFERENCE_REPEATS = 10  # a reference failing a batch in 4 of 10 (p=0.4) survives all ten 0.6% of the time
 _SCHEMA = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
     "type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"], "additionalProperties": False}}}
 _TOOL = [{"type": "function", "function": {"name": "lookup_secret", "description": "Look up a secret by its kind.",
@@ -92,14 +95,16 @@ class Outcome:
 
     batched: tuple[Answer, ...]
     alone: tuple[Answer, ...]
+    repeats: int = 0  # the reference only: more full batches of a feature the candidate failed
+    repeat_error: EndpointError | None = None  # the first of those the reference failed
 
     def refusal(self) -> EndpointError | None:
         """A refusal of the feature (the server does not serve it: a 4xx, or 501), alone or batched."""
         return next((a for a in (*self.alone, *self.batched) if isinstance(a, EndpointError) and a.refusal), None)
 
     def batch_error(self) -> EndpointError | None:
-        """The first copy that failed in the batch."""
-        return next((a for a in self.batched if isinstance(a, EndpointError)), None)
+        """The first copy that failed in the batch (or in a repeat of it)."""
+        return next((a for a in self.batched if isinstance(a, EndpointError)), self.repeat_error)
 
     def alone_error(self) -> EndpointError | None:
         """The first copy that failed alone."""
@@ -129,22 +134,42 @@ def variant(prompt: NeedlePrompt, tag: str) -> NeedlePrompt:
     return replace(prompt, messages=[*head, {**last, "content": f"Case {tag}. {last['content']}"}])
 
 
+def _batch(ep: Endpoint, prompt: NeedlePrompt, fillers: list[NeedlePrompt], feature: Feature, tag: str,
+           max_tokens: int) -> tuple[list[NeedlePrompt], tuple[Answer, ...]]:
+    """One full batch of `feature`: its copies and their answers (labels `tag`: nothing shared with
+    any other request of the check)."""
+    copies = [variant(prompt, f"{tag}.{k + 1}") for k in range(COPIES)]
+    order: list[tuple[NeedlePrompt, Feature]] = []
+    for i in range(max(len(fillers), COPIES)):  # filler, feature, filler, feature, …
+        order += [(variant(fillers[i], f"{tag}.{i + 1} filler"), FEATURES[0])] if i < len(fillers) else []
+        order += [(copies[i], feature)] if i < COPIES else []
+    with ThreadPoolExecutor(len(order)) as pool:
+        futures = [pool.submit(_ask, ep, p, f, max_tokens) for p, f in order]
+    by_prompt = {id(p): fut.result() for fut, (p, _) in zip(futures, order)}
+    return copies, tuple(by_prompt[id(c)] for c in copies)
+
+
 def _drive(ep: Endpoint, prompt: NeedlePrompt, fillers: list[NeedlePrompt], max_tokens: int) -> list[Outcome]:
     """Each feature in a full batch of prompts no earlier request shares (so nothing comes from a
     prefix cache), then each copy alone: the answer it gives with its prefill whole."""
     out = []
     for fi, feature in enumerate(FEATURES):
-        copies = [variant(prompt, f"{fi + 1}.{k + 1}") for k in range(COPIES)]
-        order: list[tuple[NeedlePrompt, Feature]] = []
-        for i in range(max(len(fillers), COPIES)):  # filler, feature, filler, feature, …
-            order += [(variant(fillers[i], f"{fi + 1}.{i + 1} filler"), FEATURES[0])] if i < len(fillers) else []
-            order += [(copies[i], feature)] if i < COPIES else []
-        with ThreadPoolExecutor(len(order)) as pool:
-            futures = [pool.submit(_ask, ep, p, f, max_tokens) for p, f in order]
-        by_prompt = {id(p): fut.result() for fut, (p, _) in zip(futures, order)}
-        batched = tuple(by_prompt[id(c)] for c in copies)
+        copies, batched = _batch(ep, prompt, fillers, feature, str(fi + 1), max_tokens)
         out.append(Outcome(batched, tuple(_ask(ep, c, feature, max_tokens) for c in copies)))
     return out
+
+
+def _reference_again(ep: Endpoint, prompt: NeedlePrompt, fillers: list[NeedlePrompt], feature: Feature,
+                     max_tokens: int) -> tuple[int, EndpointError | None]:
+    """The batch the candidate failed, sent to the reference up to `REFERENCE_REPEATS` more times (new
+    labels each time), stopping at its first failure: how many were sent, and that failure. A
+    crash that needs a lucky batch (vLLM 0.31.0's, about half the time) is the reference's too."""
+    for k in range(REFERENCE_REPEATS):
+        _, answers = _batch(ep, prompt, fillers, feature, f"{FEATURES.index(feature) + 1}.again{k + 1}", max_tokens)
+        error = next((a for a in answers if isinstance(a, EndpointError)), None)
+        if error is not None:
+            return k + 1, error
+    return REFERENCE_REPEATS, None
 
 
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int, max_prompt: int) -> None:
@@ -163,6 +188,13 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
         return
     reference, candidate = targets
     ref, cand = both(lambda ep: _drive(ep, prompt, fillers, s.answer_tokens), reference, candidate)
+    for i, (r, c) in enumerate(zip(ref, cand)):  # the candidate failed where the reference did not: can the reference?
+        if c.batch_error() is not None and c.refusal() is None and r.batch_error() is None and r.refusal() is None \
+                and reference.streak.confirm() is None:
+            ctx.progress(f"longctx: the candidate failed {FEATURES[i].name} in a full batch; the reference gets up to "
+                         f"{REFERENCE_REPEATS} more")
+            n, error = _reference_again(reference, prompt, fillers, FEATURES[i], s.answer_tokens)
+            ref[i] = replace(r, repeats=n, repeat_error=error)
     condition = (f"{COPIES} copies of its {prompt.tokens}-token prompt sent at once with {fillers_n} others of "
                  f"{length} tokens into a {budget}-token batch budget (prefill split by chunked prefill, or queued)")
     died = candidate.streak.confirm() is not None  # its engine died: what failed after the first is its consequence
@@ -236,8 +268,10 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
     if broken:
         feature, c = broken[0]
         err = c.batch_error()
+        again = _outcomes(feature, ref, cand)[0].repeats
         ctx.check(NAME, Status.FAIL, f"{feature.name}: the candidate answered it alone but failed in a full batch ({err}) — "
                   f"{condition}; the reference answered it both ways"
+                  + (f", and in {again} more full batches of it" if again else "")
                   + ("; the candidate's engine died there" if died else "")
                   + (f"; also failing: {', '.join(f.name for f, _ in broken[1:])}" if len(broken) > 1 else ""),
                   metrics, [table], started=t0, judgement=Judgement.EXACT)

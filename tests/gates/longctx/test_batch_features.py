@@ -44,6 +44,7 @@ def test_a_candidate_that_dies_on_a_seeded_request_in_a_full_batch_is_rolled_bac
     assert check["status"] == "FAIL" and check["reason"].startswith("seeded sampling: the candidate answered it alone "
                                                                     "but failed in a full batch"), check
     assert "the candidate's engine died there" in check["reason"]
+    assert "and in 10 more full batches of it" in check["reason"], check  # the reference, asked again, never failed
     assert check["metrics"]["broken"] == ["seeded sampling"]  # n=2 seeded after it: not judged, a dead engine
 
 
