@@ -2,23 +2,23 @@
 
 A request carries state of its own through the scheduler — a sampling seed, logprobs, `n`
 choices, stop strings, a grammar, tool parsing — and that state is where schedulers break when
-they split or batch the request: vLLM 0.32.0's CPU engine core dies ("CPU Generator does not use
+they split or batch the request: vLLM's CPU engine core dies ("CPU Generator does not use
 offset") when a seeded, sampled request's prefill is split by chunked prefill in a full token
-budget, because rewinding the discarded token's generator works only for CUDA generators.
-Ordinary traffic meets that condition by chance (a run catches it by luck); this check sets it
-up on purpose, as the session-decay check sets up the KV-reuse bug's trigger conditions.
+budget, because rewinding a discarded token's generator works only for CUDA generators (0.32.0
+in every such batch, 0.31.0 in about half). Ordinary traffic meets that condition by chance (a
+run catches it by luck); this check sets it up on purpose, as the session-decay check sets up
+the KV-reuse bug's trigger conditions.
 
-For each feature, on each target (both at once, each on its own server): the feature request —
-a long needle prompt of `batch_prompt_share` of the context — is answered **in a full batch**,
-then **alone**: `COPIES` copies of it sent at the same instant as `fillers` other prompts of
-the same length, interleaved (filler, feature, filler, feature, …), each with a label of its own
-at the start so that nothing comes from a prefix cache; then each copy is sent again alone. Each prompt alone nearly
-fills the batch's token budget (`batch_tokens`, 0: the context length; vLLM's CPU default), so a
-scheduler that admits them first come, first served prefills the first whole and splits every
-later one across steps (chunked prefill: each step finishes one prompt and starts the next) —
-whatever order they arrive in, at least one copy of the feature request is split. The same
-request on the same server must give the same answer both ways: greedy is
-deterministic, and a seed fixes a sampled answer.
+For each feature, on each target (both at once, each on its own server, fresh launches where
+gatekeeper starts the targets): `COPIES` copies of the feature request — a long needle prompt of
+`batch_prompt_share` of the context — are sent at the same instant as `fillers` other prompts of
+that length, interleaved (filler, feature, filler, feature, …), each with a label of its own at
+the start so that nothing comes from a prefix cache; then each copy is sent again alone. Each
+prompt nearly fills the batch's token budget (`batch_tokens`, 0: the context length; vLLM's CPU
+default), so a scheduler that admits them first come, first served prefills the first whole and
+splits every later one across steps (chunked prefill: each step finishes one prompt and starts
+the next): whatever order they arrive in, at least one copy is split. The same request on the
+same server must answer the same both ways: greedy is deterministic, and a seed fixes a sample.
 
 - FAIL: a feature request the candidate answers alone but fails in the full batch (an HTTP 500,
   a dropped connection, an engine that died), where the reference answered it both ways and in
