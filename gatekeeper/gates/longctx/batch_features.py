@@ -258,7 +258,9 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
             changed.append(feature)
     judged = len(FEATURES) - len(unjudged)
     shared = [f for f, why in unjudged if why == REFERENCE_FAILS and _outcomes(f, ref, cand)[1].batch_error() is not None]
-    shared_error = str(_outcomes(shared[0], ref, cand)[0].batch_error())[:200] if shared else ""
+    errors = [a for f in shared for o in _outcomes(f, ref, cand) for a in (*o.batched, o.repeat_error)
+              if isinstance(a, EndpointError)]
+    shared_error = str(next((e for e in errors if e.kind != "dead"), errors[0] if errors else ""))[:200]
     ctx.judged(judged)
     for _, why in unjudged:
         ctx.not_judged(why.removeprefix(UNJUDGED))
