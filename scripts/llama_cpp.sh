@@ -158,10 +158,13 @@ fi
 # serves with the server's default (gate 3 then judges the cuts as a rate: golden.stream_cuts).
 # The chat template is the GGUF's own (tokenizer.chat_template; no --chat_format): none of the
 # server's chat formats parses the `<tool_call>` text gk-tiny writes, so tool calls come back as text.
+# OMP_NUM_THREADS=1 too (unless set): ggml's CPU backend runs its threads in OpenMP regions sized by
+# --n_threads, and a launcher that sees no OMP_NUM_THREADS (gatekeeper's thread advice) cannot tell that.
+env_vars=("OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}")
 serve=("$venv/bin/python" -m llama_cpp.server --model "$gguf" --model_alias "$served" --n_ctx 2048
        --host 127.0.0.1 --n_threads 1 --n_threads_batch 1 --interrupt_requests false)
 if [[ -z $port ]]; then
-  echo "${serve[*]} --port {port}"
+  echo "env ${env_vars[*]} ${serve[*]} --port {port}"
 else
-  exec "${serve[@]}" --port "$port" "$@"
+  exec env "${env_vars[@]}" "${serve[@]}" --port "$port" "$@"
 fi

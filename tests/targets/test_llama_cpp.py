@@ -108,7 +108,7 @@ def test_with_the_servers_interrupting_streams_the_cuts_are_judged_as_a_rate(tmp
 
 def test_the_script_prints_the_launch_command_and_exits_3_with_one_line_on_errors(tmp_path):
     argv = shlex.split(llama_command(VERSION).format(port=1))
-    assert argv[1:3] == ["-m", "llama_cpp.server"] and argv[-2:] == ["--port", "1"]
+    assert argv[:2] == ["env", "OMP_NUM_THREADS=1"] and argv[3:5] == ["-m", "llama_cpp.server"] and argv[-2:] == ["--port", "1"]
     assert argv[argv.index("--n_threads") + 1] == "1" and argv[argv.index("--model_alias") + 1] == "gk-tiny"
     assert argv[argv.index("--model") + 1].endswith(".f32.gguf") and Path(argv[argv.index("--model") + 1]).is_file()
     for args, said in ((["0.3.x!"], "not a release"), ([VERSION, "--bogus"], "unknown option --bogus"),
