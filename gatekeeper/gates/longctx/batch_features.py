@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gatekeeper.endpoints.client import Endpoint
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import EndpointError, refused_alike
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
@@ -95,6 +95,7 @@ class Outcome:
 
     batched: tuple[Answer, ...]
     alone: tuple[Answer, ...]
+    dead: bool = False  # the target's engine was dead after this feature (its errors are no refusal)
     repeats: int = 0  # the reference only: more full batches of a feature the candidate failed
     repeat_error: EndpointError | None = None  # the first of those the reference failed
 
@@ -155,7 +156,8 @@ def _drive(ep: Endpoint, prompt: NeedlePrompt, fillers: list[NeedlePrompt], max_
     out = []
     for fi, feature in enumerate(FEATURES):
         copies, batched = _batch(ep, prompt, fillers, feature, str(fi + 1), max_tokens)
-        out.append(Outcome(batched, tuple(_ask(ep, c, feature, max_tokens) for c in copies)))
+        alone = tuple(_ask(ep, c, feature, max_tokens) for c in copies)
+        out.append(Outcome(batched, alone, dead=ep.streak.confirm() is not None))
     return out
 
 
@@ -308,6 +310,8 @@ def _state(r: Outcome, c: Outcome, dead_after: bool) -> str:
     """What one feature's outcomes say: judged as same / changed / failing, or why not judged."""
     if r.refusal() is not None or c.refusal() is not None:
         return "not judged: capability missing"
+    if not r.dead and not c.dead and refused_alike(*r.batched, *r.alone, *c.batched, *c.alone) is not None:
+        return "not judged: capability missing"  # both answer every copy the same error (a 500 naming the feature)
     if dead_after:
         return "not judged: the candidate's engine had died"
     if r.batch_error() is not None:

@@ -81,11 +81,13 @@ class LongContextGate(Gate):
         block, block_from = _block_size(ctx, s.block_size)
         s = replace(s, block_size=block)
         ctx.notes.append(f"KV block size {block} tokens ({block_from})")
-        counter = TokenCounter(_tokenizer(ctx))
+        tokenizer = _tokenizer(ctx)
+        counter = (TokenCounter(tokenizer) if tokenizer is not None
+                   else TokenCounter.by_usage_of(ctx.reference, "no target exposes /tokenize"))
         context, where = _context(ctx, s.context_tokens)
         max_prompt = context - s.answer_tokens - 4
         ctx.notes.append(f"context {context} tokens ({where}); token counts "
-                         + (f"estimated: {counter.why_estimated}" if counter.estimated else f"from {counter.endpoint.role}'s /tokenize"))  # type: ignore[union-attr]
+                         + counter.source)
         watched = Watched(ctx.candidate, ctx.capabilities["candidate"].logprobs)
         ctx = replace(ctx, candidate=watched)  # type: ignore[arg-type]  # same checks, notes and records
         before = scrape(ctx.candidate)
@@ -101,7 +103,7 @@ class LongContextGate(Gate):
             batch_features.run_on_urls(ctx, s, counter, context, max_prompt)
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
-        ctx.notes.append(f"{counter.calls} /tokenize calls")
+        ctx.notes.append(f"{counter.calls} token-count requests")
 
 
 def _tokenizer(ctx: GateContext):
