@@ -31,7 +31,7 @@ def test_default_run_promotes(tmp_path):
     assert (out.code == 0 and out.summary["verdict"] == "PROMOTE") or (out.code == 2 and undecided_perf), reasons
     assert [g["id"] for g in out.summary["gates"]] == ["startup", "numerics", "golden", "longctx", "shadow", "performance"]
     assert out.gate("shadow")["coverage"]["judged"] > 0  # the shipped traffic was replayed and judged
-    batch = out.check("longctx.batch_features")  # request features in full batches, on launched copies of both
+    batch = out.check("longctx.batch_features")  # request features in full batches and alone
     assert batch["status"] == "PASS" and batch["metrics"]["judged"] >= 5, batch
     perf = {c["id"]: c for c in out.gate("performance")["checks"]}
     assert all(perf[f"performance.c{n}.{m}"]["status"] in ("PASS", "WARN") for n in (1, 8)

@@ -71,25 +71,6 @@ def test_the_probe_names_what_the_server_lacks_and_finds_the_rest(llama):
     assert "returned it as content" in caps.notes["tool_parsing"]
 
 
-def test_two_servers_of_one_build_promote_through_every_gate(tmp_path):
-    """The issue's run: reference and candidate both `bash scripts/llama_cpp.sh VERSION --port {port}`,
-    the default policy, every gate."""
-    config = tmp_path / "llama.yaml"
-    config.write_text(yaml.safe_dump({"reference": launch_target(VERSION), "candidate": launch_target(VERSION)}))
-    out = gk_run(tmp_path / "out", "-c", str(config), timeout=3600)
-    assert out.summary is not None, out.stderr
-    checks = [c for g in out.summary["gates"] for c in g["checks"]]
-    assert [(c["id"], c["reason"][:200]) for c in checks if c["status"] in ("ERROR", "FAIL")
-            and c["id"] != "performance.coverage"] == []
-    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
-    assert out.code == 0
-    assert [g["id"] for g in out.summary["gates"] if g["status"] == "SKIP" or g.get("excluded")] == []
-    not_run = [c["id"] for c in checks if c["id"].endswith(".not_run") or c["id"].endswith(".not_selected")]
-    assert not_run == [], not_run
-    caps = out.check("startup.capabilities")
-    assert caps["status"] == "PASS" and caps["metrics"]["neither"] == LACKS, caps
-
-
 def test_with_the_servers_interrupting_streams_the_cuts_are_judged_as_a_rate(tmp_path):
     """llama-cpp-python's default (`--interrupt_requests true`) ends the stream it serves whenever another
     request waits: both targets cut streams at random, which gate 3 judges against the reference's rate."""

@@ -9,8 +9,9 @@ in every such batch, 0.31.0 in about half). Ordinary traffic meets that conditio
 run catches it by luck); this check sets it up on purpose, as the session-decay check sets up
 the KV-reuse bug's trigger conditions.
 
-For each feature, on each target (both at once, each on its own server, fresh launches where
-gatekeeper starts the targets): `COPIES` copies of the feature request — a long needle prompt of
+For each feature, on each target (both at once, each on its own server; fresh launches of both
+where one is an engine gatekeeper launches from a command, the bundled pair itself, a URL target
+only where the policy says so): `COPIES` copies of the feature request — a long needle prompt of
 `batch_prompt_share` of the context — are sent at the same instant as `fillers` other prompts of
 that length, interleaved (filler, feature, filler, feature, …), each with a label of its own at
 the start so that nothing comes from a prefix cache; then each copy is sent again alone. Each
@@ -205,10 +206,11 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     _judge(ctx, ref, cand, condition, budget, length, fillers_n, t0, died)
 
 
-def run_on_urls(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int, max_prompt: int) -> None:
-    """The check on the run's own targets when one is a URL target — only where the policy allows
-    it (`batch_features_urls`): it may kill the server it probes, and a URL target is often in use."""
-    if s.batch_features_urls:
+def run_last(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int, max_prompt: int) -> None:
+    """The check on the run's own targets, last in the gate: the bundled pair (the laboratory,
+    whose faults are the findings), or a URL target where the policy allows it
+    (`batch_features_urls`): it may kill the server it probes, and a URL target is often in use."""
+    if s.batch_features_urls or not any(_kind(ctx, r) == "url" for r in ("reference", "candidate")):
         run(ctx, s, counter, context, max_prompt)
         return
     ctx.skip(NAME, "not run: a target is a URL, and this check may kill the engine it probes (vLLM 0.31.0's and "
@@ -216,11 +218,16 @@ def run_on_urls(ctx: GateContext, s: LongContextSettings, counter: TokenCounter,
              "(kind: launch) to run it on fresh copies, or set gates.longctx.batch_features_urls: true", advisory=True)
 
 
+def _kind(ctx: GateContext, role: str) -> str:
+    spec = ctx.run.specs.get(role)
+    return spec.kind if spec is not None else "url"
+
+
 def on_copies(ctx: GateContext) -> bool:
-    """Whether the check runs on fresh launches of both targets (neither is a URL target)."""
-    specs = ctx.run.specs
-    return ctx.run.launch is not None and all(specs.get(r) is not None and specs[r].kind != "url"
-                                              for r in ("reference", "candidate"))
+    """Whether the check runs on fresh launches of both targets: an engine gatekeeper launches from
+    a command is one of them, and neither is a URL target (the bundled pair runs it on itself)."""
+    kinds = {_kind(ctx, r) for r in ("reference", "candidate")}
+    return ctx.run.launch is not None and "url" not in kinds and "launch" in kinds
 
 
 def _copies(ctx: GateContext) -> tuple[Endpoint, Endpoint] | None:

@@ -56,7 +56,8 @@ class LongContextGate(Gate):
     - `longctx.batch_features`: request features that carry state of their own (a seed, logprobs,
       stop strings, a grammar, tools, n > 1) sent in full batches, where chunked prefill splits
       them, and alone: a feature the candidate fails only in the batch fails (vLLM 0.32.0's engine
-      dies on a seeded request split by chunked prefill); on fresh copies of launched targets;
+      dies on a seeded request split by chunked prefill); on fresh copies of launched engines, not on
+      URL targets unless the policy says so;
     - `longctx.nan_inf`: NaN/Inf logprobs in the candidate's answers; `longctx.metrics`: prefix-cache
       hit rate and KV usage from the candidate's Prometheus metrics, before and after.
 
@@ -99,8 +100,8 @@ class LongContextGate(Gate):
         prefix_cache.run(ctx, s, counter, max_prompt)
         tool_checks.run(ctx, s, counter, context)
         session_decay.run(ctx, s, counter, max_prompt)
-        if s.batch_features and not copies:  # on the run's own targets (URLs): last, a death here costs the gate nothing
-            batch_features.run_on_urls(ctx, s, counter, context, max_prompt)
+        if s.batch_features and not copies:  # on the run's own targets: last, a death here costs the gate nothing
+            batch_features.run_last(ctx, s, counter, context, max_prompt)
         _nan_check(ctx, watched)
         _metrics_check(ctx, before, scrape(ctx.candidate))
         ctx.notes.append(f"{counter.calls} token-count requests")

@@ -1,7 +1,7 @@
 """`longctx.batch_features` through real servers: a candidate whose engine dies on a seeded request
 batched with others (a real proxy doing what vLLM 0.31/0.32's CPU engine does) is rolled back with
-the feature named and its death as the first reason. (The bundled pair's PASS, on launched copies,
-is part of every default run: tests/run/test_run_gk_tiny.py's PROMOTE.)"""
+the feature named and its death as the first reason. (The bundled pair's PASS is part of every
+default run: tests/run/test_run_gk_tiny.py's PROMOTE.)"""
 
 from __future__ import annotations
 
