@@ -23,8 +23,9 @@ class LongContextSettings:
     `needle_max_regressions`. Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
     B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
     `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Request features in full batches
-    (`batch_features.py`): `batch_features` (on: on fresh launches of both targets where one is launched from a command,
-    else on the run's own, last in the gate), `batch_features_urls` (off: not where a target is a URL), `batch_tokens` (the scheduler's token budget, vLLM's
+    (`batch_features.py`): `batch_features` (on: on fresh launches of both targets where one is
+    launched from a command, else on the run's own, last in the gate), `batch_features_urls` (off:
+    not where a target is a URL), `batch_tokens` (the scheduler's token budget, vLLM's
     --max-num-batched-tokens; 0: the context length), `batch_prompt_share`, `batch_fillers`. Tools and JSON: `tool_cases`,
     `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
     decay (docs/bug-classes.md#kv-cache-reuse): `decay_sessions` sessions of `decay_rounds` rounds
