@@ -28,7 +28,8 @@ keeps failing still fails: the last answer is raised, saying how often it was as
 succeeds: a server that answers 503 to everything costs one send per request, not three.
 
 The performance gate's load generator (gatekeeper/perf/loadgen.py) has its own HTTP client and
-never retries: there a failed request is a measured error.
+retries only a connection closed before any answer (the server never saw the request; timed from
+the second send): any other failed request is a measured error.
 """
 
 from __future__ import annotations

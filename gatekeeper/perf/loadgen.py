@@ -28,12 +28,13 @@ import contextlib
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import httpx
 
+from gatekeeper.endpoints.exchange import closed_before_answer
 from gatekeeper.endpoints.retry import KEEPALIVE_EXPIRY_S  # idle blocks apart: below a server keep-alive
 from gatekeeper.endpoints.wire import sse_events
 from gatekeeper.errors import EndpointError
@@ -103,6 +104,7 @@ class RequestRecord:
     error: str | None = None
     warmup: bool = False
     lateness_s: float = 0.0  # the client's own delay: woken (or free to send) later than scheduled
+    reconnected: bool = False  # its first send's connection closed before any answer: timed from the second
 
     @property
     def ok(self) -> bool:
@@ -321,9 +323,24 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
     socket, or a new connection's handshake began (httpcore's trace hook, as guidellm times its
     request start): the client's own work before the network counts, and grows on a busy event
     loop; the network's round trip to open a connection does not."""
+    record = await _attempt(http, model, req, index, scheduled, warmup, free_s)
+    if record.error is not None and record.error.startswith(_CLOSED):  # the kept-alive race: once more, fresh
+        again = await _attempt(http, model, req, index, scheduled, warmup, time.perf_counter())
+        return replace(again, reconnected=True)
+    return record
+
+
+_CLOSED = "closed before any answer: "
+
+
+async def _attempt(http: httpx.AsyncClient, model: str, req: LoadRequest, index: int, scheduled: float,
+                   warmup: bool, free_s: float) -> RequestRecord:
+    """One send of `_send`'s request; a connection closed before any answer is an error starting
+    with `_CLOSED` (endpoints/exchange.closed_before_answer: the server never saw it)."""
     path = "/v1/chat/completions" if req.endpoint == "chat" else "/v1/completions"
     body = {**req.body, "model": model, "stream": True, "stream_options": {"include_usage": True}}
     sent = time.perf_counter()
+    opened = False
     chunks: list[float] = []
     usage: dict[str, Any] | None = None
     error = None
@@ -335,6 +352,7 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
 
     try:
         async with http.stream("POST", path, json=body, extensions={"trace": trace}) as resp:
+            opened = True
             if resp.status_code >= 400:
                 text = (await resp.aread()).decode(errors="replace")
                 error = f"HTTP {resp.status_code}: {text[:200]}"
@@ -351,7 +369,8 @@ async def _send(http: httpx.AsyncClient, model: str, req: LoadRequest, index: in
                         if any(_text_of(c) for c in event.get("choices") or ()):
                             chunks.append(at)
     except (httpx.HTTPError, EndpointError, ValueError) as e:  # a broken or error event ends the request as failed
-        error = f"{type(e).__name__}: {e}"[:300]
+        closed = not opened and isinstance(e, httpx.HTTPError) and closed_before_answer(e)
+        error = (_CLOSED if closed else "") + f"{type(e).__name__}: {e}"[:300]
     end = time.perf_counter()
     reported = isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int)
     tokens = int(usage["completion_tokens"]) if reported and usage else len(chunks)

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch")
 
 from keepalive_proxy import keepalive_proxy  # noqa: E402
+from paths import GK_TINY, ROOT  # noqa: E402
 from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
@@ -20,17 +21,19 @@ def _reconnected(summary: dict, side: str) -> int:
     return sum(r["reconnected"] for g in summary["gates"] for r in g.get("retries", ()) if r["role"].startswith(side))
 
 
-def _run(tmp_path, tiny_model_dir, ref_rate: float, cand_rate: float, *flags: str):
-    with running_server(tiny_model_dir, "--profile", "reference") as ref, \
-            running_server(tiny_model_dir, "--profile", "optimized") as cand, \
+def _run(tmp_path, ref_rate: float, cand_rate: float, *flags: str):
+    """Two servers of one build (the bundled engine's optimized path serving the shipped gk-tiny: a
+    clean upgrade, performance included), each behind its own proxy."""
+    with running_server(GK_TINY, "--profile", "optimized") as ref, \
+            running_server(GK_TINY, "--profile", "optimized") as cand, \
             keepalive_proxy(ref.url, ref_rate, seed=11) as ref_proxy, keepalive_proxy(cand.url, cand_rate, seed=12) as cand_proxy:
-        out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--reference", ref_proxy.url, "--candidate", cand_proxy.url,
+        out = gk_run(tmp_path, "--model", str(GK_TINY), "--reference", ref_proxy.url, "--candidate", cand_proxy.url,
                      *flags, timeout=1200)
     return out, ref_proxy, cand_proxy
 
 
-def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path, tiny_model_dir):
-    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.01, 0.01)
+def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path):
+    out, ref_proxy, cand_proxy = _run(tmp_path, 0.01, 0.01)
     assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0
     assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
     # every lost request was sent again and counted, per target and gate, in summary.json
@@ -40,8 +43,8 @@ def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(t
     assert excess and all(c["status"] == "PASS" for c in excess), excess
 
 
-def test_a_candidate_losing_ten_percent_is_not_promoted(tmp_path, tiny_model_dir):
-    out, ref_proxy, cand_proxy = _run(tmp_path, tiny_model_dir, 0.0, 0.10, "--policy", "gates/smoke.yaml")  # every gate, smaller
+def test_a_candidate_losing_ten_percent_is_not_promoted(tmp_path):
+    out, ref_proxy, cand_proxy = _run(tmp_path, 0.0, 0.10, "--policy", str(ROOT / "gates" / "smoke.yaml"))  # every gate, smaller
     assert ref_proxy.dropped == 0 and cand_proxy.dropped > 0
     assert out.summary["verdict"] != "PROMOTE", out.summary["reasons"]
     excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
