@@ -214,10 +214,9 @@ class Endpoint:
                     wait = self._retry_wait(r, waited, retries, deadline)
                     if wait is None:
                         self._settled(r.status_code, retries)
-                        asked = describe_request(method, path, body)
                         if keep(r.status_code):
                             if r.status_code >= 500:
-                                self.streak.failed(self.gate, f"HTTP {r.status_code}", asked)
+                                self.streak.failed(self.gate, f"HTTP {r.status_code}", describe_request(method, path, body))
                             else:
                                 self.streak.answered(r.status_code, sent_at)
                             yield r, self._chunks(path, r, deadline)
@@ -225,7 +224,8 @@ class Endpoint:
                         content = b"".join(self._chunks(path, r, deadline))
                         if r.status_code >= 500:
                             self.streak.failed(self.gate, f"HTTP {r.status_code}: "
-                                               + error_message(r.status_code, r.reason_phrase, content), asked)
+                                               + error_message(r.status_code, r.reason_phrase, content),
+                                               describe_request(method, path, body))
                         else:
                             self.streak.answered(r.status_code, sent_at)
                         raise self._status_error(path, r, content, waited, retries)
