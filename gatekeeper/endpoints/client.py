@@ -74,12 +74,13 @@ class Endpoint:
     `retried`, both tagged with the role and the current gate. `timeout_s` is each request's
     overall deadline; `transient_attempts` how many times a 502/503/504 without Retry-After is
     sent in all (1: never again); `key_source` names where the API key comes from (e.g. "the
-    environment variable PROD_KEY"), for the hint of an `auth` error.
+    environment variable PROD_KEY"), for the hint of an `auth` error; `watch_death=False` (a
+    readiness poll) never declares the engine dead (endpoints/dead.py).
     """
 
     def __init__(self, role: str, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 120.0,
                  *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, retry_budget_s: float = DEFAULT_RETRY_BUDGET_S,
-                 transient_attempts: int = ATTEMPTS, key_source: str | None = None):
+                 transient_attempts: int = ATTEMPTS, key_source: str | None = None, watch_death: bool = True):
         self.role = role
         self.base_url = without_userinfo(base_url) if api_key else base_url.rstrip("/")
         self.model = model
@@ -96,7 +97,9 @@ class Endpoint:
         self.timings: list[RequestTiming] = []
         self._lock = threading.Lock()
         self.gate = ""
-        self.streak = FailureStreak(role, self._unhealthy)
+        # A readiness poll (watch_death=False) meets refused connections while the engine starts:
+        # that is "not up yet", never a death, and must not hold its polls back for RECHECK_S.
+        self.streak = FailureStreak(role, self._unhealthy if watch_death else lambda: None)
 
     @property
     def dead(self) -> DeadEngine | None:

@@ -91,7 +91,8 @@ class ProcessTarget(Target):
         finally:
             log.close()
         deadline = t0 + self.spec.ready_timeout_s
-        ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0, key_source=self.spec.key_source)
+        ep = Endpoint(self.role, base_url, self.spec.model or "", self.api_key(), timeout_s=2.0, key_source=self.spec.key_source,
+                      watch_death=False)
         try:
             while time.perf_counter() < deadline and not self._stopping.is_set():
                 code = self.proc.poll()

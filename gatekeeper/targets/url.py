@@ -31,7 +31,8 @@ class UrlTarget(Target):
         assert self.spec.url is not None
         url = self.spec.url
         t0 = time.perf_counter()
-        ep = Endpoint(self.role, url, self.spec.model or "", self.api_key(), timeout_s=10.0, key_source=self.spec.key_source)
+        ep = Endpoint(self.role, url, self.spec.model or "", self.api_key(), timeout_s=10.0, key_source=self.spec.key_source,
+                      watch_death=False)
         try:
             try:
                 r = ep.get(self.spec.health_path)

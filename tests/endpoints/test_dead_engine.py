@@ -10,6 +10,7 @@ from gatekeeper.endpoints import dead as dead_module
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.dead import DEAD_AFTER
 from gatekeeper.errors import EndpointError
+from gatekeeper.targets.process import free_port
 from scripted_server import Reply, chat_body, scripted_server
 
 MSG = [{"role": "user", "content": "hi"}]
@@ -60,3 +61,18 @@ def test_a_server_that_fails_requests_but_says_it_is_healthy_is_not_declared_dea
             assert e.value.kind == "http"
     assert ep.dead is None
     assert sum(1 for r in seen if r.method == "POST") == DEAD_AFTER + 3
+
+
+def test_a_readiness_poll_of_an_engine_still_starting_is_never_held_back_as_dead():
+    """Refused connections while an engine starts are "not up yet": a poll with watch_death=False
+    keeps asking (a watching endpoint would stop sending for RECHECK_S: seconds added to every launch)."""
+    port = free_port()
+    poll, watching = (Endpoint("reference", f"http://127.0.0.1:{port}", "m", timeout_s=1.0, watch_death=w) for w in (False, True))
+    kinds = {}
+    for ep in (poll, watching):
+        for _ in range(DEAD_AFTER + 2):
+            with pytest.raises(EndpointError) as e:
+                ep.get("/health")
+        kinds[ep is poll] = e.value.kind
+    assert kinds[True] == "connect" and poll.dead is None
+    assert kinds[False] == "dead" and watching.dead is not None
