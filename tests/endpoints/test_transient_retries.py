@@ -119,8 +119,10 @@ def servers():
 
 
 def _clean_run_behind_503_proxies(tmp_path: Path, servers, gates: str) -> tuple:
-    """A run whose reference and candidate each sit behind a real proxy answering every distinct
-    request 503 the first time (about half of all that is sent); (outcome, distinct POSTs)."""
+    """A run whose reference and candidate each sit behind a real proxy answering every request 503
+    once (half of all that is sent, on either side alike: the reference's twin repeats included, so
+    neither side retries more often and `<gate>.retry_excess` has nothing to find); (outcome,
+    distinct POSTs)."""
     from run_util import gk_run
 
     ref, cand = servers
@@ -130,8 +132,8 @@ def _clean_run_behind_503_proxies(tmp_path: Path, servers, gates: str) -> tuple:
     policy.write_text((GK_TINY.parents[1] / "shipped" / "gates" / "smoke.yaml").read_text().replace(
         "      - {name: low-risk-tenant, tenants: [internal], budget: 24}\n      - {name: wide, share: 1.0, budget: 72}",
         "      - {name: wide, share: 1.0, budget: 24}"))
-    with fault_proxy(ref.url, "unavailable_first", record=ref_seen) as ref_url, \
-            fault_proxy(cand.url, "unavailable_first", record=cand_seen) as cand_url:
+    with fault_proxy(ref.url, "unavailable_each_once", record=ref_seen) as ref_url, \
+            fault_proxy(cand.url, "unavailable_each_once", record=cand_seen) as cand_url:
         out = gk_run(tmp_path / "out", "--reference", ref_url, "--candidate", cand_url, "--model", "gk-tiny",
                      "--gates", gates, "--policy", str(policy))
     assert out.summary is not None, out.stderr

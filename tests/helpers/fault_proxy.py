@@ -7,7 +7,9 @@ a broken production server does; POSTs misbehave per `mode` once `after` of them
 every streamed event, as some real servers do; "rate_limit_first" answers each distinct POST body
 429 with `Retry-After` the first time and passes it on the retry; "unavailable_first" answers each
 distinct POST body 503 without `Retry-After` the first time, as an overloaded proxy does, and
-passes it on after; "engine_dead" is vLLM after its engine core died (see fault_proxy's
+passes it on after; "unavailable_each_once" answers every POST 503 once: a body is answered 503
+unless its last arrival was (so each send, a twin's repeat of a request included, costs one retry
+on either side alike); "engine_dead" is vLLM after its engine core died (see fault_proxy's
 docstring); "rate_limit" answers every POST
 429 with `Retry-After: 1`; "unavailable_random" answers any request, GET or POST, 503 without
 `Retry-After` with probability `rate`, drawn from a generator seeded with `seed`, as a real server
@@ -125,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.misbehaving = repeat
             if srv.mode in ("rate_limit_first", "unavailable_first"):  # a body seen before is a retry: let it through
                 srv.misbehaving = not repeat
+            if srv.mode == "unavailable_each_once":  # the retry of a 503 passes; the next send of it is answered 503 again
+                srv.misbehaving = body not in srv.failed_once
+                (srv.failed_once.add if srv.misbehaving else srv.failed_once.discard)(body)
             if srv.mode == "seeded_batch_dies":  # vLLM 0.31/0.32 on CPU: a seeded request beside others kills the engine
                 srv.dead = srv.dead or (b'"seed"' in body and srv.inflight > 0)
                 srv.misbehaving = srv.dead
@@ -146,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
                 with srv.lock:
                     srv.inflight -= counted
             return
-        if srv.mode in ("unavailable_first", "http503"):
+        if srv.mode in ("unavailable_first", "unavailable_each_once", "http503"):
             self._reply(503, _UNAVAILABLE)
         elif srv.mode in ("engine_dead", "seeded_batch_dies"):
             self._reply(500, _ENGINE_DEAD)
@@ -213,6 +218,7 @@ class _ProxyServer(ThreadingHTTPServer):
         self.posts = 0
         self.inflight = 0  # POSTs being forwarded now
         self.dead = False  # seeded_batch_dies: the engine died
+        self.failed_once: set[bytes] = set()  # unavailable_each_once: bodies whose last arrival was answered 503
         self.streams = 0
         self.misbehaving = False
         self.lock = threading.Lock()
