@@ -58,7 +58,8 @@ def test_a_second_candidate_asks_the_reference_only_what_gate_1_asks(tmp_path, t
     posts = [(path, body) for method, path, body in second_sent if method == "POST"]
     startup = [a for a in _answers(second) if a["gate"] == "startup" and a["method"] in ANSWER_METHODS]
     assert len(posts) == len(startup) > 0, (len(posts), len(startup))
-    assert all(a["cached"] for a in _answers(second) if a["gate"] != "startup")
+    # a gate's retry count is this run's own measurement (recorded beside the answers), never the cache's
+    assert all(a["cached"] for a in _answers(second) if a["gate"] != "startup" and a["method"] != "measured")
     first_posts = [(path, body) for method, path, body in first_sent if method == "POST"]
     assert len(first_posts) == len(posts) + stored["stored"], (len(first_posts), len(posts), stored)
 
