@@ -100,12 +100,19 @@ class Coverage:
 class RetryCount:
     """One target's requests in one gate and the retries the client made for them
     (gatekeeper/endpoints/retry.py): `retried` of any cause, `reconnected` of those after a
-    connection closed before any answer."""
+    connection closed before any answer, `rate_limited` of those after a 429 (a quota the server
+    states, waited out as it asks: counted, never compared as a failure)."""
 
     role: str
     sent: int
     retried: int
     reconnected: int
+    rate_limited: int = 0  # recordings made before it was counted have none
+
+    @property
+    def transient(self) -> int:
+        """Retries after a failure (a 502/503/504 or a connection closed before any answer), not a rate limit."""
+        return self.retried - self.rate_limited
 
 
 @dataclass(frozen=True)

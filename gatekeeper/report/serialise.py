@@ -59,7 +59,8 @@ def coverage_json(coverage: Coverage) -> dict[str, Any]:
 
 def retry_json(count: RetryCount) -> dict[str, Any]:
     """One target's requests in a gate and the client's retries for them."""
-    return {"role": count.role, "sent": count.sent, "retried": count.retried, "reconnected": count.reconnected}
+    return {"role": count.role, "sent": count.sent, "retried": count.retried, "reconnected": count.reconnected,
+            "rate_limited": count.rate_limited}
 
 
 def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:

@@ -17,7 +17,9 @@ exact test, one-sided (scipy.stats.fisher_exact, alternative="greater"):
 - PASS otherwise, saying both shares: transient failures both targets share are noise, judged
   as such.
 
-With no retry on either side the check is not written: there is nothing to compare.
+A 429 waited out (the server's stated quota, e.g. a gateway's rate limit in front of one target)
+is counted in the table but not compared: it is a limit the server asks for, not a failure. With
+no retry after a failure on either side the check is not written: there is nothing to compare.
 Example: "the candidate needed a retry for 41 of 412 requests (10.0%), the reference for 0 of 418
 (0.0%): Fisher's exact test p=1.2e-12 < 0.001; connections closed before any answer: 41".
 """
@@ -42,11 +44,12 @@ def count(endpoints: Iterable[Endpoint], gate_id: str) -> tuple[RetryCount, ...]
     through several endpoints is summed)."""
     by_role: dict[str, list[int]] = {}
     for ep in endpoints:
-        row = by_role.setdefault(ep.role, [0, 0, 0])
+        row = by_role.setdefault(ep.role, [0, 0, 0, 0])
         row[0] += ep.sent.get(gate_id, 0)
         mine = [r for r in ep.retried if r.gate == gate_id]
         row[1] += len(mine)
         row[2] += sum(1 for r in mine if r.reconnected)
+        row[3] += sum(1 for r in mine if r.status == 429)
     return tuple(RetryCount(role, *row) for role, row in sorted(by_role.items()) if row[0] or row[1])
 
 
@@ -56,15 +59,17 @@ def candidate_side(role: str) -> bool:
 
 
 def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
-    """Write `<gate>.retry_excess` when any target needed a retry in this gate."""
-    if not any(c.retried for c in counts):
+    """Write `<gate>.retry_excess` when any target needed a retry after a transient failure in
+    this gate (a 429 waited out is the server's stated quota, not a failure: not compared)."""
+    if not any(c.transient for c in counts):
         return
     cand = [c for c in counts if candidate_side(c.role)]
     ref = [c for c in counts if not candidate_side(c.role)]
-    c_sent, c_retried = sum(c.sent for c in cand), min(sum(c.retried for c in cand), sum(c.sent for c in cand))
-    r_sent, r_retried = sum(c.sent for c in ref), min(sum(c.retried for c in ref), sum(c.sent for c in ref))
-    table = Table("requests and retries per target", ["target", "requests", "retries", "of which reconnected"],
-                  [[c.role, c.sent, c.retried, c.reconnected] for c in counts])
+    c_sent, c_retried = sum(c.sent for c in cand), min(sum(c.transient for c in cand), sum(c.sent for c in cand))
+    r_sent, r_retried = sum(c.sent for c in ref), min(sum(c.transient for c in ref), sum(c.sent for c in ref))
+    table = Table("requests and retries per target", ["target", "requests", "retries", "of which reconnected",
+                                                      "of which rate-limited (429, not compared)"],
+                  [[c.role, c.sent, c.retried, c.reconnected, c.rate_limited] for c in counts])
     metrics = {"candidate_sent": c_sent, "candidate_retried": c_retried, "reference_sent": r_sent,
                "reference_retried": r_retried, "alpha": ALPHA}
     if not c_sent or not r_sent:
