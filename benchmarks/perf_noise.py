@@ -2,6 +2,7 @@
 request pair's log ratio) and τ (how far two launches of one build differ), measured, not assumed.
 
     python benchmarks/perf_noise.py [--launches 4] [--pairs 96] [--model DIR]
+    python benchmarks/perf_noise.py --fault decode-slowdown=5 [--alone]   # what a fault really costs
 
 Each launch pair is two fresh `gatekeeper serve` processes of the same build (the optimized path,
 no faults). At concurrency 1 the sides take turns request by request (A B, B A, ...), as the gate
@@ -13,6 +14,11 @@ does; each request streams 32 output tokens with ignore_eos. Per request and per
   its threads, `/proc/<pid>/task/*/schedstat`, as the gate's `gatekeeper/perf/cpu.py` reads it)
   over the request, per output token — blind to run-queue waiting and steal, and to regressions that wait (sleeps,
   locks, I/O) rather than compute.
+
+With `--fault F`, side B is launched with that fault: the mean log ratio is then what the fault
+costs (printed as a percentage with its 95% interval, e.g. decode-slowdown=5 should cost 5% of
+tpot and median_itl); with `--alone` the sides are not interleaved: A's requests are all sent with
+only A up, then B's with only B up (the same requests in the same order).
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
 difference) and the sd of the per-pair log ratios (σ); then over launch pairs, the sd of the
@@ -71,25 +77,39 @@ def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float] 
             "cpu_per_token": max(c1 - c0, 1e-6) / n, "e2e": end - t0}
 
 
-def launch_pair(pairs: int, seed: int, model: Path) -> dict[str, list[float]]:
-    """Two fresh launches of one build; per measure, the per-request-pair log ratios (B over A)."""
+def _measure(http: httpx.Client, sides: dict[str, tuple[str, int]], requests: list, warmup: list) -> dict[str, list]:
+    """Per side, per request (in order): its measures, or None; the sides take turns A B, B A, ..."""
+    for url, pid in sides.values():  # warm-up, unmeasured
+        for r in warmup:
+            one(http, url, pid, {"model": "gk-tiny", **r.body})
+    got: dict[str, list] = {side: [] for side in sides}
+    for j, r in enumerate(requests):
+        for side in (sorted(sides) if j % 2 == 0 else sorted(sides, reverse=True)):
+            got[side].append(one(http, *sides[side], {"model": "gk-tiny", **r.body}))
+    return got
+
+
+def launch_pair(pairs: int, seed: int, model: Path, fault: str | None = None, alone: bool = False) -> dict[str, list[float]]:
+    """Two fresh launches of one build (B with `fault`, if any); per measure, the per-request-pair
+    log ratios (B over A). Interleaved request by request, or with `alone` each side by itself."""
     workload = Workload()
-    requests = workload.requests(pairs, seed)
-    with running_server(model, "--profile", "optimized") as a, running_server(model, "--profile", "optimized") as b, \
-            httpx.Client(timeout=120) as http:
-        sides = {"A": (a.url, a.proc.pid), "B": (b.url, b.proc.pid)}
-        for url, pid in sides.values():  # warm-up, unmeasured
-            for r in workload.requests(4, seed + 1000):
-                one(http, url, pid, {"model": "gk-tiny", **r.body})
-        ratios: dict[str, list[float]] = {m: [] for m in MEASURES}
-        for j, r in enumerate(requests):
-            order = ("A", "B") if j % 2 == 0 else ("B", "A")
-            got = {side: one(http, *sides[side], {"model": "gk-tiny", **r.body}) for side in order}
-            a, b = got["A"], got["B"]
-            if a is None or b is None:
-                continue  # counted by what is missing from `pairs`
-            for m in MEASURES:
-                ratios[m].append(math.log(b[m] / a[m]))
+    requests, warmup = workload.requests(pairs, seed), workload.requests(4, seed + 1000)
+    b_args = ("--fault", fault) if fault else ()
+    with httpx.Client(timeout=120) as http:
+        if alone:
+            got = {}
+            for side, extra in (("A", ()), ("B", b_args)):
+                with running_server(model, "--profile", "optimized", *extra) as s:
+                    got.update(_measure(http, {side: (s.url, s.proc.pid)}, requests, warmup))
+        else:
+            with running_server(model, "--profile", "optimized") as a, running_server(model, "--profile", "optimized", *b_args) as b:
+                got = _measure(http, {"A": (a.url, a.proc.pid), "B": (b.url, b.proc.pid)}, requests, warmup)
+    ratios: dict[str, list[float]] = {m: [] for m in MEASURES}
+    for a, b in zip(got["A"], got["B"]):
+        if a is None or b is None:
+            continue  # counted by what is missing from `pairs`
+        for m in MEASURES:
+            ratios[m].append(math.log(b[m] / a[m]))
     return ratios
 
 
@@ -98,12 +118,16 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=4, help="launch pairs (fresh processes each)")
     ap.add_argument("--pairs", type=int, default=96, help="request pairs per launch pair, at concurrency 1")
     ap.add_argument("--model", type=Path, default=GK_TINY)
+    ap.add_argument("--fault", help="launch side B with this fault (e.g. decode-slowdown=5): what it costs is printed")
+    ap.add_argument("--alone", action="store_true", help="measure each side with only it up, not interleaved")
     args = ap.parse_args()
+    print(f"side B: {args.fault or 'the same build'}; {'each side alone' if args.alone else 'interleaved A B, B A'}; "
+          f"{args.launches} launch pair(s) x {args.pairs} request pairs")
     means: dict[str, list[float]] = {m: [] for m in MEASURES}
     sds: dict[str, list[float]] = {m: [] for m in MEASURES}
     for k in range(args.launches):
         t0 = time.perf_counter()
-        ratios = launch_pair(args.pairs, k, args.model)
+        ratios = launch_pair(args.pairs, k, args.model, args.fault, args.alone)
         row = []
         for m in MEASURES:
             means[m].append(statistics.fmean(ratios[m]))
@@ -120,6 +144,15 @@ def main() -> None:
         tau2 = (spread ** 2 - sigma ** 2 / args.pairs) / 2 if not math.isnan(spread) else float("nan")
         tau = math.sqrt(tau2) if tau2 > 0 else 0.0
         print(f"{m:14s} {sigma:24.4f} {spread:20.4f} {tau:12.4f}")
+    if args.fault:
+        print()
+        print(f"what {args.fault} costs side B (mean over launch pairs of exp(mean log ratio) - 1, "
+              "95% interval from the launch means' spread, or the pairs' when one launch):")
+        for m in MEASURES:
+            n = len(means[m])
+            centre = statistics.fmean(means[m])
+            half = 1.96 * (statistics.stdev(means[m]) / math.sqrt(n) if n > 1 else sds[m][0] / math.sqrt(args.pairs))
+            print(f"  {m:14s} {math.expm1(centre):+7.2%}  [{math.expm1(centre - half):+7.2%}, {math.expm1(centre + half):+7.2%}]")
 
 
 if __name__ == "__main__":

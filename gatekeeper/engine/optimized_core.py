@@ -56,6 +56,7 @@ class OptimizedCore(EngineCore):
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
         self.num_fallback_steps = 0
         self.slowdown_seconds_total = 0.0
+        self._last_decode: tuple[float, float] | None = None  # (start, spin) of the decode step just before this one
 
     def _enqueue(self, seq: Sequence) -> None:
         if self.misread_p and self._fault_rng.random() < self.misread_p:
@@ -84,11 +85,25 @@ class OptimizedCore(EngineCore):
             if self.num_fallback_steps % 1000 == 1:
                 log.warning("attention: fused kernel unavailable for this batch shape, using the naive fallback path")
         outputs = self._postprocess(seqs, logits, prompt_rows, decode_step=not is_prefill)
-        if self.slowdown and not is_prefill:
-            extra = (time.perf_counter() - t0) * self.slowdown
-            _busy_wait(extra)
-            self.slowdown_seconds_total += extra
+        if self.slowdown:
+            self._slow_down(t0, is_prefill)
         return outputs
+
+    def _slow_down(self, t0: float, is_prefill: bool) -> None:
+        """decode-slowdown=PCT: spin PCT% of the decode cycle. A decode step that follows another
+        is slowed by PCT% of the whole cycle between their starts without the previous spin (the
+        forward pass, the sampling, the detokenizing and delivery the engine loop does, the GIL
+        the server's thread takes), so a token's decode time grows by PCT%, not only the model's
+        share of it; the first decode step after a prefill, with no cycle yet, by PCT% of itself."""
+        if is_prefill:
+            self._last_decode = None
+            return
+        now = time.perf_counter()
+        cycle = t0 - self._last_decode[0] - self._last_decode[1] if self._last_decode else now - t0
+        extra = max(cycle, 0.0) * self.slowdown
+        _busy_wait(extra)
+        self.slowdown_seconds_total += extra
+        self._last_decode = (t0, extra)
 
     def stats(self) -> dict[str, float]:
         """Scheduler gauges and block-manager counters, under vLLM-like names."""

@@ -104,6 +104,33 @@ def test_eos_ignored_in_decode_steps(tiny_model_dir):
     assert out.finish_reason == "stop" and len(out.token_ids) == 1
 
 
+def test_decode_slowdown_spins_its_share_of_the_whole_decode_cycle(monkeypatch):
+    """PCT% of the time from one decode step's start to the next's (without the last spin), not
+    only of the forward pass: the loop's detokenizing, delivery and GIL waits are decode time too.
+    The clock is scripted: no wall time is asserted."""
+    from types import SimpleNamespace
+
+    from gatekeeper.engine import optimized_core
+
+    spun: list[float] = []
+    clock = {"now": 0.0}
+    monkeypatch.setattr(optimized_core, "_busy_wait", spun.append)
+    monkeypatch.setattr(optimized_core.time, "perf_counter", lambda: clock["now"])
+    core = SimpleNamespace(slowdown=0.05, _last_decode=None, slowdown_seconds_total=0.0)
+
+    def step(start: float, took: float, prefill: bool = False) -> None:
+        clock["now"] = start + took
+        optimized_core.OptimizedCore._slow_down(core, start, prefill)
+
+    step(0.0, 0.2)  # the first decode step: no cycle yet, 5% of itself
+    step(1.01, 0.2)  # a cycle of 1.01 s, 0.01 of it the last spin: 5% of 1.0
+    step(2.06, 0.2)  # again: 5% of 1.0
+    step(3.0, 0.5, prefill=True)  # a prefill is not slowed and ends the cycle
+    step(4.0, 0.4)  # the first decode step after it: 5% of itself again
+    assert spun == pytest.approx([0.01, 0.05, 0.05, 0.02])
+    assert core.slowdown_seconds_total == pytest.approx(0.13)
+
+
 def test_decode_slowdown_adds_work_to_decode_steps_only(tiny_model_dir):
     llm = LLM(tiny_model_dir, profile="optimized", faults=("decode-slowdown=50",))
     llm.generate([_rand(20, 1)], SamplingParams(temperature=0, max_tokens=1))
