@@ -32,6 +32,7 @@ def _run(tmp_path, ref_rate: float, cand_rate: float, *flags: str):
     return out, ref_proxy, cand_proxy
 
 
+@pytest.mark.serial  # PROMOTE needs the performance gate decided: alone on the machine
 def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path):
     out, ref_proxy, cand_proxy = _run(tmp_path, 0.01, 0.01)
     assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0

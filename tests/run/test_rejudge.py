@@ -54,6 +54,7 @@ def _same(original: RunOutcome, again: RunOutcome) -> None:
 
 
 @pytest.mark.slow  # a 25 s run with the performance gate: the ROLLBACK rejudges below stay in the default suite
+@pytest.mark.serial  # the clean run's performance gate must decide: alone on the machine
 def test_a_clean_run_rejudged_under_its_policy_is_the_same_and_asks_no_server(clean):
     again = gk_rejudge(clean.run_dir)
     _same(clean, again)
@@ -99,6 +100,7 @@ def test_another_policy_decides_on_the_same_answers(rollback, tmp_path):
 
 
 @pytest.mark.slow  # shares the clean run
+@pytest.mark.serial
 def test_a_measured_gate_whose_question_changed_holds_instead_of_carrying_over(clean, tmp_path):
     policy = tmp_path / "more-pairs.yaml"
     policy.write_text((ROOT / "gates/smoke.yaml").read_text().replace("    pairs: 4\n", "    pairs: 6\n", 1))

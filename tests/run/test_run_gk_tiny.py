@@ -21,6 +21,7 @@ def _failing(out) -> list[str]:
 
 
 @pytest.mark.slow  # suite time (140 s; the clean-clone suite took 16 min 57 s): the selftest's ten clean cells are this run
+@pytest.mark.serial  # the performance gate decides on speed: alone on the machine
 def test_default_run_promotes(tmp_path):
     """PROMOTE — or, in the share of clean runs the performance gate's interval cannot decide on
     this machine (~5% by benchmarks/perf_decidability.py), HOLD for that reason and no other."""

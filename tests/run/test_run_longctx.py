@@ -113,24 +113,6 @@ def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, g
     assert m["excess_slope"] > m["limit"], m
 
 
-@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
-def test_kv_stale_reuse_session_decay_fails_under_eviction_pressure(tmp_path, gk_tiny):
-    """Half the KV pool (the high-usage regime of docs/bug-classes.md#kv-reuse-triggers) evicts
-    more: 30+ lost recalls on a quiet or a loaded machine, so the decay check's FAIL does not hinge
-    on scheduling luck. (Gate 3 would catch this one already, through streamed-vs-plain answers that
-    hit stale blocks; gate 4 alone here.)"""
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse",
-                 "--candidate-opt", "num_kv_blocks=256", *LONGCTX)
-    decay = out.check("longctx.session_decay")
-    series = _series(out)
-    ref, cand = series["reference"], series["candidate"]
-    assert ref[0] >= 0.5, f"the reference recalls too little to measure decay: {ref}"
-    m = decay["metrics"]
-    assert decay["status"] == "FAIL" and m["excess_slope"] > m["limit"] and m["p_holm"] < 0.01, decay["reason"]
-    assert cand[0] >= ref[0] - 1 / 12 and sum(cand[-4:]) < sum(ref[-4:]), (ref, cand)
-    assert out.summary["verdict"] == "ROLLBACK"
-
-
 def _series(out: RunOutcome) -> dict[str, list[float]]:
     """The session-decay curves: reference and candidate recall and their agreement, by round."""
     evidence = _record(out, "longctx.session_decay")["evidence"]
@@ -177,12 +159,6 @@ def test_kv_stale_reuse_at_concurrency_1_spares_the_sessions_but_not_later_prefi
     assert out.summary["verdict"] == "ROLLBACK"
 
 
-@pytest.mark.slow  # ~40 s: a whole run; gate 4's own catch is the next test, the engine's in test_engine_faults
-def test_nan_residue_rolls_back_a_whole_run(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue")
-    assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"  # an earlier gate may stop the run first
-
-
 @pytest.mark.slow  # ~55 s; the engine-level catch is in test_engine_faults, gate 5's in test_shadow_gate::test_garbage_fires_its_own_rule
 def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
     own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
@@ -206,9 +182,10 @@ def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [None, 1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [None, 3])
 def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
-    """Five runs of the clean candidate (the default seed and four others): gate 4 fails none. On
+    """Two runs of the clean candidate (the default seed and another; gate 4's false-alarm rate
+    over many seeds is benchmarks/decay_false_alarms.py's, CI time is not): gate 4 fails none. On
     the default seed the clean pass also exercises every trigger condition, and a WARN may only
     say that a case does not suit the model (the reference fails it too)."""
     out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX)
@@ -220,19 +197,8 @@ def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
         assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
 
 
-@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
-def test_a_bf16_candidate_is_not_rolled_back_for_near_tie_divergences(tmp_path, gk_tiny):
-    """bf16 rounding parts greedy answers at near ties (each side's token in the other's top-k,
-    within the dtype's gap): asked again with logprobs, those are noise, not disagreements —
-    without the review this run ROLLBACKs on session_agreement (9 of 144 differ, limit 5%)."""
-    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", *LONGCTX)
-    assert not _failed(out), _failed(out)
-    agreement = out.check("longctx.session_agreement")
-    assert agreement["metrics"]["near_ties"] > 0 and agreement["metrics"]["rate"] <= agreement["metrics"]["limit"]
-
-
-@pytest.mark.slow  # 40-90 s each
-@pytest.mark.parametrize("seed", [4, 9])
+@pytest.mark.slow  # 40-90 s
+@pytest.mark.parametrize("seed", [4])
 def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressions(tmp_path, gk_tiny, seed):
     """Under these seeds a bf16 candidate answers a tool case neither target gets right
     differently from the reference, parting where one side is nearly indifferent and the other
@@ -246,43 +212,3 @@ def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressio
     assert reviewed and all(row[1] == "yes" for row in reviewed[0]["data"]["rows"]), tools
 
 
-@pytest.mark.slow  # 40-90 s; the default suite keeps a cheaper test of the same behaviour
-def test_both_fail_cells_answered_differently_fail_and_answered_alike_only_warn(tmp_path, gk_tiny):
-    """gk-tiny misses every tool and JSON case of gate 4 and some needle cells on both
-    targets. Answered as the reference answers (a proxy that passes everything) they are not
-    judged; a candidate whose answers there differ from the reference's repeatable ones (a proxy
-    that rewrites each answer: text reworded, a tool call's arguments changed) fails them."""
-    from fault_proxy import fault_proxy
-    from server_util import running_server
-
-    def reword(path: str, body: dict) -> dict:
-        for choice in body.get("choices") or []:
-            message = choice.get("message") or {}
-            if message.get("content"):
-                message["content"] += " (reworded)"
-            for call in message.get("tool_calls") or []:
-                args = json.loads(call["function"]["arguments"] or "{}")
-                call["function"]["arguments"] = json.dumps({**args, "note": "changed"} if isinstance(args, dict) else args)
-        return body
-
-    args = ("--policy", _policy(tmp_path, tool_cases=3, json_cases=2), *LONGCTX)
-    with running_server(gk_tiny, "--profile", "optimized") as upstream:
-        with fault_proxy(upstream.url, "pass") as url:
-            same = gk_run(tmp_path / "same", "--model", str(gk_tiny), "--candidate", url, *args)
-        with fault_proxy(upstream.url, "pass", rewrite=reword) as url:
-            changed = gk_run(tmp_path / "changed", "--model", str(gk_tiny), "--candidate", url, *args)
-    alike, differ = same.check("longctx.tool_calls"), changed.check("longctx.tool_calls")
-    assert alike["metrics"]["both_fail"] >= 1 and alike["metrics"]["both_fail_differs"] == 0, alike
-    assert alike["status"] in ("PASS", "WARN"), alike
-    # The proxy rewrites the answers, not their logprobs: asked again, the tokens are the reference's,
-    # but the text and arguments are not drawn from them, so this is no "same tokens, rendered differently".
-    assert differ["metrics"]["both_fail_differs"] >= 1 and differ["status"] == "FAIL", differ
-    # The JSON cases: gk-tiny gets some right and may fail others on both sides; either way a
-    # candidate that rewrites its JSON answers fails, and one that does not is not flagged.
-    alike, differ = same.check("longctx.json_schema"), changed.check("longctx.json_schema")
-    assert alike["status"] in ("PASS", "WARN") and alike["metrics"]["both_fail_differs"] == 0, alike
-    assert differ["status"] == "FAIL", differ
-    assert same.gate("longctx")["coverage"]["unjudged"].get("both fail identically", 0) >= 1
-    needle = changed.check("longctx.needle_grid")["metrics"]
-    assert needle["both_fail"] == 0 or needle["both_fail_differs"] >= 1, needle
-    assert changed.summary["verdict"] == "ROLLBACK"

@@ -24,7 +24,9 @@ pytest.importorskip("accelerate")
 
 from run_util import gk_run  # noqa: E402
 from server_util import free_port  # noqa: E402
-from paths import GK_TINY
+from paths import GK_TINY, ROOT  # noqa: E402
+
+SMOKE = ("--policy", str(ROOT / "gates" / "smoke.yaml"))  # every gate, smaller: transformers serve answers one request at a time
 
 
 def _serve(tmp_path_factory):
@@ -76,10 +78,10 @@ def _differences_reported(out) -> None:
     assert not [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".gate")]  # no gate crashed
 
 
-@pytest.mark.slow  # about two minutes each: the model loads and a full default run against a server without batching
+@pytest.mark.slow  # a minute or two each: every gate of the smoke policy against a server without batching
 def test_two_transformers_servers_hold_because_numerics_cannot_be_judged(tmp_path, transformers_serve,
                                                                           transformers_serve_twin):
-    out = gk_run(tmp_path, "--reference", transformers_serve, "--candidate", transformers_serve_twin, timeout=1200)
+    out = gk_run(tmp_path, "--reference", transformers_serve, "--candidate", transformers_serve_twin, *SMOKE, timeout=1200)
     _differences_reported(out)
     assert out.summary["verdict"] == "HOLD" and out.code == 2, out.summary["reasons"]
     assert any(r.startswith("numerics.") for r in out.summary["reasons"]), out.summary["reasons"]
@@ -88,7 +90,7 @@ def test_two_transformers_servers_hold_because_numerics_cannot_be_judged(tmp_pat
 
 @pytest.mark.slow
 def test_transformers_serve_as_candidate_reports_what_it_lacks_and_never_passes(tmp_path, transformers_serve):
-    out = gk_run(tmp_path, "--candidate", transformers_serve, timeout=1200)
+    out = gk_run(tmp_path, "--candidate", transformers_serve, *SMOKE, timeout=1200)
     _differences_reported(out)
     lost = out.check("startup.capabilities")
     assert lost["status"] == "FAIL" and lost["blocking"] and {"logprobs", "echo", "tokenize"} <= set(lost["metrics"]["lost"]), lost

@@ -167,6 +167,7 @@ def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
 
 
 @pytest.mark.slow  # a real 23 s run; the slow real-browser test rolls back decode-slowdown=40 too, and the power simulations above stay
+@pytest.mark.serial  # measures speed: alone on the machine
 def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     """decode-slowdown=100 (each decode step twice as long) against the candidate's own launch without the fault: a blocking FAIL
     on TPOT (and the gate names its baseline)."""
