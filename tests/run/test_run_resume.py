@@ -70,6 +70,7 @@ def _gates_ended(run_dir: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial  # the resumed verdict must equal the whole run's, performance gate included: alone on the machine
 def test_a_run_killed_after_gate_3_resumes_to_the_uninterrupted_verdict_rerunning_only_the_rest(tmp_path):
     pytest.importorskip("torch")
     whole = gk_run(tmp_path / "whole", "--policy", "gates/smoke.yaml")
