@@ -19,7 +19,7 @@ from server_util import free_port
 from test_report_browser import FOLD, chromium_binary, probe
 from paths import ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the clean run PROMOTEs only with its performance gate decided: alone on the machine
 
 SMOKE = ("--policy", str(ROOT / "gates/smoke.yaml"))
 SCENARIOS = {
