@@ -36,7 +36,11 @@ def _run(tmp_path, ref_rate: float, cand_rate: float, *flags: str):
 def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path):
     out, ref_proxy, cand_proxy = _run(tmp_path, 0.01, 0.01)
     assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0
-    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
+    # PROMOTE — or, as for any clean default run (test_run_gk_tiny.py::test_default_run_promotes), HOLD
+    # only because the performance gate's interval could not decide on this machine: never for a drop
+    undecided_perf = out.summary["verdict"] == "HOLD" and all(
+        r.startswith("performance.c") and ": UNDECIDED" in r for r in out.summary["reasons"])
+    assert out.summary["verdict"] == "PROMOTE" or undecided_perf, out.summary["reasons"]
     # every request the gates' client lost was sent again and counted, per target and gate, in summary.json;
     # the performance gate's load generator re-sends its own (records marked reconnected), not counted there
     for side, proxy in (("reference", ref_proxy), ("candidate", cand_proxy)):
