@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import httpx
+from scipy.stats import t as t_dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
@@ -147,11 +148,12 @@ def main() -> None:
     if args.fault:
         print()
         print(f"what {args.fault} costs side B (mean over launch pairs of exp(mean log ratio) - 1, "
-              "95% interval from the launch means' spread, or the pairs' when one launch):")
+              "95% interval: Student's t over the launch means, or the pairs' spread when one launch):")
         for m in MEASURES:
             n = len(means[m])
             centre = statistics.fmean(means[m])
-            half = 1.96 * (statistics.stdev(means[m]) / math.sqrt(n) if n > 1 else sds[m][0] / math.sqrt(args.pairs))
+            half = (t_dist.ppf(0.975, n - 1) * statistics.stdev(means[m]) / math.sqrt(n) if n > 1
+                    else 1.96 * sds[m][0] / math.sqrt(args.pairs))  # Student's t over the launch means
             print(f"  {m:14s} {math.expm1(centre):+7.2%}  [{math.expm1(centre - half):+7.2%}, {math.expm1(centre + half):+7.2%}]")
 
 
