@@ -129,7 +129,10 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.misbehaving = not repeat
             if srv.mode == "unavailable_each_once":  # the retry of a 503 passes; the next send of it is answered 503 again
                 srv.misbehaving = body not in srv.failed_once
-                (srv.failed_once.add if srv.misbehaving else srv.failed_once.discard)(body)
+                if srv.misbehaving:
+                    srv.failed_once.add(body)
+                else:
+                    srv.failed_once.discard(body)
             if srv.mode == "seeded_batch_dies":  # vLLM 0.31/0.32 on CPU: a seeded request beside others kills the engine
                 srv.dead = srv.dead or (b'"seed"' in body and srv.inflight > 0)
                 srv.misbehaving = srv.dead

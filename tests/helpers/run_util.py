@@ -42,6 +42,12 @@ class RunOutcome:
         return next(g for g in self.summary["gates"] if g["id"] == gate_id)
 
 
+def held_only_for_undecided_performance(summary: dict) -> bool:
+    """Whether a run HOLDs only because the performance gate's interval could not decide (the share
+    of clean runs this machine cannot decide, ~5% by benchmarks/perf_decidability.py), no other reason."""
+    return summary["verdict"] == "HOLD" and all(r.startswith("performance.c") and ": UNDECIDED" in r for r in summary["reasons"])
+
+
 def gk_run(out: Path, *args: str, timeout: float = 600, env: dict[str, str] | None = None) -> RunOutcome:
     """`gatekeeper run --out OUT ARGS...` (in `env` when given); the run directory is the one it created."""
     out.mkdir(parents=True, exist_ok=True)
