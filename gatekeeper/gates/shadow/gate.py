@@ -25,7 +25,7 @@ from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.judging import RequestFacts, slice_plan
 from gatekeeper.traffic.measures import Measures, Pair, disagrees, measure, render
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
-from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review
+from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review, reviewable
 from gatekeeper.gates.shadow.earlier_rules import EARLIER_RULES, earlier_rule
 from gatekeeper.traffic import stage_rule
 from gatekeeper.traffic.stage_rule import Standing
@@ -267,6 +267,8 @@ class ShadowGate(Gate):
             n = self.stands.get("a confident divergence", 0)
             if outcome.status is Status.FAIL and n:
                 reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
+            if outcome.status is Status.FAIL and not ctx.settings.store and (why := reviewable(ctx)) is not None:
+                reason += f"; the near-tie review could not run: {why}"
         ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP)
 
 
