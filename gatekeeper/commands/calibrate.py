@@ -18,7 +18,7 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.gates.performance.history_check import history_path
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
-from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
 from gatekeeper.perf.calibration import Spread, aa_figures, machine_class, spread_of, spreads
 from gatekeeper.perf.cpu import CpuMeter
@@ -50,8 +50,8 @@ def calibrate(plan: RunPlan, pairs: int, run_dir: Path, progress: Callable[[str]
     progress(f"calibrating {spec.describe()} on {machine}: {pairs} A/A launch pairs, appended to {path}")
     for k in range(pairs):
         levels = _measure_pair(plan, s, spec, run_dir, k, progress)
-        baseline = {f"c{lv.level}.{b.metric}": lv.series("baseline", b.metric) for lv in levels for b in s.budgets()}
-        again = {f"c{lv.level}.{b.metric}": lv.series("candidate", b.metric) for lv in levels for b in s.budgets()}
+        baseline = {f"c{lv.level}.{m}": lv.series("baseline", m) for lv in levels for m in s.figures(lv.level)}
+        again = {f"c{lv.level}.{m}": lv.series("candidate", m) for lv in levels for m in s.figures(lv.level)}
         entry = HistoryEntry(f"calibration-{plan.run_id}-{k + 1}", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                              spec.describe(), spec.describe(), {}, "calibration", machine, aa_figures(baseline, again))
         append_entry(path, entry)
@@ -87,7 +87,7 @@ def _measure_pair(plan: RunPlan, s: PerformanceSettings, spec: TargetSpec, run_d
             progress(note)
         warm_up(targets, workload.requests(s.warmup_requests, plan.seed + 1))
         levels = []
-        for level in s.levels:
+        for level in sorted({*s.levels, PRIMARY_LEVEL}):  # the primary figure's level too
             levels.append(measure_level(targets, level, s.pairs_at(level), s.requests_per_block(level), workload,
                                         plan.seed + k, s.slo(), progress))
         return levels

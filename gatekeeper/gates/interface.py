@@ -135,6 +135,7 @@ class RunInfo:
     process_group: Callable[[str], int | None] = lambda role: None  # a target's process group, where this run launched it
     out_dir: Path | None = None  # where run directories go (the performance history sits beside them)
     run_id: str = ""
+    retire: Callable[[str], None] = lambda role: None  # stops a target `launch` started, before the gate ends
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@
 - `cpu_s_per_token`: the server's CPU seconds over the block's requests (`perf/cpu.py`: its
   threads' on-CPU time, for a target launched here) per output token, prefill included — blind
   to waiting (sleeps, locks, I/O) and to GPU time, not to contention on the cores it runs on.
+- `decode_s_per_token`: the block's decode time over its decode steps — Σ(E2E − TTFT) over
+  Σ(output tokens − 1) of its requests, vLLM's TPOT weighted by length: every step of every
+  request counts once, where TPOT p50 keeps one request's (and moves by rank).
 - E2E: send to the last byte.
 - output tokens/s and requests/s: the *server's* throughput — output tokens (the server's
   `usage` count where it reports one) and successful requests over the block's wall time, from
@@ -85,6 +88,9 @@ def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:
     out["itl_median_s"] = float(np.exp(np.mean(np.log(medians)))) if medians and min(medians) > 0 else None
     tokens = sum(r.output_tokens for r in ok)
     out["cpu_s_per_token"] = result.cpu_s / tokens if result.cpu_s is not None and tokens and result.cpu_s > 0 else None
+    decoding = [(r.e2e_s - r.ttft_s, r.output_tokens - 1) for r in ok if r.ttft_s is not None and r.output_tokens >= 2]
+    steps = sum(n for _, n in decoding)
+    out["decode_s_per_token"] = sum(t for t, _ in decoding) / steps if steps else None
     out["lateness_p99_s"] = result.lateness_p99_s
     out["requests"] = float(len(rows))
     return out

@@ -204,7 +204,7 @@ class Runner:
         results: list[GateResult] = []
         found = StartupFindings()
         run = RunInfo(plan.seed, plan.golden, runtimes, {"reference": plan.reference, "candidate": plan.candidate},
-                      self._launch, self._process_group, plan.out_dir, plan.run_id)
+                      self._launch, self._process_group, plan.out_dir, plan.run_id, self._retire)
         stopped_by: GateResult | None = None
         selected = {g.id for g in select(plan.gates)}
         for gate_cls in select(None):
@@ -283,6 +283,16 @@ class Runner:
         ep.gate = self._gate
         self._extra.append(ep)
         return ep
+
+    def _retire(self, role: str) -> None:
+        """Stop one target a gate started (`_launch`) before the gate ends (the performance gate's
+        earlier launch rounds: idle processes hold memory and wake up)."""
+        if role in ROLES or role not in self.targets:
+            return
+        self.targets.pop(role).stop()
+        for ep in [e for e in self._extra if e.role == role]:
+            ep.close()
+            self._extra.remove(ep)
 
     def _process_group(self, role: str) -> int | None:
         """The process group of the target `role`, where this run launched it (for CPU time)."""

@@ -8,3 +8,4 @@ from __future__ import annotations
 GATE = "performance"
 MEASUREMENT = f"{GATE}.measurement"  # how the load was run: pairs, the baseline, per-level figures
 CAPACITY = f"{GATE}.capacity"  # the knee of each side's latency curve and the cost per 1,000 requests
+PRIMARY = f"{GATE}.primary"  # the pre-registered decode figure, decided at the materiality in launch rounds

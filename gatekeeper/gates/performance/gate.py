@@ -13,21 +13,22 @@ from dataclasses import replace
 
 import numpy as np
 
-from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Interval, Intervals, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.gates.performance.baseline import BaselineChoice, baseline_endpoint, choose
+from gatekeeper.gates.performance.baseline import choose
+from gatekeeper.gates.performance.launches import load_targets, sides
+from gatekeeper.gates.performance.rounds import measure_rounds
 from gatekeeper.gates.performance.errors_check import judge_errors
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep, sweep_curve
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
+from gatekeeper.gates.performance import primary
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.stats.holm import holm
-from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.perf.workload import Workload
@@ -51,14 +52,21 @@ class PerformanceGate(Gate):
     reference target. A load generator streams seeded synthetic requests (controlled input and
     output lengths) to one target at a time, in counterbalanced block pairs (A B, B A, …), at each
     judged concurrency; the baseline's blocks against each other are the noise floor. Where the gate
-    launches both sides itself, each side is launched `launches` times (the pairs split between
-    the launches), and the spread between two launches of one build (`launch_spread`, τ) is in
-    every standard error: a slower process is not a slower build. τ is this machine's where
-    `gatekeeper perf calibrate` measured it (A/A launch pairs in the performance history), else
-    the policy's `launch_spread`, assumed — the run's notes say which.
+    launches both sides itself it measures in launch rounds (`primary.py`): each round a fresh
+    launch per side, until the primary decode figure's sequential test decides at the policy's
+    materiality; the other levels are measured in the first `launches` rounds. The spread between
+    two launches of one build (`launch_spread`, τ) is in every standard error: a slower process is
+    not a slower build. τ is this machine's where `gatekeeper perf calibrate` measured it (A/A
+    launch pairs in the performance history), else the policy's `launch_spread`, assumed — the
+    run's notes say which; targets the gate does not launch get a note of the smallest regression
+    one process per side can decide.
 
     Checks: `performance.measurement` (the measurement is valid: the client kept its schedule, the
-    baseline answered, the noise floor is stable); `performance.c<N>.<metric>` per concurrency N
+    baseline answered, the noise floor is stable); `performance.primary` (launched pairs: decode
+    seconds per output token at concurrency 1, FAIL at a regression of the materiality, PASS at
+    none, each with its stated error rate; undecided after the most rounds, or when this run's
+    rounds show the machine noisier than its calibration); the guardrails
+    `performance.c<N>.<metric>` per concurrency N
     for output tokens/s and TPOT p50 (the primary family, blocking), the server's CPU seconds per
     output token where both sides run on this machine (primary once this machine's τ for it is
     calibrated — its 5% budget needs that; until then the advisory "uncalibrated" family: CPU time
@@ -117,62 +125,41 @@ class PerformanceGate(Gate):
         choice = choose(s.baseline, ctx.run.specs["candidate"], ctx.run.specs["reference"])
         assert choice.kind != "none", "not_applicable() keeps this gate from running without a baseline"
         ctx.progress(f"performance: baseline is {choice.why}")
-        launches = s.launches if choice.kind == "launch" and ctx.run.launch is not None else 1
-        base_ep, cand_ep = self._sides(ctx, choice, 1)
+        launched = choice.kind == "launch" and ctx.run.launch is not None
+        base_ep, cand_ep = sides(ctx, choice, 1)
         taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s)
-        if launches > 1:
-            ctx.notes.append(f"performance: each side launched {launches} times, the pairs split between the launches; "
-                             f"{tau_note}")
-        else:
-            ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); {tau_note}")
-        targets = self._targets(ctx, choice, base_ep, cand_ep)
+        targets = load_targets(ctx, choice, base_ep, cand_ep)
         workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.run.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]
-        for k in range(launches):
-            if k:
-                targets = self._targets(ctx, choice, *self._sides(ctx, choice, k + 1))
+        rounds = None
+        if launched:
+            rounds = measure_rounds(ctx, s, choice, targets, workload, levels, taus, tau_note)
+            counts, judged_levels, targets = rounds.launches, rounds.levels, rounds.targets
+        else:
+            ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); {tau_note}; "
+                             + primary.one_process_limit(s, s.launch_spread))
             warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
             for blocks in levels:
-                share = launch_share(s.pairs_at(blocks.level), launches, k)
-                blocks.extend(measure_level(targets, blocks.level, share, s.requests_per_block(blocks.level), workload,
-                                            ctx.run.seed, s.slo(), ctx.progress, first=len(blocks.figures["baseline"])))
-        valid, why = self._measurement(ctx, s, levels, choice.why, workload)
-        judged = judge(levels, s, launches, taus)
+                blocks.extend(measure_level(targets, blocks.level, s.pairs_at(blocks.level),
+                                            s.requests_per_block(blocks.level), workload, ctx.run.seed, s.slo(),
+                                            ctx.progress))
+            counts, judged_levels = {lv.level: 1 for lv in levels}, levels
+        valid, why = self._measurement(ctx, s, judged_levels, choice.why, workload)
+        if rounds is not None:
+            primary.write(ctx, s, rounds.state, rounds.made, rounds.blocks, "calibrated" if rounds.tau_calibrated else "assumed",
+                          None if valid else why)
+        judged = judge(levels, s, counts, taus)
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
-        self._errors(ctx, s, levels)
+        self._errors(ctx, s, judged_levels)
         self._capacity(ctx, s, targets, workload)
         if valid:
             history_check(ctx, history_path(s.history, ctx.run.out_dir),
                           entry_of(ctx.run.run_id, ctx.run.specs["candidate"].describe(), choice.why, [c for c, _ in judged]),
                           {b.metric: b.higher_is_better for b in s.budgets()})
-        ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in levels)} "
-                         f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in levels)}")
-
-    @staticmethod
-    def _sides(ctx: GateContext, choice: BaselineChoice, launch: int) -> tuple[Endpoint, Endpoint]:
-        """The baseline's and the candidate's endpoints for launch number `launch` (1-based)."""
-        if choice.kind != "launch" or ctx.run.launch is None:
-            return baseline_endpoint(choice, ctx.reference, ctx.run.launch), ctx.candidate
-        # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
-        # the used one's full prefix cache evicts on every allocation (a clean candidate measured
-        # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
-        suffix = "" if launch == 1 else f"-{launch}"
-        assert choice.spec is not None
-        return (ctx.run.launch(f"baseline{suffix}", choice.spec),
-                ctx.run.launch(f"candidate-for-performance{suffix}", ctx.run.specs["candidate"]))
-
-    @staticmethod
-    def _targets(ctx: GateContext, choice: BaselineChoice, base_ep: Endpoint, cand_ep: Endpoint) -> dict[str, LoadTarget]:
-        base_key = ctx.run.specs["reference"].api_key() if choice.kind == "reference" else None
-        meters = {ep.role: CpuMeter.of_group(ctx.run.process_group(ep.role)) for ep in (base_ep, cand_ep)}
-        if None in meters.values():  # CPU time compares only where both sides run here
-            meters = {role: None for role in meters}
-        return {"baseline": LoadTarget(base_ep.base_url, base_ep.model, base_key, ctx.candidate.timeout_s,
-                                       meters[base_ep.role]),
-                "candidate": LoadTarget(cand_ep.base_url, cand_ep.model, ctx.run.specs["candidate"].api_key(),
-                                        ctx.candidate.timeout_s, meters[cand_ep.role])}
+        ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in judged_levels)} "
+                         f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in judged_levels)}")
 
     def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
                      workload: Workload) -> tuple[bool, str]:
@@ -314,19 +301,23 @@ class PerformanceGate(Gate):
 SINGLE = "one block per side per concurrency: single measurements, no interval"
 
 
-def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1,
-          spreads: Mapping[str, float] | None = None) -> list[tuple[Comparison, float | None]]:
+def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int | Mapping[int, int] = 1,
+          spreads: Mapping[str, float] | None = None, exclude: frozenset[str] = frozenset()
+          ) -> list[tuple[Comparison, float | None]]:
     """Every budgeted metric at every level compared, with its p-value adjusted by Holm within
     its family (None for a comparison not judged). τ in the standard errors: `spreads["c<N>.<metric>"]`
     (calibrated: `gatekeeper perf calibrate`) or the policy's `launch_spread`, for `launches`
-    launches per side. A metric no block measured (CPU time where a side is not launched here)
-    is not compared at all. A comparison FAILs when its p is below `alpha` and it is material
-    (`Comparison.material`)."""
+    launches per side (one count for every level, or per level). A metric no block measured (CPU
+    time where a side is not launched here) is not compared at all, nor one in `exclude`
+    ("c1.cpu_s_per_token": the primary figure, decided on its own). A comparison FAILs when its p
+    is below `alpha` and it is material (`Comparison.material`)."""
     taus = spreads or {}
+    per_level = launches if isinstance(launches, Mapping) else {lv.level: launches for lv in levels}
     comparisons = [compare(_family(b, f"c{lv.level}.{b.metric}" in taus), f"c{lv.level}", lv.series("baseline", b.metric),
                            lv.series("candidate", b.metric), s.confidence, taus.get(f"c{lv.level}.{b.metric}", s.launch_spread),
-                           launches)
-                   for lv in levels for b in s.budgets() if lv.measured(b.metric)]
+                           per_level[lv.level])
+                   for lv in levels for b in s.budgets()
+                   if lv.measured(b.metric) and f"c{lv.level}.{b.metric}" not in exclude]
     adjusted: dict[int, float] = {}
     for family in {c.family for c in comparisons}:
         judged = [c for c in comparisons if c.unjudged is None and c.family == family]
@@ -337,12 +328,6 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int = 1,
 def _family(b: Budget, calibrated: bool) -> Budget:
     """A budget that needs this machine's τ is advisory ("uncalibrated") without it."""
     return replace(b, family="uncalibrated") if b.needs_calibration and not calibrated else b
-
-
-def launch_share(pairs: int, launches: int, k: int) -> int:
-    """Launch k's share of a level's pairs: an even count (pairs 2j and 2j+1 are the noise floor)."""
-    per = pairs // 2
-    return 2 * (per // launches + (1 if k < per % launches else 0))
 
 
 def regressed(c: Comparison, p_adj: float | None, alpha: float) -> bool:

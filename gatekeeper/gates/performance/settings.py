@@ -11,6 +11,8 @@ from gatekeeper.perf.figures import Slo
 from gatekeeper.perf.workload import Workload
 
 BASELINES = ("auto", "reference", "candidate-without-faults")
+PRIMARY_LEVEL = 1  # the primary decode figure's concurrency (`primary.py`)
+PRIMARY_METRIC = "decode_s_per_token"
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,14 @@ class PerformanceSettings:
       budget is only worth what the machine can decide: with τ = 2.5% and the default pairs, 15% is
       the smallest that decides ≥ 95% of clean runs (`benchmarks/perf_decidability.py`;
       docs/performance.md).
-    - `launches` (2): launches per side where the gate launches both (the bundled pair), the
-      pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
+    - the primary decode figure (`primary.py`), where the gate launches both sides (the bundled
+      pair): `materiality` (0.05): the decode regression that matters, decided by a sequential
+      test in launch rounds — each round a fresh launch per side (launch order alternating), a
+      warm-up and `round_pairs` (8) block pairs at concurrency 1 — that FAILs at a regression of
+      the materiality with `primary_power` (0.95) and at none with `primary_alpha` (0.05),
+      deciding no sooner than `rounds[0]` (3) rounds and holding undecided after `rounds[1]` (12).
+    - `launches` (2): the first rounds that also measure the other levels (the guardrails: their
+      figures at their budgets), the pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
       differ in these figures, put in every standard error as 2τ²/launches — measured on a 2-core
       shared VM by `benchmarks/perf_noise.py`; measure yours and set it.
     - capacity: `sweep` ([1, 2, 4, 8, 16]) concurrencies, one block each per target, under the
@@ -76,6 +84,11 @@ class PerformanceSettings:
     cpu_budget: float = setting(0.05, minimum=0, exclusiveMaximum=1)
     ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
+    materiality: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
+    primary_alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=0.5)
+    primary_power: float = setting(0.95, minimum=0.5, exclusiveMaximum=1)
+    rounds: list[int] = setting(factory=lambda: [3, 12], minItems=2, maxItems=2, items={"minimum": 1, "maximum": 40})
+    round_pairs: int = setting(8, minimum=2, maximum=MAX_REQUESTS)
     launches: int = setting(2, minimum=1, maximum=8)
     launch_spread: float = setting(0.025, minimum=0, maximum=0.5)
     confidence: float = setting(0.90, exclusiveMinimum=0.5, exclusiveMaximum=1)
@@ -91,6 +104,8 @@ class PerformanceSettings:
         require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
         require(self.source in ("synthetic", "traffic"), "source", "must be synthetic or traffic")
         require(self.pairs == 0 or self.pairs >= 3, "pairs", "must be 0 (from level_requests) or at least 3 (a t interval needs pairs)")
+        require(self.rounds[0] <= self.rounds[1], "rounds", "must be [fewest, most] with fewest ≤ most")
+        require(self.round_pairs % 2 == 0, "round_pairs", "must be even (pairs 2k and 2k+1 make the noise floor)")
         for key in ("input_tokens", "output_tokens"):
             low, high = getattr(self, key)
             require(low <= high, key, "must be [low, high] with low ≤ high")
@@ -116,6 +131,11 @@ class PerformanceSettings:
         return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
                 Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True),
                 Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
+
+    def figures(self, level: int) -> list[str]:
+        """The figures judged at `level` (the budgets', and the primary's at its level): what a
+        calibration measures τ for."""
+        return [b.metric for b in self.budgets()] + ([PRIMARY_METRIC] if level == PRIMARY_LEVEL else [])
 
     def slo(self) -> Slo:
         """The SLOs goodput and the knee use."""

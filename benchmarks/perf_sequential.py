@@ -1,0 +1,109 @@
+"""The performance gate's primary decision, counted over seeds on real launches of the bundled pair.
+
+    python benchmarks/perf_sequential.py [--seeds 4] [--scenarios clean,decode-slowdown=5,...]
+                                         [--policy FILE] [--busy] [--out DIR] [--calibrate PAIRS]
+
+Each run is `gatekeeper run --gates performance --seed S [--candidate-fault F]` (the default
+policy unless `--policy`); scenarios are interleaved seed by seed (the machine drifts over an
+hour: every scenario sees the same drift). `--busy` burns one core with a spinning process for
+the whole benchmark (a busy runner). Printed per scenario: the primary check's FAIL / PASS / HOLD
+counts (HOLD: undecided or the noise check), the rounds used (median, p90), requests per side,
+the performance gate's minutes (median), and the mean realised ratio of the primary figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+SCENARIOS = "clean,decode-slowdown=5,decode-slowdown=23,silent-fallback"
+
+
+def one_run(out: Path, seed: int, fault: str | None, policy: str | None) -> dict:
+    """One performance-only run; its primary check and gate time."""
+    args = [sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), "--gates", "performance",
+            "--seed", str(seed), *(["--candidate-fault", fault] if fault else []), *(["--policy", policy] if policy else [])]
+    before = set(out.iterdir()) if out.exists() else set()
+    proc = subprocess.run(args, capture_output=True, text=True)
+    runs = sorted(p for p in set(out.iterdir()) - before if p.is_dir())
+    if not runs or not (runs[-1] / "summary.json").is_file():
+        return {"error": proc.stderr[-500:]}
+    summary = json.loads((runs[-1] / "summary.json").read_text())
+    gate = next(g for g in summary["gates"] if g["id"] == "performance")
+    primary = next((c for c in gate["checks"] if c["id"] == "performance.primary"), None)
+    measurement = next((c for c in gate["checks"] if c["id"] == "performance.measurement"), None)
+    return {"primary": primary, "seconds": gate.get("seconds") or gate.get("duration_s"), "verdict": summary["verdict"],
+            "requests": (measurement or {}).get("metrics", {}).get("requests_per_side", {}).get("candidate")}
+
+
+def outcome(primary: dict | None) -> str:
+    """FAIL, PASS (a WARN "significantly worse within" counts as PASS) or HOLD."""
+    if primary is None:
+        return "HOLD"
+    if primary["status"] == "FAIL":
+        return "FAIL"
+    if primary["status"] in ("PASS", "WARN") and not primary.get("undecided"):
+        return "PASS"
+    return "HOLD"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=4)
+    ap.add_argument("--first-seed", type=int, default=100)
+    ap.add_argument("--scenarios", default=SCENARIOS)
+    ap.add_argument("--policy")
+    ap.add_argument("--busy", action="store_true", help="burn one core for the whole benchmark")
+    ap.add_argument("--out", type=Path, help="run directories (default: a temporary directory)")
+    ap.add_argument("--calibrate", type=int, default=0, metavar="PAIRS", help="calibrate this machine first")
+    a = ap.parse_args()
+    scenarios = a.scenarios.split(",")
+    out = a.out or Path(tempfile.mkdtemp(prefix="perf-seq-"))
+    out.mkdir(parents=True, exist_ok=True)
+    if a.calibrate:
+        t = time.monotonic()
+        subprocess.run([sys.executable, "-m", "gatekeeper.cli", "perf", "calibrate", "--out", str(out), "--pairs",
+                        str(a.calibrate), *(["--policy", a.policy] if a.policy else [])], check=True, capture_output=True)
+        print(f"calibrated with {a.calibrate} A/A launch pairs in {(time.monotonic() - t) / 60:.1f} min", flush=True)
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
+    rows: dict[str, list[dict]] = defaultdict(list)
+    t0 = time.monotonic()
+    try:
+        for i in range(a.seeds):
+            for sc in scenarios:
+                r = one_run(out, a.first_seed + i, None if sc == "clean" else sc, a.policy)
+                rows[sc].append(r)
+                p = r.get("primary") or {}
+                m = p.get("metrics", {})
+                print(f"[{(time.monotonic() - t0) / 60:5.1f} min] seed {a.first_seed + i} {sc}: {outcome(r.get('primary'))} "
+                      f"after {m.get('rounds')} rounds, ratio {m.get('ratio', float('nan')):.3f}"
+                      + (f" ERROR {r['error']}" if "error" in r else ""), flush=True)
+    finally:
+        if burner is not None:
+            burner.kill()
+    print(f"\n{'scenario':22s} {'FAIL':>4s} {'PASS':>4s} {'HOLD':>4s} {'rounds p50':>10s} {'p90':>4s} "
+          f"{'req/side':>8s} {'gate min':>8s} {'ratio':>6s}" + ("   (one core burnt)" if a.busy else ""))
+    for sc in scenarios:
+        rs = rows[sc]
+        counts = {k: sum(1 for r in rs if outcome(r.get("primary")) == k) for k in ("FAIL", "PASS", "HOLD")}
+        rounds = sorted(r["primary"]["metrics"]["rounds"] for r in rs if r.get("primary") and "rounds" in r["primary"]["metrics"])
+        ratios = [r["primary"]["metrics"]["ratio"] for r in rs if r.get("primary") and "ratio" in r["primary"]["metrics"]]
+        secs = [r["seconds"] for r in rs if r.get("seconds")]
+        reqs = [r["requests"] for r in rs if r.get("requests")]
+        p90 = rounds[min(len(rounds) - 1, int(0.9 * len(rounds)))] if rounds else float("nan")
+        print(f"{sc:22s} {counts['FAIL']:4d} {counts['PASS']:4d} {counts['HOLD']:4d} "
+              f"{statistics.median(rounds) if rounds else float('nan'):10.1f} {p90:4} "
+              f"{statistics.median(reqs) if reqs else float('nan'):8.0f} "
+              f"{statistics.median(secs) / 60 if secs else float('nan'):8.2f} "
+              f"{statistics.mean(ratios) if ratios else float('nan'):6.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""Launch rounds: the measurement where the performance gate launches both sides itself.
+
+Each round is a fresh launch per side (the first round's are the gate's first launches; the
+launch order alternates), a warm-up, `round_pairs` block pairs at concurrency 1 for the primary
+figure, and — in the first `launches` rounds — the other levels' shares of their pairs (the
+guardrails). After each round the primary figure's sequential test (`primary.py`,
+`perf/sequential.py`) says whether to go on. The previous round's processes are stopped before
+the next launch: idle engines hold memory and wake up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.performance import primary
+from gatekeeper.gates.performance.baseline import BaselineChoice
+from gatekeeper.gates.performance.launches import load_targets, roles, sides
+from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
+from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.perf.loadgen import LoadTarget
+from gatekeeper.perf.sequential import Outcome, Round, State, evaluate
+from gatekeeper.perf.workload import Workload
+
+
+@dataclass
+class Rounds:
+    """What the rounds measured: the test's last state (None: no comparable pair in the first
+    round), the rounds, the primary level's blocks, every level measured (the primary's first),
+    launches per level (for τ in the guardrails' standard errors) and the last round's targets."""
+
+    state: State | None
+    made: list[Round]
+    blocks: LevelBlocks
+    levels: list[LevelBlocks]
+    launches: dict[int, int]
+    targets: dict[str, LoadTarget]
+    tau_calibrated: bool
+
+
+def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineChoice, targets: dict[str, LoadTarget],
+                   workload: Workload, levels: list[LevelBlocks], taus: Mapping[str, float], tau_note: str) -> Rounds:
+    """Launch rounds until the primary figure's sequential test stops; `targets` are the first
+    round's, `levels` the guardrail levels (the primary's level among them shares its blocks)."""
+    blocks = next((lv for lv in levels if lv.level == primary.LEVEL), None) or LevelBlocks(primary.LEVEL)
+    others = [lv for lv in levels if lv is not blocks]
+    key = f"c{primary.LEVEL}.{primary.METRIC}"
+    test = primary.design(s, taus.get(key, s.launch_spread))
+    guard_rounds = min(s.launches, s.rounds[0])  # rounds the guardrail levels are measured in: always run
+    ctx.notes.append(f"performance: primary figure {primary.NAME} at concurrency {primary.LEVEL}, decided at "
+                     f"{s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side each, "
+                     f"{s.rounds[0]}–{s.rounds[1]} rounds); other levels measured in the first {guard_rounds}; {tau_note}")
+    made: list[Round] = []
+    state: State | None = None
+    k = 0
+    while state is None or state.outcome is Outcome.CONTINUE:
+        if k:
+            for role in roles(k):
+                ctx.run.retire(role)
+            targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=k % 2 == 1))
+        warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
+        first = len(blocks.figures["baseline"])
+        blocks.extend(measure_level(targets, primary.LEVEL, s.round_pairs, s.requests_per_block(primary.LEVEL),
+                                    workload, ctx.run.seed, s.slo(), ctx.progress, first=first))
+        if k < guard_rounds:
+            for lv in others:
+                share = launch_share(s.pairs_at(lv.level), guard_rounds, k)
+                lv.extend(measure_level(targets, lv.level, share, s.requests_per_block(lv.level), workload,
+                                        ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"])))
+        k += 1
+        made_round = primary.round_of(blocks, first, baseline_first=k % 2 == 1)
+        if made_round is None:
+            break
+        made.append(made_round)
+        state = evaluate(made, test, s.confidence)
+        ctx.progress(f"performance: round {k}: candidate/baseline {state.ratio:.3f}, log-likelihood ratio "
+                     f"{state.llr:+.2f} ({state.outcome.value})")
+    launches = {lv.level: (k if lv is blocks else min(k, guard_rounds)) for lv in levels}
+    return Rounds(state, made, blocks, [blocks, *others], launches, targets, key in taus)
+
+
+def launch_share(pairs: int, launches: int, k: int) -> int:
+    """Launch k's share of a level's pairs: an even count (pairs 2j and 2j+1 are the noise floor)."""
+    per = pairs // 2
+    return 2 * (per // launches + (1 if k < per % launches else 0))
