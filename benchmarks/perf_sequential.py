@@ -72,6 +72,12 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "gatekeeper.cli", "perf", "calibrate", "--out", str(out), "--pairs",
                         str(a.calibrate), *(["--policy", a.policy] if a.policy else [])], check=True, capture_output=True)
         print(f"calibrated with {a.calibrate} A/A launch pairs in {(time.monotonic() - t) / 60:.1f} min", flush=True)
+        from gatekeeper.perf.calibration import machine_class, spread_of, spreads
+        from gatekeeper.perf.history import load_history
+
+        for figure, sp in sorted(spreads(load_history(out / "perf-history.jsonl", kind="calibration"), machine_class()).items()):
+            print(f"  τ {figure}: estimate {spread_of(sp.estimate or 0.0):.2%}, 90% upper bound "
+                  f"{spread_of(sp.bound or 0.0):.2%} ({sp.pairs} pairs)", flush=True)
     burner = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if a.busy else None
     rows: dict[str, list[dict]] = defaultdict(list)
     t0 = time.monotonic()

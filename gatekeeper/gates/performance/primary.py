@@ -65,7 +65,8 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                "boundaries": [state.lower, state.upper], "sigma_round": state.sigma, "sigma_model": state.sigma_model,
                "detection_limit": s.materiality,
                "fixed_design_detectable": state.detectable, "round_ratios": [math.exp(r.mean) for r in rounds],
-               "pairs_per_round": [len(r.log_ratios) for r in rounds], "tau_source": tau_source,
+               "pairs_per_round": [len(r.log_ratios) for r in rounds],
+               "launched_first": ["baseline" if r.baseline_first else "candidate" for r in rounds], "tau_source": tau_source,
                "noise": None if noise is None else {"q": noise.q, "df": noise.df, "p": noise.p,
                                                     "tau_measured": noise.tau_measured, "tau_assumed": noise.tau_assumed}}
     evidence = [_interval(s, name, state), _table(rounds, state)]

@@ -170,7 +170,7 @@ def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
 @pytest.mark.serial  # measures speed: alone on the machine
 def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     """decode-slowdown=100 (each decode step twice as long) against the candidate's own launch without the fault: a blocking FAIL
-    on TPOT (and the gate names its baseline)."""
+    on the primary figure after the third launch round and on TPOT (and the gate names its baseline)."""
     policy = tmp_path / "p.yaml"
     policy.write_text(SMALL)
     out = gk_run(tmp_path / "runs", "--gates", "performance", "--policy", str(policy),
@@ -180,6 +180,10 @@ def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     tpot = out.check("performance.c4.tpot_p50_s")
     assert tpot["status"] == "FAIL" and tpot["blocking"]
     assert tpot["metrics"]["ratio"] > 1.3
+    primary = out.check("performance.primary")  # decided in launch rounds, at the first round allowed to decide
+    assert primary["status"] == "FAIL" and primary["blocking"] and primary["metrics"]["rounds"] == 3, primary
+    assert primary["metrics"]["llr"] >= primary["metrics"]["boundaries"][1] and primary["metrics"]["ratio"] > 1.3
+    assert primary["metrics"]["launched_first"] == ["baseline", "candidate", "baseline"]  # the launch order alternates
     assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
     history = out.check("performance.history")  # appended beside the run directories
