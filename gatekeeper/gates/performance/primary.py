@@ -88,8 +88,8 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
     else:
         status, undecided = Status.WARN, True
         reason = (f"undecided after {state.rounds} launch rounds (the policy's most): neither no regression nor one of "
-                  f"{s.materiality:.0%} explains {name} well enough ({test}); a quieter machine or a calibration of "
-                  f"it would tell; {shown}")
+                  f"{s.materiality:.0%} explains {name} well enough ({test}); a quieter machine, a calibration of it "
+                  f"(`gatekeeper perf calibrate`) or more rounds (the policy's `rounds`) would tell; {shown}")
     ctx.check(checks.PRIMARY, status, reason, metrics, evidence, undecided=undecided)
 
 
