@@ -39,7 +39,7 @@ def one_run(out: Path, seed: int, fault: str | None, policy: str | None) -> dict
     gate = next(g for g in summary["gates"] if g["id"] == "performance")
     primary = next((c for c in gate["checks"] if c["id"] == "performance.primary"), None)
     measurement = next((c for c in gate["checks"] if c["id"] == "performance.measurement"), None)
-    return {"primary": primary, "seconds": gate.get("seconds") or gate.get("duration_s"), "verdict": summary["verdict"],
+    return {"primary": primary, "seconds": gate["duration_s"], "verdict": summary["verdict"],
             "requests": (measurement or {}).get("metrics", {}).get("requests_per_side", {}).get("candidate")}
 
 

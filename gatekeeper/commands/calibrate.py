@@ -18,7 +18,7 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
 from gatekeeper.gates.performance.history_check import history_path
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
-from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
+from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
 from gatekeeper.perf.calibration import Spread, aa_figures, machine_class, spread_of, spreads
 from gatekeeper.perf.cpu import CpuMeter
@@ -87,7 +87,7 @@ def _measure_pair(plan: RunPlan, s: PerformanceSettings, spec: TargetSpec, run_d
             progress(note)
         warm_up(targets, workload.requests(s.warmup_requests, plan.seed + 1))
         levels = []
-        for level in sorted({*s.levels, PRIMARY_LEVEL}):  # the primary figure's level too
+        for level in s.measured_levels():  # the primary figure's level too
             levels.append(measure_level(targets, level, s.pairs_at(level), s.requests_per_block(level), workload,
                                         plan.seed + k, s.slo(), progress))
         return levels

@@ -117,7 +117,8 @@ class Comparison:
             and abs(self.noise_ratio - 1) > self.limit
 
 
-def _log_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> np.ndarray:
+def log_ratios(num: Sequence[float | None], den: Sequence[float | None]) -> np.ndarray:
+    """log(num[i] / den[i]) over the pairs where both are positive numbers."""
     pairs = [(a, b) for a, b in zip(num, den) if a is not None and b is not None and a > 0 and b > 0]
     return np.array([math.log(a / b) for a, b in pairs], dtype=float)  # [pairs]
 
@@ -146,7 +147,7 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
             confidence: float, spread: float = 0.0, launches: int = 1) -> Comparison:
     """Compare block figures (baseline[i] and candidate[i] measured back to back), with the
     launch-to-launch spread `spread` (τ) of `launches` launches per side in the standard error."""
-    d = _log_ratios(candidate, baseline)  # [pairs]: log(candidate / baseline)
+    d = log_ratios(candidate, baseline)  # [pairs]: log(candidate / baseline)
     base_vals = [b for b in baseline if b is not None]
     cand_vals = [c for c in candidate if c is not None]
     base_mean = float(np.mean(base_vals)) if base_vals else None
@@ -159,7 +160,7 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
     worse = -d if budget.higher_is_better else d  # [pairs]: > 0 where the candidate is worse
     _, _, p_worse = _t(worse, confidence, "greater", spread, launches)
     ratio, ci, _ = _t(d, confidence, spread=spread, launches=launches)
-    noise = _log_ratios(baseline[1::2], baseline[0::2])  # the baseline's two blocks of each request set
+    noise = log_ratios(baseline[1::2], baseline[0::2])  # the baseline's two blocks of each request set
     noise_ratio = noise_ci = noise_p = None
     threshold = budget.limit
     if len(noise) >= 2:

@@ -129,6 +129,16 @@ class State:
     detectable: float
     llr_path: tuple[float, ...]
 
+    @property
+    def noisy(self) -> bool:
+        """The test stopped and its rounds scatter beyond τ: the noise check overrules the outcome."""
+        return self.outcome is not Outcome.CONTINUE and self.noise is not None and self.noise.noisy
+
+    @property
+    def decided(self) -> Outcome:
+        """What the gate acts on: the outcome, UNDECIDED where the noise check overrules it."""
+        return Outcome.UNDECIDED if self.noisy else self.outcome
+
 
 def evaluate(rounds: Sequence[Round], design: Design, confidence: float = 0.90) -> State:
     """The test after `rounds` (at least one, each with at least one pair)."""

@@ -32,11 +32,6 @@ def _run(rng: random.Random, slower: float, tau_true: float, design: Design):
             return state
 
 
-def _decided(state, outcome: Outcome) -> bool:
-    """The gate's reading: a decision the in-run noise check does not overrule."""
-    return state.outcome is outcome and not (state.noise is not None and state.noise.noisy)
-
-
 QUIET = 0.008  # τ of a quiet machine (the rounds of a clean run here spread by less: τ measured 0 over 7 rounds)
 MACHINES = [pytest.param(QUIET, 0.025, id="quiet-uncalibrated"), pytest.param(QUIET, QUIET, id="quiet-calibrated")]
 
@@ -45,8 +40,8 @@ MACHINES = [pytest.param(QUIET, 0.025, id="quiet-uncalibrated"), pytest.param(QU
 def test_a_clean_candidate_rarely_fails_and_is_decided(tau: float, assumed: float):
     rng = random.Random(11)
     states = [_run(rng, 0.0, tau, Design(0.05, tau=assumed)) for _ in range(RUNS)]
-    fails = sum(_decided(s, Outcome.FAIL) for s in states)
-    passes = sum(_decided(s, Outcome.PASS) for s in states)
+    fails = sum(s.decided is Outcome.FAIL for s in states)
+    passes = sum(s.decided is Outcome.PASS for s in states)
     assert fails / RUNS <= 0.05, fails  # the design's alpha
     assert passes / RUNS >= 0.9, passes  # the rest HOLD (undecided after 12 rounds, or noisy)
     assert all(s.rounds >= 3 for s in states)  # no decision before the third round
@@ -56,16 +51,16 @@ def test_a_clean_candidate_rarely_fails_and_is_decided(tau: float, assumed: floa
 def test_a_regression_of_the_materiality_fails_with_its_power(tau: float, assumed: float):
     rng = random.Random(12)
     states = [_run(rng, 0.05, tau, Design(0.05, tau=assumed)) for _ in range(RUNS)]
-    assert sum(_decided(s, Outcome.FAIL) for s in states) / RUNS >= 0.93  # 95% power, less Monte Carlo slack
-    assert sum(_decided(s, Outcome.PASS) for s in states) / RUNS <= 0.05
+    assert sum(s.decided is Outcome.FAIL for s in states) / RUNS >= 0.93  # 95% power, less Monte Carlo slack
+    assert sum(s.decided is Outcome.PASS for s in states) / RUNS <= 0.05
 
 
 def test_a_busy_machine_that_knows_it_is_busy_still_errs_at_most_at_alpha():
     """τ 2.5%, calibrated as such: slower decisions (some HOLD after 12 rounds), no more false FAILs."""
     rng = random.Random(15)
     states = [_run(rng, 0.0, 0.025, Design(0.05, tau=0.025)) for _ in range(RUNS)]
-    assert sum(_decided(s, Outcome.FAIL) for s in states) / RUNS <= 0.05
-    assert sum(_decided(s, Outcome.PASS) for s in states) / RUNS >= 0.8
+    assert sum(s.decided is Outcome.FAIL for s in states) / RUNS <= 0.05
+    assert sum(s.decided is Outcome.PASS for s in states) / RUNS >= 0.8
 
 
 def test_a_calibration_decides_sooner():
@@ -81,8 +76,8 @@ def test_a_machine_noisier_than_its_calibration_is_named_not_failed():
     few FAILs, and the noise check names the machine in many runs."""
     rng = random.Random(14)
     states = [_run(rng, 0.0, 0.025, Design(0.05, tau=QUIET)) for _ in range(RUNS)]
-    fails = sum(_decided(s, Outcome.FAIL) for s in states)
-    noisy = [s for s in states if s.noise is not None and s.noise.noisy]
+    fails = sum(s.decided is Outcome.FAIL for s in states)
+    noisy = [s for s in states if s.noisy]
     assert fails / RUNS <= 0.1, fails
     assert len(noisy) >= RUNS // 10
     assert all(s.noise.tau_measured > QUIET for s in noisy)  # type: ignore[union-attr]

@@ -18,11 +18,10 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRIC, PerformanceSettings
+from gatekeeper.perf.compare import log_ratios
 from gatekeeper.perf.sequential import Design, Outcome, Round, State
 from gatekeeper.results import Status
 
-LEVEL = PRIMARY_LEVEL
-METRIC = PRIMARY_METRIC
 NAME = "decode seconds per output token"
 
 
@@ -34,9 +33,8 @@ def design(s: PerformanceSettings, tau: float) -> Design:
 def round_of(blocks: LevelBlocks, first: int, baseline_first: bool) -> Round | None:
     """The round made of `blocks`' pairs from index `first` on: their log ratios (pairs the client
     paced, or without the figure, left out); None when no pair is comparable."""
-    base, cand = blocks.series("baseline", METRIC)[first:], blocks.series("candidate", METRIC)[first:]
-    d = tuple(math.log(c / b) for b, c in zip(base, cand) if b and c and b > 0 and c > 0)
-    return Round(d, baseline_first) if d else None
+    d = log_ratios(blocks.series("candidate", PRIMARY_METRIC)[first:], blocks.series("baseline", PRIMARY_METRIC)[first:])
+    return Round(tuple(float(x) for x in d), baseline_first) if len(d) else None
 
 
 def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds: list[Round], blocks: LevelBlocks,
@@ -44,21 +42,22 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
     """The check from the test's last state (`blocks`: the rounds' blocks, for each side's mean;
     `tau_source`: "calibrated" or "assumed"; `invalid`: why the measurement describes no server)."""
     if invalid is not None:
-        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", {"metric": METRIC})
+        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", {"metric": PRIMARY_METRIC})
         return
     if state is None:
         ctx.check(checks.PRIMARY, Status.WARN, f"undecided: no comparable block pair of {NAME} in the first launch "
-                  "round", {"metric": METRIC}, undecided=True)
+                  "round", {"metric": PRIMARY_METRIC}, undecided=True)
         return
     name = NAME
-    means = {side: [v for v in blocks.series(side, METRIC) if v is not None] for side in ("baseline", "candidate")}
+    means = {side: [v for v in blocks.series(side, PRIMARY_METRIC) if v is not None] for side in ("baseline", "candidate")}
     noise = state.noise
     worse = state.ratio - 1
     shown = (f"candidate/baseline {state.ratio:.3f} [{state.ci[0]:.3f}, {state.ci[1]:.3f}] at {s.confidence:.0%} over "
              f"{state.rounds} launch round(s) of {_pairs(rounds)} pairs")
     test = (f"sequential test at materiality {s.materiality:.0%} (false FAIL {s.primary_alpha:.0%}, power "
             f"{s.primary_power:.0%}): log-likelihood ratio {state.llr:+.2f}, boundaries {state.lower:+.2f} / {state.upper:+.2f}")
-    metrics = {"metric": METRIC, "level": LEVEL, **{side: sum(v) / len(v) if v else None for side, v in means.items()},
+    metrics = {"metric": PRIMARY_METRIC, "level": PRIMARY_LEVEL,
+               **{side: sum(v) / len(v) if v else None for side, v in means.items()},
                "materiality": s.materiality, "alpha": s.primary_alpha,
                "power": s.primary_power, "rounds": state.rounds, "min_rounds": s.rounds[0], "max_rounds": s.rounds[1],
                "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
@@ -71,7 +70,8 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                                                     "tau_measured": noise.tau_measured, "tau_assumed": noise.tau_assumed}}
     evidence = [_interval(s, name, state), _table(rounds, state)]
     undecided = False
-    if noise is not None and noise.noisy and state.outcome is not Outcome.CONTINUE:
+    if state.noisy:
+        assert noise is not None
         status, undecided = Status.WARN, True
         reason = (f"undecided: this machine is noisier than its calibration (τ {noise.tau_measured:.1%} measured between "
                   f"this run's launch rounds, {noise.tau_assumed:.1%} {tau_source}; χ² p={noise.p:.2g}): run on a quieter "
@@ -85,6 +85,10 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                else f"{'worse' if worse > 0 else 'better'} by {abs(worse):.1%}")
         reason = (f"no regression of {s.materiality:.0%} in {name} ({how}); a regression of {s.materiality:.0%} FAILs "
                   f"this test with {s.primary_power:.0%} power (its design): {test}; {shown}")
+    elif state.outcome is Outcome.CONTINUE:  # the rounds stopped early: the next one had nothing to compare
+        status, undecided = Status.WARN, True
+        reason = (f"undecided: launch round {state.rounds + 1} had no comparable block pair of {name}, so the test "
+                  f"stopped after {state.rounds} ({test}); {shown}")
     else:
         status, undecided = Status.WARN, True
         reason = (f"undecided after {state.rounds} launch rounds (the policy's most): neither no regression nor one of "
@@ -99,7 +103,7 @@ def _pairs(rounds: list[Round]) -> str:
 
 
 def _interval(s: PerformanceSettings, name: str, state: State) -> Intervals:
-    return Intervals(f"{name} at concurrency 1: candidate / baseline", (Interval(
+    return Intervals(f"{name} at concurrency {PRIMARY_LEVEL}: candidate / baseline", (Interval(
         f"{name} (materiality ≤ {1 + s.materiality:.3f})", state.ratio, state.ci[0], state.ci[1], 1 + s.materiality),),
         1.0, "candidate / baseline", is_key=True)
 

@@ -18,7 +18,7 @@ from gatekeeper.gates.performance import primary
 from gatekeeper.gates.performance.baseline import BaselineChoice
 from gatekeeper.gates.performance.launches import load_targets, roles, sides
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
-from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRIC, PerformanceSettings
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.perf.sequential import Outcome, Round, State, evaluate
 from gatekeeper.perf.workload import Workload
@@ -43,25 +43,26 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
                    workload: Workload, levels: list[LevelBlocks], taus: Mapping[str, float], tau_note: str) -> Rounds:
     """Launch rounds until the primary figure's sequential test stops; `targets` are the first
     round's, `levels` the guardrail levels (the primary's level among them shares its blocks)."""
-    blocks = next((lv for lv in levels if lv.level == primary.LEVEL), None) or LevelBlocks(primary.LEVEL)
+    blocks = next((lv for lv in levels if lv.level == PRIMARY_LEVEL), None) or LevelBlocks(PRIMARY_LEVEL)
     others = [lv for lv in levels if lv is not blocks]
-    key = f"c{primary.LEVEL}.{primary.METRIC}"
+    key = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}"
     test = primary.design(s, taus.get(key, s.launch_spread))
     guard_rounds = min(s.launches, s.rounds[0])  # rounds the guardrail levels are measured in: always run
-    ctx.notes.append(f"performance: primary figure {primary.NAME} at concurrency {primary.LEVEL}, decided at "
+    ctx.notes.append(f"performance: primary figure {primary.NAME} at concurrency {PRIMARY_LEVEL}, decided at "
                      f"{s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side each, "
                      f"{s.rounds[0]}–{s.rounds[1]} rounds); other levels measured in the first {guard_rounds}; {tau_note}")
     made: list[Round] = []
     state: State | None = None
     k = 0
     while state is None or state.outcome is Outcome.CONTINUE:
+        candidate_first = k % 2 == 1  # the launch order alternates between rounds
         if k:
             for role in roles(k):
                 ctx.run.retire(role)
-            targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=k % 2 == 1))
+            targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=candidate_first))
         warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
         first = len(blocks.figures["baseline"])
-        blocks.extend(measure_level(targets, primary.LEVEL, s.round_pairs, s.requests_per_block(primary.LEVEL),
+        blocks.extend(measure_level(targets, PRIMARY_LEVEL, s.round_pairs, s.requests_per_block(PRIMARY_LEVEL),
                                     workload, ctx.run.seed, s.slo(), ctx.progress, first=first))
         if k < guard_rounds:
             for lv in others:
@@ -69,7 +70,7 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
                 lv.extend(measure_level(targets, lv.level, share, s.requests_per_block(lv.level), workload,
                                         ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"])))
         k += 1
-        made_round = primary.round_of(blocks, first, baseline_first=k % 2 == 1)
+        made_round = primary.round_of(blocks, first, baseline_first=not candidate_first)
         if made_round is None:
             break
         made.append(made_round)

@@ -132,6 +132,10 @@ class PerformanceSettings:
                 Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True),
                 Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
 
+    def measured_levels(self) -> list[int]:
+        """The judged levels and the primary figure's: what a calibration measures."""
+        return sorted({*self.levels, PRIMARY_LEVEL})
+
     def figures(self, level: int) -> list[str]:
         """The figures judged at `level` (the budgets', and the primary's at its level): what a
         calibration measures τ for."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gatekeeper.errors import GatekeeperError
-from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
+from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.perf.calibration import MIN_PAIRS, machine_class, spread_of, spreads
 from gatekeeper.perf.history import load_history
 
@@ -23,7 +23,7 @@ def calibrated_spreads(path: Path, s: PerformanceSettings) -> tuple[dict[str, fl
         found = spreads(load_history(path, kind="calibration"), machine_class())
     except (OSError, GatekeeperError) as e:
         return {}, f"{assumed}: the history {path} could not be read for a calibration ({e})"
-    judged = [f"c{level}.{m}" for level in sorted({*s.levels, PRIMARY_LEVEL}) for m in s.figures(level)]
+    judged = [f"c{level}.{m}" for level in s.measured_levels() for m in s.figures(level)]
     taus = {f: spread_of(found[f].bound or 0.0) for f in judged if f in found and found[f].calibrated}
     if not taus:
         most = max((found[f].pairs for f in judged if f in found), default=0)
