@@ -54,13 +54,16 @@ class Budget:
     the Holm family it is corrected in ("primary", blocking; "tail", advisory until the spread of
     tail latencies between launches is calibrated). `needs_calibration`: the budget is tighter
     than an assumed τ can decide, so the metric is judged in the advisory "uncalibrated" family
-    until this machine's τ for it is calibrated (`gatekeeper perf calibrate`)."""
+    until this machine's τ for it is calibrated (`gatekeeper perf calibrate`). `cpu_time`: the
+    metric is the server's CPU time, which decides only for an engine that runs on the CPU (a GPU
+    engine's is its host overhead: the advisory "host-overhead" family)."""
 
     metric: str
     higher_is_better: bool
     limit: float
     family: str = "primary"
     needs_calibration: bool = False
+    cpu_time: bool = False
 
     def describe(self) -> str:
         """e.g. "output_tokens_per_s −2%"."""

@@ -16,6 +16,10 @@ What it is blind to — stated wherever a report shows it:
   outside the group (a server that daemonises into its own session).
 
 Only for targets gatekeeper launched on this machine (Linux); None elsewhere.
+
+Whether an engine runs on an accelerator is observed the same way: a GPU or NPU engine holds its
+device's file open (`/dev/nvidia*` for CUDA, `/dev/kfd` and `/dev/dri/renderD*` for ROCm,
+`/dev/accel/*` for the kernel's accel class, `/dev/neuron*` for AWS Neuron) — `accelerator_devices`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 from pathlib import Path
 
 PROC = Path("/proc")
+ACCELERATOR_DEVICES = ("/dev/nvidia", "/dev/kfd", "/dev/dri/renderD", "/dev/accel/", "/dev/neuron")
 
 
 def _group_members(pgid: int) -> list[int]:
@@ -56,6 +61,25 @@ def process_cpu_ns(pid: int) -> int:
     return total
 
 
+def accelerator_devices(pids: list[int], prefixes: tuple[str, ...] = ACCELERATOR_DEVICES) -> list[str]:
+    """The accelerator device files (paths starting with one of `prefixes`) the processes `pids`
+    hold open, sorted, each once; [] for a CPU engine (or processes that exited)."""
+    found: set[str] = set()
+    for pid in pids:
+        try:
+            fds = list(os.scandir(PROC / str(pid) / "fd"))
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(fd.path)
+            except OSError:
+                continue
+            if target.startswith(prefixes):
+                found.add(target)
+    return sorted(found)
+
+
 class CpuMeter:
     """The CPU seconds a launched target's processes have used so far. Members of the group are
     found once at construction and again when asked (`refresh`), not on every reading: a
@@ -69,6 +93,10 @@ class CpuMeter:
         """Find the group's processes again (after a server forked workers)."""
         if self.pgid is not None:
             self.pids = _group_members(self.pgid)
+
+    def devices(self, prefixes: tuple[str, ...] = ACCELERATOR_DEVICES) -> list[str]:
+        """The accelerator devices the group's processes hold open (`accelerator_devices`)."""
+        return accelerator_devices(self.pids, prefixes)
 
     def seconds(self) -> float:
         """CPU seconds used so far by the group's live threads."""

@@ -17,6 +17,7 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Interval, Intervals, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import choose
+from gatekeeper.gates.performance.device import engine_device
 from gatekeeper.gates.performance.launches import load_targets, sides
 from gatekeeper.gates.performance.rounds import measure_rounds
 from gatekeeper.gates.performance.errors_check import judge_errors
@@ -71,7 +72,8 @@ class PerformanceGate(Gate):
     output token where both sides run on this machine (primary once this machine's τ for it is
     calibrated — its 5% budget needs that; until then the advisory "uncalibrated" family: CPU time
     is what contention on a shared runner inflates least, and is blind to waiting and to GPU
-    time, `perf/cpu.py`) and TTFT p95 (the tail family,
+    time, `perf/cpu.py`; for an engine on an accelerator, declared or observed, the advisory
+    "host-overhead" family: `device.py`) and TTFT p95 (the tail family,
     advisory until tail spreads between launches are calibrated) — FAIL when the candidate is worse
     than its budget and the noise floor, and significantly so (one-sided t test on the pairs' log
     ratios with τ in the standard error, Holm within the family at `alpha`); PASS when the
@@ -148,7 +150,12 @@ class PerformanceGate(Gate):
         if rounds is not None:
             primary.write(ctx, s, rounds.state, rounds.made, rounds.blocks, "calibrated" if rounds.tau_calibrated else "assumed",
                           None if valid else why)
-        judged = judge(levels, s, counts, taus)
+        device = engine_device(s.engine_device, targets)
+        if device is not None:
+            ctx.notes.append("performance: CPU seconds per output token "
+                             + ("can block (a CPU engine" if device.on_cpu else "advisory (an accelerator engine: its CPU "
+                                "time is host overhead") + f"; {device.why})")
+        judged = judge(levels, s, counts, taus, host_only=device is not None and not device.on_cpu)
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
@@ -225,7 +232,8 @@ class PerformanceGate(Gate):
         advisory = c.family != "primary"
         family = "" if not advisory else f" [{c.family} family, advisory" + (
             ": `gatekeeper perf calibrate` measures this machine's τ and makes it blocking]"
-            if c.family == "uncalibrated" else "]")
+            if c.family == "uncalibrated" else ": the engine runs on an accelerator, its CPU time is host overhead]"
+            if c.family == "host-overhead" else "]")
         significant = p_adj is not None and p_adj < s.alpha
         undecided = False
         if regressed(c, p_adj, s.alpha):
@@ -302,18 +310,20 @@ SINGLE = "one block per side per concurrency: single measurements, no interval"
 
 
 def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int | Mapping[int, int] = 1,
-          spreads: Mapping[str, float] | None = None, exclude: frozenset[str] = frozenset()
+          spreads: Mapping[str, float] | None = None, exclude: frozenset[str] = frozenset(), host_only: bool = False
           ) -> list[tuple[Comparison, float | None]]:
     """Every budgeted metric at every level compared, with its p-value adjusted by Holm within
     its family (None for a comparison not judged). τ in the standard errors: `spreads["c<N>.<metric>"]`
     (calibrated: `gatekeeper perf calibrate`) or the policy's `launch_spread`, for `launches`
     launches per side (one count for every level, or per level). A metric no block measured (CPU
     time where a side is not launched here) is not compared at all, nor one in `exclude`
-    ("c1.cpu_s_per_token": the primary figure, decided on its own). A comparison FAILs when its p
-    is below `alpha` and it is material (`Comparison.material`)."""
+    ("c1.cpu_s_per_token": the primary figure, decided on its own). `host_only`: the engine runs
+    on an accelerator, so CPU time is judged in the advisory "host-overhead" family
+    (`device.py`). A comparison FAILs when its p is below `alpha` and it is material
+    (`Comparison.material`)."""
     taus = spreads or {}
     per_level = launches if isinstance(launches, Mapping) else {lv.level: launches for lv in levels}
-    comparisons = [compare(_family(b, f"c{lv.level}.{b.metric}" in taus), f"c{lv.level}", lv.series("baseline", b.metric),
+    comparisons = [compare(_family(b, f"c{lv.level}.{b.metric}" in taus, host_only), f"c{lv.level}", lv.series("baseline", b.metric),
                            lv.series("candidate", b.metric), s.confidence, taus.get(f"c{lv.level}.{b.metric}", s.launch_spread),
                            per_level[lv.level])
                    for lv in levels for b in s.budgets()
@@ -325,8 +335,11 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int | Map
     return [(c, adjusted.get(id(c))) for c in comparisons]
 
 
-def _family(b: Budget, calibrated: bool) -> Budget:
-    """A budget that needs this machine's τ is advisory ("uncalibrated") without it."""
+def _family(b: Budget, calibrated: bool, host_only: bool = False) -> Budget:
+    """A budget of CPU time is advisory ("host-overhead") for an accelerator engine; one that
+    needs this machine's τ is advisory ("uncalibrated") without it."""
+    if b.cpu_time and host_only:
+        return replace(b, family="host-overhead")
     return replace(b, family="uncalibrated") if b.needs_calibration and not calibrated else b
 
 

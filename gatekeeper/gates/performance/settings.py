@@ -11,6 +11,7 @@ from gatekeeper.perf.figures import Slo
 from gatekeeper.perf.workload import Workload
 
 BASELINES = ("auto", "reference", "candidate-without-faults")
+ENGINE_DEVICES = ("auto", "cpu", "accelerator")
 PRIMARY_LEVEL = 1  # the primary decode figure's concurrency (`primary.py`)
 PRIMARY_METRIC = "decode_s_per_token"
 
@@ -45,11 +46,15 @@ class PerformanceSettings:
       the budget for a PASS. A correctness fix may cost ~2% (docs/bug-classes.md#patch-cost), but a
       budget is only worth what the machine can decide: with τ = 2.5% and the default pairs, 15% is
       the smallest that decides ≥ 95% of clean runs (`benchmarks/perf_decidability.py`;
-      docs/performance.md).
+      docs/performance.md). `cpu_budget` (0.05, the server's CPU seconds per output token where
+      both sides run here): blocking once this machine's τ for it is calibrated, and only for an
+      engine on the CPU — `engine_device` ("auto": observed, the engine holds no accelerator
+      device open (`perf/cpu.py`); "cpu" or "accelerator": declared). A GPU engine's CPU time is
+      its host overhead: advisory.
     - the primary decode figure (`primary.py`), where the gate launches both sides (the bundled
       pair): `materiality` (0.05): the decode regression that matters, decided by a sequential
       test in launch rounds — each round a fresh launch per side (launch order alternating), a
-      warm-up and `round_pairs` (8) block pairs at concurrency 1 — that FAILs at a regression of
+      warm-up and `round_pairs` (16) block pairs at concurrency 1 — that FAILs at a regression of
       the materiality with `primary_power` (0.95) and at none with `primary_alpha` (0.05),
       deciding no sooner than `rounds[0]` (3) rounds and holding undecided after `rounds[1]` (12).
     - `launches` (2): the first rounds that also measure the other levels (the guardrails: their
@@ -82,13 +87,14 @@ class PerformanceSettings:
     throughput_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
     tpot_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
     cpu_budget: float = setting(0.05, minimum=0, exclusiveMaximum=1)
+    engine_device: str = "auto"
     ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
     materiality: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
     primary_alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=0.5)
     primary_power: float = setting(0.95, minimum=0.5, exclusiveMaximum=1)
     rounds: list[int] = setting(factory=lambda: [3, 12], minItems=2, maxItems=2, items={"minimum": 1, "maximum": 40})
-    round_pairs: int = setting(8, minimum=2, maximum=MAX_REQUESTS)
+    round_pairs: int = setting(16, minimum=2, maximum=MAX_REQUESTS)
     launches: int = setting(2, minimum=1, maximum=8)
     launch_spread: float = setting(0.025, minimum=0, maximum=0.5)
     confidence: float = setting(0.90, exclusiveMinimum=0.5, exclusiveMaximum=1)
@@ -102,6 +108,7 @@ class PerformanceSettings:
     def __post_init__(self) -> None:
         check_ranges(self)
         require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
+        require(self.engine_device in ENGINE_DEVICES, "engine_device", f"must be one of {', '.join(ENGINE_DEVICES)}")
         require(self.source in ("synthetic", "traffic"), "source", "must be synthetic or traffic")
         require(self.pairs == 0 or self.pairs >= 3, "pairs", "must be 0 (from level_requests) or at least 3 (a t interval needs pairs)")
         require(self.rounds[0] <= self.rounds[1], "rounds", "must be [fewest, most] with fewest ≤ most")
@@ -129,7 +136,7 @@ class PerformanceSettings:
     def budgets(self) -> list[Budget]:
         """The judged metrics with their budgets."""
         return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
-                Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True),
+                Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True, cpu_time=True),
                 Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
 
     def measured_levels(self) -> list[int]:
