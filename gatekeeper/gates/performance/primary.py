@@ -62,6 +62,7 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                "power": s.primary_power, "rounds": state.rounds, "min_rounds": s.rounds[0], "max_rounds": s.rounds[1],
                "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
                "boundaries": [state.lower, state.upper], "sigma_round": state.sigma, "sigma_model": state.sigma_model,
+               "pair_sd": math.sqrt(sum(r.variance for r in rounds) / len(rounds)),
                "detection_limit": s.materiality,
                "fixed_design_detectable": state.detectable, "round_ratios": [math.exp(r.mean) for r in rounds],
                "pairs_per_round": [len(r.log_ratios) for r in rounds],
