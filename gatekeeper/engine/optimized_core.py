@@ -123,6 +123,7 @@ class OptimizedCore(EngineCore):
             "num_preemptions_total": float(self.scheduler.num_preemptions_total),
             "prompt_tokens_total": float(self.prompt_tokens_total),
             "generation_tokens_total": float(self.generation_tokens_total),
+            **({"decode_slowdown_seconds_total": self.slowdown_seconds_total} if self.slowdown else {}),
         }
 
 
