@@ -11,8 +11,9 @@ from gatekeeper.targets.interface import TargetSpec
 
 @dataclass(frozen=True)
 class BaselineChoice:
-    """What to measure against: the reference, or a launch of `spec` (the candidate's own
-    launch without its faults); `why` is the sentence the report shows."""
+    """What to measure against: the reference as it runs, or fresh launches of `spec` — the
+    candidate's own launch without its faults, or the reference's build where gatekeeper launches
+    both sides (each launch round starts both afresh); `why` is the sentence the report shows."""
 
     kind: str  # "reference", "launch" or "none" (no performance baseline for this pair: not measured)
     why: str
@@ -30,6 +31,9 @@ def choose(setting: str, candidate: TargetSpec, reference: TargetSpec) -> Baseli
                                       "says nothing about this candidate's; compare two builds of one engine, or set "
                                       "gates.performance.baseline: reference to measure against it anyway")
     if setting == "reference" or (setting == "auto" and candidate.kind != "bundled"):
+        if "url" not in (candidate.kind, reference.kind):  # gatekeeper starts both: it can start them again
+            return BaselineChoice("launch", f"the reference's build ({reference.describe()}), launched afresh beside the "
+                                            "candidate's in each launch round", reference)
         return BaselineChoice("reference", f"the reference target ({reference.describe()})")
     if candidate.kind != "bundled":
         raise ConfigError("baseline candidate-without-faults needs a bundled candidate (a real engine's own build "

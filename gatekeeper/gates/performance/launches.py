@@ -1,8 +1,9 @@
 """Where the performance gate's load goes: each side's endpoint and load target, launch by launch.
 
-For the bundled pair both sides are fresh launches of the same flags (the candidate's without its
-faults as the baseline); otherwise the baseline is the reference target (or its launch) and the
-candidate the run's candidate. CPU time is metered only where both sides run on this machine.
+Where gatekeeper launches both sides, both are fresh launches in every round: the bundled pair's
+of the same flags (the candidate's without its faults as the baseline), a launched engine pair's
+of the reference's and the candidate's commands. Otherwise (a URL on either side) the baseline is
+the reference target and the candidate the run's candidate, one process each. CPU time is metered only where both sides run on this machine.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def sides(ctx: GateContext, choice: BaselineChoice, launch: int, candidate_first
         return baseline_endpoint(choice, ctx.reference, ctx.run.launch), ctx.candidate
     # A fresh baseline beside a candidate that served gates 1-5 compares states, not builds:
     # the used one's full prefix cache evicts on every allocation (a clean candidate measured
-    # 2.1% slower at c1 that way). Both sides are fresh launches of the same flags.
+    # 2.1% slower at c1 that way). Both sides are fresh launches.
     base_role, cand_role = roles(launch)
     assert choice.spec is not None
     if candidate_first:
@@ -39,7 +40,7 @@ def sides(ctx: GateContext, choice: BaselineChoice, launch: int, candidate_first
 
 def load_targets(ctx: GateContext, choice: BaselineChoice, base_ep: Endpoint, cand_ep: Endpoint) -> dict[str, LoadTarget]:
     """The load generator's targets for two endpoints, with CPU meters where both run here."""
-    base_key = ctx.run.specs["reference"].api_key() if choice.kind == "reference" else None
+    base_key = (choice.spec or ctx.run.specs["reference"]).api_key()
     meters = {ep.role: CpuMeter.of_group(ctx.run.process_group(ep.role)) for ep in (base_ep, cand_ep)}
     if None in meters.values():  # CPU time compares only where both sides run here
         meters = {role: None for role in meters}

@@ -127,5 +127,5 @@ def one_process_limit(s: PerformanceSettings, tau: float) -> str:
     limit = math.expm1(z * math.sqrt(2) * math.log1p(tau))
     return (f"with one process per side the spread between processes (τ {tau:.1%}) does not average out: the smallest "
             f"decode regression it can tell from a slower process is {limit:.1%} (materiality {s.materiality:.0%}), "
-            "and the budgets below decide at their own sizes; launching both sides per round (the bundled pair) "
-            "measures τ and averages it away")
+            "and the budgets below decide at their own sizes; starting both sides from commands (then every launch "
+            "round starts them afresh) measures τ and averages it away")

@@ -153,6 +153,10 @@ def test_baseline_choice():
     assert none.kind == "none" and "not a build of the candidate's engine" in none.why
     assert choose("reference", url, ref).kind == "reference"
     assert choose("auto", url, TargetSpec("url", url="http://127.0.0.1:8")).kind == "reference"
+    v31, v32 = TargetSpec("launch", command="vllm serve m --port {port}"), TargetSpec("launch", command="vllm2 serve m --port {port}")
+    both = choose("auto", v32, v31)  # gatekeeper starts both: each launch round starts the reference's build afresh
+    assert both.kind == "launch" and both.spec == v31 and "launched afresh" in both.why
+    assert choose("auto", v32, TargetSpec("url", url="http://127.0.0.1:8")).kind == "reference"  # a URL: as it runs
     with pytest.raises(ConfigError, match="bundled candidate"):
         choose("candidate-without-faults", url, ref)
 
