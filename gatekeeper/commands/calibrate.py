@@ -20,7 +20,7 @@ from gatekeeper.gates.performance.history_check import history_path
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
-from gatekeeper.perf.calibration import Spread, aa_figures, machine_class, spread_of, spreads
+from gatekeeper.perf.calibration import Spread, aa_figures, load_class, machine_class, machine_load, spread_of, spreads
 from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.history import HistoryEntry, append_entry, load_history
 from gatekeeper.perf.loadgen import LoadTarget
@@ -48,18 +48,22 @@ def calibrate(plan: RunPlan, pairs: int, run_dir: Path, progress: Callable[[str]
     machine = machine_class()
     load_history(path, kind="calibration")  # a broken history fails now, not after the first pair
     progress(f"calibrating {spec.describe()} on {machine}: {pairs} A/A launch pairs, appended to {path}")
+    load: float | None = None
     for k in range(pairs):
+        load = machine_load()  # before this pair launches: what else keeps the machine busy
         levels = _measure_pair(plan, s, spec, run_dir, k, progress)
         baseline = {f"c{lv.level}.{m}": lv.series("baseline", m) for lv in levels for m in s.figures(lv.level)}
         again = {f"c{lv.level}.{m}": lv.series("candidate", m) for lv in levels for m in s.figures(lv.level)}
         entry = HistoryEntry(f"calibration-{plan.run_id}-{k + 1}", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                             spec.describe(), spec.describe(), {}, "calibration", machine, aa_figures(baseline, again))
+                             spec.describe(), spec.describe(), {}, "calibration", machine, aa_figures(baseline, again),
+                             load)
         append_entry(path, entry)
-        found = spreads(load_history(path, kind="calibration"), machine)
+        found = spreads(load_history(path, kind="calibration"), machine, load_class(load))
         shown = ", ".join(f"{f} {spread_of(abs(r)):.2%}" for f, (r, _) in entry.aa.items())
-        progress(f"pair {k + 1}/{pairs}: A′ vs A {shown}; " + ", ".join(
+        progress(f"pair {k + 1}/{pairs} (machine {load_class(load)}"
+                 + ("" if load is None else f", {load:.0%} of its cores busy before it launched") + f"): A′ vs A {shown}; " + ", ".join(
             f"{f} τ≈{spread_of(sp.estimate):.2%} ({sp.pairs} pairs)" for f, sp in found.items() if sp.estimate is not None))
-    return path, spreads(load_history(path, kind="calibration"), machine)
+    return path, spreads(load_history(path, kind="calibration"), machine, load_class(load))
 
 
 def _measure_pair(plan: RunPlan, s: PerformanceSettings, spec: TargetSpec, run_dir: Path, k: int,

@@ -13,7 +13,11 @@ so τ = sqrt(max(0, Σr²/χ²₀.₁₀(k) − v̄) / 2). Without enough pairs 
 assumed, and the report says so.
 
 The machine class is the CPU model and core count (`machine_class`): a CI fleet's runners of one
-type share a calibration; a laptop's does not count for them.
+type share a calibration; a laptop's does not count for them. Within a class, calibrations are
+kept apart by load: each pair stores the share of the machine's cores other processes kept busy
+just before it launched (`machine_load`, from /proc/stat over one second), and the gate uses the
+pairs of the load class it finds itself in (`load_class`: quiet below a quarter, busy above) — a
+quiet calibration understates a busy runner's τ. Each τ carries the age of its newest pair.
 """
 
 from __future__ import annotations
@@ -28,6 +32,36 @@ from gatekeeper.perf.history import HistoryEntry
 
 MIN_PAIRS = 10  # per machine class and figure, before a calibrated τ replaces the policy's
 UPPER = 0.90  # the one-sided confidence of the τ bound the gate uses
+BUSY = 0.25  # the share of the cores other processes keep busy from which a machine counts as busy
+
+
+def machine_load(seconds: float = 1.0) -> float | None:
+    """The share of all cores busy over `seconds` (user, system, irq, steal: not idle or iowait),
+    from /proc/stat; None where it cannot be read. Taken while gatekeeper's own servers are idle,
+    it is the load of everything else."""
+    import time
+
+    def snapshot() -> tuple[int, int] | None:
+        try:
+            fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError, IndexError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields[:8]), idle
+
+    first = snapshot()
+    time.sleep(seconds)
+    second = snapshot()
+    if first is None or second is None or second[0] <= first[0]:
+        return None
+    total, idle = second[0] - first[0], second[1] - first[1]
+    return min(1.0, max(0.0, (total - idle) / total))
+
+
+def load_class(load: float | None) -> str:
+    """"quiet" or "busy" (`BUSY`); a calibration without a recorded load counts as quiet (the
+    docs ask for one on a quiet machine)."""
+    return "busy" if load is not None and load >= BUSY else "quiet"
 
 
 def machine_class() -> str:
@@ -56,6 +90,7 @@ class Spread:
     pairs: int
     estimate: float | None
     bound: float | None
+    newest: str = ""  # finished_at of the newest pair (ISO 8601)
 
     @property
     def calibrated(self) -> bool:
@@ -77,15 +112,18 @@ def aa_figures(baseline: Mapping[str, Sequence[float | None]],
     return out
 
 
-def spreads(entries: Sequence[HistoryEntry], machine: str) -> dict[str, Spread]:
-    """Every figure's τ from the calibration lines of `machine` in `entries`."""
+def spreads(entries: Sequence[HistoryEntry], machine: str, load: str | None = None) -> dict[str, Spread]:
+    """Every figure's τ from the calibration lines of `machine` in `entries` (of the load class
+    `load` only, when given)."""
     from scipy import stats
 
     by_figure: dict[str, list[tuple[float, float]]] = {}
+    newest: dict[str, str] = {}
     for e in entries:
-        if e.kind == "calibration" and e.machine == machine:
+        if e.kind == "calibration" and e.machine == machine and (load is None or load_class(e.load) == load):
             for figure, rv in e.aa.items():
                 by_figure.setdefault(figure, []).append(rv)
+                newest[figure] = max(newest.get(figure, ""), e.finished_at)
     out = {}
     for figure, rvs in by_figure.items():
         k = len(rvs)
@@ -93,8 +131,23 @@ def spreads(entries: Sequence[HistoryEntry], machine: str) -> dict[str, Spread]:
         v_bar = math.fsum(v for _, v in rvs) / k
         estimate = math.sqrt(max(0.0, sq / k - v_bar) / 2)
         bound = math.sqrt(max(0.0, sq / float(stats.chi2.ppf(1 - UPPER, k)) - v_bar) / 2) if k >= MIN_PAIRS else None
-        out[figure] = Spread(figure, k, estimate, bound)
+        out[figure] = Spread(figure, k, estimate, bound, newest[figure])
     return out
+
+
+def age(finished_at: str, now: str | None = None) -> str:
+    """How long ago an ISO 8601 time was, e.g. "3.2 h" ("" if it cannot be read)."""
+    import datetime as dt
+
+    try:
+        then = dt.datetime.fromisoformat(finished_at)
+        at = dt.datetime.fromisoformat(now) if now else dt.datetime.now(dt.timezone.utc)
+        seconds = (at - then).total_seconds()
+    except (ValueError, TypeError):
+        return ""
+    if seconds < 3600:
+        return f"{max(seconds, 0) / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h" if seconds < 48 * 3600 else f"{seconds / 86400:.0f} d"
 
 
 def spread_of(ratio_tau: float) -> float:

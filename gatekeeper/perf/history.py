@@ -38,7 +38,7 @@ ONSET_PVALUE = 0.05  # the Hunter pass's level for the candidate onsets of a con
 ONSET_MIN_MAGNITUDE = 0.02  # ... and the relative step an onset must mark (smaller ones are noise at 1-2% CV)
 SEED = 0  # the permutation test's seed: the same history always gives the same answer
 _KEYS = ("version", "run_id", "finished_at", "label", "baseline", "metrics")
-_OPTIONAL = ("kind", "machine", "aa")
+_OPTIONAL = ("kind", "machine", "aa", "load")
 KINDS = ("run", "calibration")
 
 
@@ -54,6 +54,7 @@ class HistoryEntry:
     kind: str = "run"  # "calibration": an A/A launch pair (`aa`), not a run
     machine: str = ""  # the machine class a calibration was measured on (`perf/calibration.py`)
     aa: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False)  # figure -> (mean log ratio, its variance)
+    load: float | None = None  # a calibration's: the share of the machine's cores other processes kept busy
 
     def __post_init__(self) -> None:
         for key in ("run_id", "finished_at", "label", "baseline"):
@@ -72,6 +73,9 @@ class HistoryEntry:
             raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {self.kind!r})")
         if not isinstance(self.machine, str):
             raise ValueError("machine must be a string")
+        if self.load is not None and (isinstance(self.load, bool) or not isinstance(self.load, (int, float))
+                                      or not 0 <= self.load <= 1):
+            raise ValueError(f"load must be a share from 0 to 1 (got {self.load!r})")
         if not isinstance(self.aa, dict):
             raise ValueError("aa must be an object of figure name to {log_ratio, var}")
         for name, pair in self.aa.items():
@@ -87,6 +91,8 @@ class HistoryEntry:
         if self.kind != "run":
             out |= {"kind": self.kind, "machine": self.machine,
                     "aa": {k: {"log_ratio": float(r), "var": float(v)} for k, (r, v) in self.aa.items()}}
+            if self.load is not None:
+                out["load"] = float(self.load)
         return out
 
 
@@ -108,7 +114,7 @@ def parse_entry(obj: Any) -> HistoryEntry:
         raise ValueError("aa must be an object of figure name to {\"log_ratio\": number, \"var\": number}")
     return HistoryEntry(obj["run_id"], obj["finished_at"], obj["label"], obj["baseline"], obj["metrics"],
                         obj.get("kind", "run"), obj.get("machine", ""),
-                        {k: (v["log_ratio"], v["var"]) for k, v in aa.items()})
+                        {k: (v["log_ratio"], v["var"]) for k, v in aa.items()}, obj.get("load"))
 
 
 def append_entry(path: Path, entry: HistoryEntry) -> None:

@@ -9,6 +9,7 @@ calibrate` launches the bundled build twice and stores one A/A pair with its CPU
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
@@ -24,7 +25,7 @@ from gatekeeper.gates.performance.gate import judge
 from gatekeeper.gates.performance.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
-from gatekeeper.perf.calibration import MIN_PAIRS, aa_figures, machine_class, spreads
+from gatekeeper.perf.calibration import MIN_PAIRS, aa_figures, machine_class, machine_load, spreads
 from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.history import HistoryEntry, append_entry, load_history
 
@@ -63,12 +64,13 @@ def test_no_meter_without_a_group():
     assert CpuMeter.of_group(None) is None
 
 
-def _calibration(machine: str, rng: random.Random, tau: float, v: float, n: int) -> list[HistoryEntry]:
+def _calibration(machine: str, rng: random.Random, tau: float, v: float, n: int, load: float | None = None,
+                 at: str = "2026-12-02T20:00:00+00:00") -> list[HistoryEntry]:
     out = []
     for k in range(n):
         r = rng.gauss(0, math.sqrt(2 * tau * tau + v))
-        out.append(HistoryEntry(f"cal-{k}", "2026-12-02T20:00:00+00:00", "b", "b", {}, "calibration", machine,
-                                {"c1.cpu_s_per_token": (r, v)}))
+        out.append(HistoryEntry(f"cal-{k}", at, "b", "b", {}, "calibration", machine,
+                                {"c1.cpu_s_per_token": (r, v)}, load))
     return out
 
 
@@ -125,6 +127,36 @@ def test_the_gate_uses_this_machines_calibration_and_says_what_it_assumed(tmp_pa
     taus, note = calibrated_spreads(path, s)
     assert set(taus) == {"c1.cpu_s_per_token"} and 0 < taus["c1.cpu_s_per_token"] < 0.05
     assert "τ calibrated on this machine" in note and "assumed (the policy's launch_spread) for c1.output_tokens_per_s" in note
+
+
+def test_a_calibration_counts_only_under_its_own_load_and_shows_its_age(tmp_path):
+    """Pairs measured on a quiet machine do not set τ for a busy one (and back); the note names the
+    load now and the newest pair's age."""
+    s = PerformanceSettings(levels=[1])
+    path = tmp_path / "h.jsonl"
+    now = dt.datetime.now(dt.timezone.utc)
+    for e in _calibration(machine_class(), random.Random(6), 0.005, 1e-5, MIN_PAIRS, load=0.05,
+                          at=(now - dt.timedelta(hours=3)).isoformat(timespec="seconds")):
+        append_entry(path, e)
+    taus, note = calibrated_spreads(path, s, 0.10)
+    assert set(taus) == {"c1.cpu_s_per_token"}
+    assert "while quiet (10% of its cores busy" in note and "the newest 3.0 h old" in note, note
+    taus, note = calibrated_spreads(path, s, 0.60)  # one core of two burnt by someone else
+    assert taus == {} and "while busy (60% of its cores busy" in note, note
+    assert f"its {MIN_PAIRS} pairs measured while quiet do not count" in note, note
+    (line,) = {json.loads(x)["load"] for x in path.read_text().splitlines()}
+    assert line == 0.05  # stored with each pair
+
+
+def test_the_machine_load_sees_a_process_that_burns_a_core():
+    assert 0.0 <= (machine_load(0.5) or 0.0) <= 1.0
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        load = machine_load(1.0)
+    finally:
+        burner.kill()
+        burner.wait()
+    assert load is not None and load >= 0.9 / (os.cpu_count() or 1), load
 
 
 def _blocks(cpu: bool) -> LevelBlocks:

@@ -27,6 +27,7 @@ from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_lev
 from gatekeeper.gates.performance import primary
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
+from gatekeeper.perf.calibration import machine_load
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.stats.holm import holm
@@ -129,7 +130,7 @@ class PerformanceGate(Gate):
         ctx.progress(f"performance: baseline is {choice.why}")
         launched = choice.kind == "launch" and ctx.run.launch is not None
         base_ep, cand_ep = sides(ctx, choice, 1)
-        taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s)
+        taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s, machine_load())
         targets = load_targets(ctx, choice, base_ep, cand_ep)
         workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.run.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]
