@@ -6,10 +6,10 @@ statistics (`gatekeeper.perf.compare.compare` and the gate's `judge`: Holm withi
 Each simulated run draws, per side and launch, a launch offset ~ N(0, τ) (two launches of one
 build differ by that much) and per block pair a log-ratio noise ~ N(0, σ) (σ per concurrency,
 block level, as the gate's A/A data show: 0.06–0.09 at c1, 0.08–0.12 at c8 on this 2-core VM;
-τ from benchmarks/perf_noise.py). The primary family is output tokens/s and TPOT p50 at c1 and
+τ from benchmarks/perf_noise.py). The guardrail family is output tokens/s and TPOT p50 at c1 and
 c8 (the default policy's 24 and 12 block pairs). A true slowdown of s multiplies TPOT by 1 + s and
 divides throughput by it. Printed per design (budget, launches K, confidence) and slowdown: the
-share of runs the primary family FAILs, PASSes everywhere (decided good) and leaves undecided.
+share of runs the guardrail family FAILs, PASSes everywhere (decided good) and leaves undecided.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def one_run(rng: np.random.Generator, s: PerformanceSettings, launches: int, tau
         levels.append(lv)
     tuned = PerformanceSettings(levels=list(PAIRS), throughput_budget=s.throughput_budget, tpot_budget=s.tpot_budget,
                                 confidence=s.confidence, launch_spread=tau_used)
-    primary = [(c, p) for c, p in judge(levels, tuned, launches) if c.family == "primary"]
+    primary = [(c, p) for c, p in judge(levels, tuned, launches) if c.family == "guardrail"]
     if any(regressed(c, p, tuned.alpha) for c, p in primary):
         return "FAIL"
     return "PASS" if all(c.excluded() for c, _ in primary) else "UNDECIDED"

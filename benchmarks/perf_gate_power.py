@@ -80,7 +80,7 @@ def main() -> None:
                         blocks.extend(measure_level(targets, blocks.level, launch_share(s.pairs_at(blocks.level), s.launches, k),
                                                     s.requests_per_block(blocks.level), s.workload(), seed, s.slo(),
                                                     lambda m: None, first=len(blocks.figures["baseline"])))
-            judged = [(c, p) for c, p in judge(levels, s, s.launches, taus) if c.family == "primary"]
+            judged = [(c, p) for c, p in judge(levels, s, s.launches, taus) if c.family == "guardrail"]
             failed = [f"{c.level}.{c.metric}" for c, p in judged if regressed(c, p, s.alpha)]
             outcome = "FAIL" if failed else "PASS" if all(c.excluded() for c, _ in judged) else "undecided"
             per_side = sum(len(r.measured) for lv in levels for r in lv.results["candidate"])

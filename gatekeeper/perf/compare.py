@@ -51,7 +51,7 @@ NOISE_CAP = 2.0  # the noise floor widens a threshold to at most this many budge
 @dataclass(frozen=True)
 class Budget:
     """A metric and how much worse the candidate may be (a fraction: 0.02 = 2%). `family`:
-    the Holm family it is corrected in ("primary", blocking; "tail", advisory until the spread of
+    the Holm family it is corrected in ("guardrail", blocking; "tail", advisory until the spread of
     tail latencies between launches is calibrated). `needs_calibration`: the budget is tighter
     than an assumed τ can decide, so the metric is judged in the advisory "uncalibrated" family
     until this machine's τ for it is calibrated (`gatekeeper perf calibrate`). `cpu_time`: the
@@ -61,7 +61,7 @@ class Budget:
     metric: str
     higher_is_better: bool
     limit: float
-    family: str = "primary"
+    family: str = "guardrail"
     needs_calibration: bool = False
     cpu_time: bool = False
 
@@ -90,7 +90,7 @@ class Comparison:
     unjudged: str | None = None  # why nothing was decided
     noise_p: float | None = None  # two-sided p-value of the baseline against itself
     spread: float = 0.0  # τ, the launch-to-launch spread put in the standard error
-    family: str = "primary"
+    family: str = "guardrail"
 
     @property
     def worse_by(self) -> float | None:

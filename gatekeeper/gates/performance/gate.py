@@ -25,7 +25,7 @@ from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance import primary
-from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.gates.performance.settings import PRIMARY_METRIC, PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.perf.calibration import machine_load
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
@@ -69,7 +69,7 @@ class PerformanceGate(Gate):
     none, each with its stated error rate; undecided after the most rounds, or when this run's
     rounds show the machine noisier than its calibration); the guardrails
     `performance.c<N>.<metric>` per concurrency N
-    for output tokens/s and TPOT p50 (the primary family, blocking), the server's CPU seconds per
+    for output tokens/s and TPOT p50 (the guardrail family, blocking), the server's CPU seconds per
     output token where both sides run on this machine (primary once this machine's τ for it is
     calibrated — its 5% budget needs that; until then the advisory "uncalibrated" family: CPU time
     is what contention on a shared runner inflates least, and is blind to waiting and to GPU
@@ -164,8 +164,9 @@ class PerformanceGate(Gate):
         self._capacity(ctx, s, targets, workload)
         if valid:
             history_check(ctx, history_path(s.history, ctx.run.out_dir),
-                          entry_of(ctx.run.run_id, ctx.run.specs["candidate"].describe(), choice.why, [c for c, _ in judged]),
-                          {b.metric: b.higher_is_better for b in s.budgets()})
+                          entry_of(ctx.run.run_id, ctx.run.specs["candidate"].describe(), choice.why, [c for c, _ in judged],
+                                   primary.history_figures(rounds.state, rounds.blocks) if rounds is not None else None),
+                          {PRIMARY_METRIC: False, **{b.metric: b.higher_is_better for b in s.budgets()}})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in judged_levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in judged_levels)}")
 
@@ -230,7 +231,7 @@ class PerformanceGate(Gate):
                  f"(τ {c.spread:.1%})" + (f"; noise floor {c.noise_ratio:.3f}" + (
                      " (the baseline drifted against itself: the threshold widens to it)"
                      if c.noise_unstable(s.alpha) else "") if c.noise_ratio is not None else ""))
-        advisory = c.family != "primary"
+        advisory = c.family != "guardrail"
         family = "" if not advisory else f" [{c.family} family, advisory" + (
             ": `gatekeeper perf calibrate` measures this machine's τ and makes it blocking]"
             if c.family == "uncalibrated" else ": the engine runs on an accelerator, its CPU time is host overhead]"

@@ -29,9 +29,11 @@ def history_path(setting: str, out_dir: Path | None) -> Path:
     return Path(setting) if setting else (out_dir or Path("reports")) / HISTORY_FILE
 
 
-def entry_of(run_id: str, label: str, baseline: str, comparisons: list[Comparison]) -> HistoryEntry:
-    """This run's history line: each judged figure and ratio (missing ones left out)."""
-    metrics: dict[str, float] = {}
+def entry_of(run_id: str, label: str, baseline: str, comparisons: list[Comparison],
+             extra: dict[str, float] | None = None) -> HistoryEntry:
+    """This run's history line: each judged figure and ratio (missing ones left out), and `extra`
+    figures (the primary decode figure and its ratio over the launch rounds)."""
+    metrics: dict[str, float] = dict(extra or {})
     for c in comparisons:
         if c.candidate is not None:
             metrics[f"{c.level}.{c.metric}"] = c.candidate

@@ -129,3 +129,13 @@ def one_process_limit(s: PerformanceSettings, tau: float) -> str:
             f"decode regression it can tell from a slower process is {limit:.1%} (materiality {s.materiality:.0%}), "
             "and the budgets below decide at their own sizes; starting both sides from commands (then every launch "
             "round starts them afresh) measures τ and averages it away")
+
+
+def history_figures(state: State | None, blocks: LevelBlocks) -> dict[str, float]:
+    """The primary figure for the performance history: the candidate's mean over the rounds'
+    blocks and the test's ratio (candidate / baseline), under "c1.decode_s_per_token"."""
+    if state is None:
+        return {}
+    values = [v for v in blocks.series("candidate", PRIMARY_METRIC) if v is not None]
+    key = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}"
+    return {**({key: sum(values) / len(values)} if values else {}), f"{key}.ratio": state.ratio}

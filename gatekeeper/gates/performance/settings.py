@@ -39,7 +39,7 @@ class PerformanceSettings:
       `traffic`, default gate 5's traffic file), `output_tokens` ([32, 32]), `ignore_eos` (true)
       so output lengths are controlled where the server supports it.
     - budgets (fractions the candidate may be worse by): `throughput_budget` (0.15, output
-      tokens/s), `tpot_budget` (0.15, TPOT p50) — the primary family, blocking — and `ttft_budget`
+      tokens/s), `tpot_budget` (0.15, TPOT p50) — the guardrail family, blocking — and `ttft_budget`
       (0.25, TTFT p95) — the tail family, advisory; `alpha` (0.01): the false-FAIL rate of each
       family over its metrics and levels (Holm); `confidence` (0.90, two-sided: the one-sided 95%
       bound of a non-inferiority test, as TOST uses): the interval whose worst end must be within

@@ -86,7 +86,7 @@ def test_cpu_time_of_an_accelerator_engine_is_advisory():
     calibrated = {"c1.cpu_s_per_token": 0.005}
     lv = _cpu_level(random.Random(4), 0.20)
     family = {c.metric: c.family for c, _ in judge([lv], s, 1, calibrated)}
-    assert family["cpu_s_per_token"] == "primary"  # a CPU engine, calibrated: CPU time blocks
+    assert family["cpu_s_per_token"] == "guardrail"  # a CPU engine, calibrated: CPU time blocks
     host = {c.metric: c.family for c, _ in judge([lv], s, 1, calibrated, host_only=True)}
     assert host["cpu_s_per_token"] == "host-overhead"
-    assert host["tpot_p50_s"] == "primary"  # wall clock still blocks
+    assert host["tpot_p50_s"] == "guardrail"  # wall clock still blocks

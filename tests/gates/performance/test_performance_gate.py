@@ -8,6 +8,7 @@ cannot be had is refused at plan time.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -56,7 +57,7 @@ def _level(rng: random.Random, pairs: int, shift: float, cv: float, drift: float
 
 
 def _fails(lv: LevelBlocks, s: PerformanceSettings, launches: int = 1) -> bool:
-    return any(regressed(c, p, s.alpha) for c, p in judge([lv], s, launches) if c.family == "primary")
+    return any(regressed(c, p, s.alpha) for c, p in judge([lv], s, launches) if c.family == "guardrail")
 
 
 def test_false_fail_rate_is_at_most_alpha_with_the_noise_measured_here():
@@ -99,7 +100,7 @@ def test_a_clean_run_is_decided_good_in_most_runs_with_the_default_design():
     decided = 0
     for _ in range(500):
         judged = [c for c, _ in judge([_level(rng, 24, 0.0, SIGMA / math.sqrt(2), 0.0, TAU, 2)], s, 2)
-                  if c.family == "primary"]
+                  if c.family == "guardrail"]
         decided += all(c.excluded() for c in judged)
     assert decided / 500 >= 0.90, decided
 
@@ -192,6 +193,8 @@ def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
     history = out.check("performance.history")  # appended beside the run directories
     assert history["status"] == "SKIP" and (tmp_path / "runs" / "perf-history.jsonl").read_text().count("\n") == 1
+    line = json.loads((tmp_path / "runs" / "perf-history.jsonl").read_text())
+    assert line["metrics"]["c1.decode_s_per_token.ratio"] == pytest.approx(primary["metrics"]["ratio"])  # the primary too
 
 
 def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
