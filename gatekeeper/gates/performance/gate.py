@@ -129,8 +129,9 @@ class PerformanceGate(Gate):
         assert choice.kind != "none", "not_applicable() keeps this gate from running without a baseline"
         ctx.progress(f"performance: baseline is {choice.why}")
         launched = choice.kind == "launch" and ctx.run.launch is not None
-        base_ep, cand_ep = sides(ctx, choice, 1)
+        # the machine's load before this gate launches anything: which calibrations apply
         taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s, machine_load())
+        base_ep, cand_ep = sides(ctx, choice, 1)
         targets = load_targets(ctx, choice, base_ep, cand_ep)
         workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.run.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]

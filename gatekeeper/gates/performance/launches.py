@@ -3,7 +3,8 @@
 Where gatekeeper launches both sides, both are fresh launches in every round: the bundled pair's
 of the same flags (the candidate's without its faults as the baseline), a launched engine pair's
 of the reference's and the candidate's commands. Otherwise (a URL on either side) the baseline is
-the reference target and the candidate the run's candidate, one process each. CPU time is metered only where both sides run on this machine.
+the reference target and the candidate the run's candidate, one process each. CPU time is
+metered only where both sides run on this machine.
 """
 
 from __future__ import annotations

@@ -49,7 +49,6 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                   "round", {"metric": PRIMARY_METRIC}, undecided=True)
         return
     name = NAME
-    means = {side: [v for v in blocks.series(side, PRIMARY_METRIC) if v is not None] for side in ("baseline", "candidate")}
     noise = state.noise
     worse = state.ratio - 1
     shown = (f"candidate/baseline {state.ratio:.3f} [{state.ci[0]:.3f}, {state.ci[1]:.3f}] at {s.confidence:.0%} over "
@@ -57,7 +56,7 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
     test = (f"sequential test at materiality {s.materiality:.0%} (false FAIL {s.primary_alpha:.0%}, power "
             f"{s.primary_power:.0%}): log-likelihood ratio {state.llr:+.2f}, boundaries {state.lower:+.2f} / {state.upper:+.2f}")
     metrics = {"metric": PRIMARY_METRIC, "level": PRIMARY_LEVEL,
-               **{side: sum(v) / len(v) if v else None for side, v in means.items()},
+               **{side: _mean(blocks, side) for side in ("baseline", "candidate")},
                "materiality": s.materiality, "alpha": s.primary_alpha,
                "power": s.primary_power, "rounds": state.rounds, "min_rounds": s.rounds[0], "max_rounds": s.rounds[1],
                "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
@@ -136,6 +135,11 @@ def history_figures(state: State | None, blocks: LevelBlocks) -> dict[str, float
     blocks and the test's ratio (candidate / baseline), under "c1.decode_s_per_token"."""
     if state is None:
         return {}
-    values = [v for v in blocks.series("candidate", PRIMARY_METRIC) if v is not None]
-    key = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}"
-    return {**({key: sum(values) / len(values)} if values else {}), f"{key}.ratio": state.ratio}
+    key, mean = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}", _mean(blocks, "candidate")
+    return {**({key: mean} if mean is not None else {}), f"{key}.ratio": state.ratio}
+
+
+def _mean(blocks: LevelBlocks, side: str) -> float | None:
+    """One side's mean primary figure over the rounds' blocks (None without any)."""
+    values = [v for v in blocks.series(side, PRIMARY_METRIC) if v is not None]
+    return sum(values) / len(values) if values else None

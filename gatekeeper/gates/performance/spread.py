@@ -31,12 +31,13 @@ def calibrated_spreads(path: Path, s: PerformanceSettings, load: float | None = 
     taus = {f: spread_of(found[f].bound or 0.0) for f in judged if f in found and found[f].calibrated}
     shown_load = "" if load is None else f" ({load:.0%} of its cores busy before the gate launched)"
     if not taus:
-        other = spreads(entries, machine_class(), "busy" if now == "quiet" else "quiet")
+        then = "busy" if now == "quiet" else "quiet"
+        other = spreads(entries, machine_class(), then)
         elsewhere = max((other[f].pairs for f in judged if f in other), default=0)
         most = max((found[f].pairs for f in judged if f in found), default=0)
         return {}, (f"{assumed}: {path} has {most} of the {MIN_PAIRS} A/A launch pairs a calibration needs from this "
                     f"machine while {now}{shown_load} (`gatekeeper perf calibrate` under this load)"
-                    + (f"; its {elsewhere} pairs measured while {'busy' if now == 'quiet' else 'quiet'} do not count: "
+                    + (f"; its {elsewhere} pairs measured while {then} do not count: "
                        "the spread between launches depends on the load" if elsewhere else ""))
     pairs = min(found[f].pairs for f in taus)
     newest = max(found[f].newest for f in taus)
