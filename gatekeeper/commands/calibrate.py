@@ -89,11 +89,13 @@ def _measure_pair(plan: RunPlan, s: PerformanceSettings, spec: TargetSpec, run_d
         workload = controlled_workload(configured_workload(s, endpoints[0]), targets, plan.seed, notes)
         for note in notes:
             progress(note)
-        warm_up(targets, workload.requests(s.warmup_requests, plan.seed + 1))
+        warm = warm_up(targets, workload.requests(s.warmup_requests, plan.seed + 1))
+        if warm.settle:
+            progress(f"calibrate: {warm.why()}")
         levels = []
         for level in s.measured_levels():  # the primary figure's level too
             levels.append(measure_level(targets, level, s.pairs_at(level), s.requests_per_block(level), workload,
-                                        plan.seed + k, s.slo(), progress))
+                                        plan.seed + k, s.slo(), progress, settle=warm.settle))
         return levels
     finally:
         for ep in endpoints:

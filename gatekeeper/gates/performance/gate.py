@@ -25,7 +25,7 @@ from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance import primary
-from gatekeeper.gates.performance.settings import PRIMARY_METRIC, PerformanceSettings
+from gatekeeper.gates.performance.settings import PRIMARY_METRICS, PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.perf.calibration import machine_load
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
@@ -33,6 +33,7 @@ from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.stats.holm import holm
 from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
+from gatekeeper.perf.quiet import MOST_S
 from gatekeeper.perf.workload import Workload
 from gatekeeper.results import Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
@@ -142,16 +143,18 @@ class PerformanceGate(Gate):
         else:
             ctx.notes.append(f"performance: one launch per side (the gate does not launch the {choice.kind}); {tau_note}; "
                              + primary.one_process_limit(s, s.launch_spread))
-            warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
+            warm = warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
+            if warm.settle:
+                ctx.notes.append(f"performance: {warm.why()}")
             for blocks in levels:
                 blocks.extend(measure_level(targets, blocks.level, s.pairs_at(blocks.level),
                                             s.requests_per_block(blocks.level), workload, ctx.run.seed, s.slo(),
-                                            ctx.progress))
+                                            ctx.progress, settle=warm.settle))
             counts, judged_levels = {lv.level: 1 for lv in levels}, levels
         valid, why = self._measurement(ctx, s, judged_levels, choice.why, workload)
         if rounds is not None:
-            primary.write(ctx, s, rounds.state, rounds.made, rounds.blocks, "calibrated" if rounds.tau_calibrated else "assumed",
-                          None if valid else why)
+            primary.write(ctx, s, rounds.figure, rounds.state, rounds.made, rounds.blocks,
+                          "calibrated" if rounds.tau_calibrated else "assumed", None if valid else why)
         device = engine_device(s.engine_device, targets)
         if device is not None:
             ctx.notes.append("performance: CPU seconds per output token "
@@ -166,8 +169,8 @@ class PerformanceGate(Gate):
         if valid:
             history_check(ctx, history_path(s.history, ctx.run.out_dir),
                           entry_of(ctx.run.run_id, ctx.run.specs["candidate"].describe(), choice.why, [c for c, _ in judged],
-                                   primary.history_figures(rounds.state, rounds.blocks) if rounds is not None else None),
-                          {PRIMARY_METRIC: False, **{b.metric: b.higher_is_better for b in s.budgets()}})
+                                   primary.history_figures(rounds.figure, rounds.state, rounds.blocks) if rounds is not None else None),
+                          {**{m: False for m in PRIMARY_METRICS}, **{b.metric: b.higher_is_better for b in s.budgets()}})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in judged_levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in judged_levels)}")
 
@@ -192,6 +195,16 @@ class PerformanceGate(Gate):
                    "source": workload.source, "input_sizing": workload.calibration,
                    "levels": [lv.level for lv in levels],
                    "pairs": {f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}}
+        waits = [w for lv in levels for w in lv.waits]
+        settled = ""
+        if waits:
+            loud = sum(1 for w in waits if not w.quiet)
+            median = float(np.median([w.seconds for w in waits]))
+            metrics["quiet_waits"] = {"blocks": len(waits), "median_s": median,
+                                      "total_s": sum(w.seconds for w in waits), "not_quiet": loud}
+            settled = (f"; taken block by block, {len(waits)} blocks sent when the other side had gone quiet (median "
+                       f"wait {median:.2f} s"
+                       + (f", {loud} sent after {MOST_S:g} s with the other side still busy" if loud else "") + ")")
         if base_errors:
             ctx.check(checks.MEASUREMENT, Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
                       "figures are not a baseline", metrics)
@@ -204,7 +217,7 @@ class PerformanceGate(Gate):
             return False, "the client was the bottleneck"
         ctx.check(checks.MEASUREMENT, Status.PASS, f"{per_side['candidate']} requests per side in counterbalanced pairs, one "
                   f"target at a time; baseline: {baseline}"
-                  + (f"; {late_pairs} pair(s) the client paced left out" if late_pairs else "")
+                  + (f"; {late_pairs} pair(s) the client paced left out" if late_pairs else "") + settled
                   + ("" if workload.ignore_eos else
                                                                "; output lengths not controlled (no ignore_eos)")
                   + (f"; answers without a token (the model ended them at once: ignore_eos not honoured): baseline "

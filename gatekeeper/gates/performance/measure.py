@@ -11,6 +11,12 @@ Pairs 2k and 2k+1 send requests of the same lengths in other words (`Workload.re
 variants: a prefix cache cannot tell the repeat), so the baseline's two blocks of a set — the
 noise floor — differ by the machine, not by what was asked. Nothing is sent to two targets at
 once.
+
+A launched side that keeps a core busy after it answers (`perf/quiet.py`: vLLM's worker spins
+for a second) would be measured beside the other one's spin, request by request. The warm-up
+watches each side for 0.2 s after its last answer; when one was not quiet, the sides take turns
+block by block instead (at every level), and each block is sent only when the other side has
+gone quiet (`settle`).
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gatekeeper.perf.figures import Slo, block_figures
+from gatekeeper.perf.figures import Slo, block_figures, burst_share
 from gatekeeper.perf.loadgen import LoadProfile, LoadRequest, LoadResult, LoadTarget, run_alternating, run_load
+from gatekeeper.perf.quiet import AFTER_S, QUIET_CORES, Wait, cores_used, wait_quiet
 from gatekeeper.perf.workload import Workload
 
 SIDES = ("baseline", "candidate")
@@ -43,12 +50,14 @@ class LevelBlocks:
     level: int
     figures: dict[str, list[dict[str, float | None]]] = field(default_factory=lambda: {s: [] for s in SIDES})
     results: dict[str, list[LoadResult]] = field(default_factory=lambda: {s: [] for s in SIDES})
+    waits: list[Wait] = field(default_factory=list)  # the waits for the other side to go quiet (`settle`)
 
     def extend(self, more: LevelBlocks) -> None:
         """Add the blocks of another launch (its pairs after these)."""
         for side in SIDES:
             self.figures[side] += more.figures[side]
             self.results[side] += more.results[side]
+        self.waits += more.waits
 
     def series(self, side: str, metric: str) -> list[float | None]:
         """One figure over a side's blocks, in pair order; None for a block the client paced."""
@@ -63,25 +72,58 @@ class LevelBlocks:
         return sum(1 for a, b in zip(self.figures["baseline"], self.figures["candidate"]) if client_bound(a) or client_bound(b))
 
 
-def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> None:
-    """Send a few requests to each side, unmeasured (first-request costs are not the engine's speed)."""
-    for target in targets.values():
-        run_load(target, requests, LoadProfile("concurrent", concurrency=min(4, len(requests) or 1)))
+@dataclass(frozen=True)
+class WarmUp:
+    """What the warm-up saw, per side: the cores its processes kept busy in the `AFTER_S` after
+    its last answer (None: not launched here, not watched) and the share of its chunk gaps that
+    were bursts (`perf/figures.burst_share`; None: no stream long enough)."""
+
+    after: dict[str, float | None]
+    bursts: dict[str, float | None]
+
+    @property
+    def settle(self) -> bool:
+        """Whether a side was not quiet after answering: the sides then take turns block by block."""
+        return any(c is not None and c >= QUIET_CORES for c in self.after.values())
+
+    def why(self) -> str:
+        """The note for a run that settles, e.g. "the candidate kept 0.98 cores busy in the 0.2 s after its last
+        warm-up answer"."""
+        busy = [f"the {side} kept {c:.2f} cores busy" for side, c in self.after.items() if c is not None and c >= QUIET_CORES]
+        return (f"{' and '.join(busy)} in the {AFTER_S:g} s after its last warm-up answer (a server that polls for work): "
+                "the sides take turns block by block, each block sent when the other side has gone quiet")
+
+
+def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> WarmUp:
+    """Send a few requests to each side, unmeasured (first-request costs are not the engine's
+    speed), and watch each launched side for `AFTER_S` after its last answer."""
+    after: dict[str, float | None] = {}
+    bursts: dict[str, float | None] = {}
+    for side, target in targets.items():
+        result = run_load(target, requests, LoadProfile("concurrent", concurrency=min(4, len(requests) or 1)))
+        after[side] = cores_used([target.cpu], AFTER_S) if target.cpu is not None else None
+        bursts[side] = burst_share(result.records)
+    return WarmUp(after, bursts)
 
 
 def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_block: int, workload: Workload,
-                  seed: int, slo: Slo, progress: Callable[[str], None], first: int = 0) -> LevelBlocks:
+                  seed: int, slo: Slo, progress: Callable[[str], None], first: int = 0, settle: bool = False) -> LevelBlocks:
     """`pairs` counterbalanced block pairs at concurrency `level`, numbered from `first` (an even
-    number: a later launch's pairs go on where the earlier one's stopped)."""
+    number: a later launch's pairs go on where the earlier one's stopped); `settle`: block by
+    block, each sent when the other side's launched processes have gone quiet."""
     out = LevelBlocks(level)
     profile = LoadProfile("synchronous" if level == 1 else "concurrent", concurrency=level)
     for i in range(first, first + pairs):
         requests = workload.requests(per_block, seed * 7919 + level * 131 + i // 2, variant=i % 2)
         order = SIDES if i % 2 == 0 else SIDES[::-1]
-        if level == 1:  # the sides take turns request by request: the pair's halves a request apart
+        if level == 1 and not settle:  # the sides take turns request by request: the pair's halves a request apart
             results = run_alternating(targets, requests, order)
         else:
-            results = {side: run_load(targets[side], requests, profile) for side in order}
+            results = {}
+            for side in order:
+                if settle:
+                    out.waits.append(wait_quiet([t.cpu for other, t in targets.items() if other != side and t.cpu]))
+                results[side] = run_load(targets[side], requests, profile)
         for side in SIDES:
             out.results[side].append(results[side])
             out.figures[side].append(block_figures(results[side], slo))

@@ -1,9 +1,10 @@
 """`performance.primary`: the pre-registered decode figure, decided at the policy's materiality in
 launch rounds (`gatekeeper/perf/sequential.py`).
 
-The figure is fixed before anything is measured and named in the report: decode seconds per
-output token at concurrency 1 (`perf/figures.py`'s `decode_s_per_token`: each block's decode time
-over its decode steps), where decode time is the engine's own. Wall clock, not CPU time: a
+The figure is fixed before anything is measured and named in the report (`primary_figure.py`):
+decode seconds per output token at concurrency 1 (`perf/figures.py`'s `decode_s_per_token`: each
+block's decode time over its decode steps), or — for a server that delivers its stream in
+bursts — request seconds per output token (`e2e_s_per_token`). Wall clock, not CPU time: a
 regression CPU time cannot see (a lock, a sleep, a GPU kernel) is a regression, and CPU seconds
 per token mix prefill and the server's own overhead into decode (the `decode-slowdown` fault's
 5% of decode cost 3–4% of them). CPU time per token stays a guardrail beside it.
@@ -17,12 +18,11 @@ from gatekeeper.evidence import Interval, Intervals, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.measure import LevelBlocks
-from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRIC, PerformanceSettings
+from gatekeeper.gates.performance.primary_figure import Figure
+from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
 from gatekeeper.perf.compare import log_ratios
 from gatekeeper.perf.sequential import Design, Outcome, Round, State
 from gatekeeper.results import Status
-
-NAME = "decode seconds per output token"
 
 
 def design(s: PerformanceSettings, tau: float) -> Design:
@@ -30,33 +30,34 @@ def design(s: PerformanceSettings, tau: float) -> Design:
     return Design(s.materiality, s.primary_alpha, 1 - s.primary_power, tau, s.rounds[0], s.rounds[1])
 
 
-def round_of(blocks: LevelBlocks, first: int, baseline_first: bool) -> Round | None:
-    """The round made of `blocks`' pairs from index `first` on: their log ratios (pairs the client
-    paced, or without the figure, left out); None when no pair is comparable."""
-    d = log_ratios(blocks.series("candidate", PRIMARY_METRIC)[first:], blocks.series("baseline", PRIMARY_METRIC)[first:])
+def round_of(figure: Figure, blocks: LevelBlocks, first: int, baseline_first: bool) -> Round | None:
+    """The round made of `blocks`' pairs from index `first` on: their log ratios of `figure`
+    (pairs the client paced, or without the figure, left out); None when no pair is comparable."""
+    d = log_ratios(blocks.series("candidate", figure.metric)[first:], blocks.series("baseline", figure.metric)[first:])
     return Round(tuple(float(x) for x in d), baseline_first) if len(d) else None
 
 
-def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds: list[Round], blocks: LevelBlocks,
-          tau_source: str, invalid: str | None = None) -> None:
-    """The check from the test's last state (`blocks`: the rounds' blocks, for each side's mean;
-    `tau_source`: "calibrated" or "assumed"; `invalid`: why the measurement describes no server)."""
+def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State | None, rounds: list[Round],
+          blocks: LevelBlocks, tau_source: str, invalid: str | None = None) -> None:
+    """The check from the test's last state of `figure` (`blocks`: the rounds' blocks, for each
+    side's mean; `tau_source`: "calibrated" or "assumed"; `invalid`: why the measurement describes
+    no server)."""
     if invalid is not None:
-        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", {"metric": PRIMARY_METRIC})
+        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", {"metric": figure.metric})
         return
     if state is None:
-        ctx.check(checks.PRIMARY, Status.WARN, f"undecided: no comparable block pair of {NAME} in the first launch "
-                  "round", {"metric": PRIMARY_METRIC}, undecided=True)
+        ctx.check(checks.PRIMARY, Status.WARN, f"undecided: no comparable block pair of {figure.name} in the first "
+                  "launch round", {"metric": figure.metric}, undecided=True)
         return
-    name = NAME
+    name = figure.name
     noise = state.noise
     worse = state.ratio - 1
     shown = (f"candidate/baseline {state.ratio:.3f} [{state.ci[0]:.3f}, {state.ci[1]:.3f}] at {s.confidence:.0%} over "
              f"{state.rounds} launch round(s) of {_pairs(rounds)} pairs")
     test = (f"sequential test at materiality {s.materiality:.0%} (false FAIL {s.primary_alpha:.0%}, power "
             f"{s.primary_power:.0%}): log-likelihood ratio {state.llr:+.2f}, boundaries {state.lower:+.2f} / {state.upper:+.2f}")
-    metrics = {"metric": PRIMARY_METRIC, "level": PRIMARY_LEVEL,
-               **{side: _mean(blocks, side) for side in ("baseline", "candidate")},
+    metrics = {"metric": figure.metric, "level": PRIMARY_LEVEL,
+               **{side: _mean(figure, blocks, side) for side in ("baseline", "candidate")},
                "materiality": s.materiality, "alpha": s.primary_alpha,
                "power": s.primary_power, "rounds": state.rounds, "min_rounds": s.rounds[0], "max_rounds": s.rounds[1],
                "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
@@ -77,7 +78,7 @@ def write(ctx: GateContext, s: PerformanceSettings, state: State | None, rounds:
                   f"this run's launch rounds, {noise.tau_assumed:.1%} {tau_source}; χ² p={noise.p:.2g}): run on a quieter "
                   f"machine or calibrate it under this load (`gatekeeper perf calibrate`); {shown}")
     elif state.outcome is Outcome.FAIL:
-        status, reason = Status.FAIL, f"{worse:.1%} slower in {name} (the primary decode figure): {test}; {shown}"
+        status, reason = Status.FAIL, f"{worse:.1%} slower in {name} (the primary figure): {test}; {shown}"
     elif state.outcome is Outcome.PASS:
         significant = state.ci[0] > 1
         status = Status.WARN if significant else Status.PASS
@@ -130,16 +131,16 @@ def one_process_limit(s: PerformanceSettings, tau: float) -> str:
             "round starts them afresh) measures τ and averages it away")
 
 
-def history_figures(state: State | None, blocks: LevelBlocks) -> dict[str, float]:
+def history_figures(figure: Figure, state: State | None, blocks: LevelBlocks) -> dict[str, float]:
     """The primary figure for the performance history: the candidate's mean over the rounds'
-    blocks and the test's ratio (candidate / baseline), under "c1.decode_s_per_token"."""
+    blocks and the test's ratio (candidate / baseline), under e.g. "c1.decode_s_per_token"."""
     if state is None:
         return {}
-    key, mean = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}", _mean(blocks, "candidate")
+    key, mean = f"c{PRIMARY_LEVEL}.{figure.metric}", _mean(figure, blocks, "candidate")
     return {**({key: mean} if mean is not None else {}), f"{key}.ratio": state.ratio}
 
 
-def _mean(blocks: LevelBlocks, side: str) -> float | None:
+def _mean(figure: Figure, blocks: LevelBlocks, side: str) -> float | None:
     """One side's mean primary figure over the rounds' blocks (None without any)."""
-    values = [v for v in blocks.series(side, PRIMARY_METRIC) if v is not None]
+    values = [v for v in blocks.series(side, figure.metric) if v is not None]
     return sum(values) / len(values) if values else None

@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.gates.performance import primary
+from gatekeeper.gates.performance import primary, primary_figure
 from gatekeeper.gates.performance.baseline import BaselineChoice
 from gatekeeper.gates.performance.launches import load_targets, roles, sides
 from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
-from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRIC, PerformanceSettings
+from gatekeeper.gates.performance.primary_figure import Figure
+from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.perf.sequential import Outcome, Round, State, evaluate
 from gatekeeper.perf.workload import Workload
@@ -26,10 +27,12 @@ from gatekeeper.perf.workload import Workload
 
 @dataclass
 class Rounds:
-    """What the rounds measured: the test's last state (None: no comparable pair in the first
-    round), the rounds, the primary level's blocks, every level measured (the primary's first),
-    launches per level (for τ in the guardrails' standard errors) and the last round's targets."""
+    """What the rounds measured: the primary figure, the test's last state (None: no comparable
+    pair in the first round), the rounds, the primary level's blocks, every level measured (the
+    primary's first), launches per level (for τ in the guardrails' standard errors) and the last
+    round's targets."""
 
+    figure: Figure
     state: State | None
     made: list[Round]
     blocks: LevelBlocks
@@ -45,13 +48,11 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
     round's, `levels` the guardrail levels (the primary's level among them shares its blocks)."""
     blocks = next((lv for lv in levels if lv.level == PRIMARY_LEVEL), None) or LevelBlocks(PRIMARY_LEVEL)
     others = [lv for lv in levels if lv is not blocks]
-    key = f"c{PRIMARY_LEVEL}.{PRIMARY_METRIC}"
-    test = primary.design(s, taus.get(key, s.launch_spread))
     guard_rounds = min(s.launches, s.rounds[0])  # rounds the guardrail levels are measured in: always run
-    ctx.notes.append(f"performance: primary figure {primary.NAME} at concurrency {PRIMARY_LEVEL}, decided at "
-                     f"{s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side each, "
-                     f"{s.rounds[0]}–{s.rounds[1]} rounds); other levels measured in the first {guard_rounds}; {tau_note}")
+    figure: Figure | None = None
+    key = ""
     made: list[Round] = []
+    settled: list[int] = []  # the rounds taken block by block (a side was not quiet after answering)
     state: State | None = None
     k = 0
     while state is None or state.outcome is Outcome.CONTINUE:
@@ -60,17 +61,30 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
             for role in roles(k):
                 ctx.run.retire(role)
             targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=candidate_first))
-        warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
+        warm = warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
+        if figure is None:  # fixed on the first warm-up, before any measured pair
+            figure, why = primary_figure.choose(s.primary_figure, warm)
+            key = f"c{PRIMARY_LEVEL}.{figure.metric}"
+            test = primary.design(s, taus.get(key, s.launch_spread))
+            ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} ({why}), decided "
+                             f"at {s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side "
+                             f"each, {s.rounds[0]}–{s.rounds[1]} rounds); other levels measured in the first {guard_rounds}; "
+                             f"{tau_note}")
+        if warm.settle:
+            settled.append(k + 1)
+            if len(settled) == 1:
+                ctx.notes.append(f"performance: round {k + 1}: {warm.why()}")
         first = len(blocks.figures["baseline"])
         blocks.extend(measure_level(targets, PRIMARY_LEVEL, s.round_pairs, s.requests_per_block(PRIMARY_LEVEL),
-                                    workload, ctx.run.seed, s.slo(), ctx.progress, first=first))
+                                    workload, ctx.run.seed, s.slo(), ctx.progress, first=first, settle=warm.settle))
         if k < guard_rounds:
             for lv in others:
                 share = launch_share(s.pairs_at(lv.level), guard_rounds, k)
                 lv.extend(measure_level(targets, lv.level, share, s.requests_per_block(lv.level), workload,
-                                        ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"])))
+                                        ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"]),
+                                        settle=warm.settle))
         k += 1
-        made_round = primary.round_of(blocks, first, baseline_first=not candidate_first)
+        made_round = primary.round_of(figure, blocks, first, baseline_first=not candidate_first)
         if made_round is None:
             break
         made.append(made_round)
@@ -78,7 +92,8 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
         ctx.progress(f"performance: round {k}: candidate/baseline {state.ratio:.3f}, log-likelihood ratio "
                      f"{state.llr:+.2f} ({state.outcome.value})")
     launches = {lv.level: (k if lv is blocks else min(k, guard_rounds)) for lv in levels}
-    return Rounds(state, made, blocks, [blocks, *others], launches, targets, key in taus)
+    assert figure is not None  # the loop runs at least once
+    return Rounds(figure, state, made, blocks, [blocks, *others], launches, targets, key in taus)
 
 
 def launch_share(pairs: int, launches: int, k: int) -> int:

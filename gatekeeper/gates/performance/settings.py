@@ -12,8 +12,9 @@ from gatekeeper.perf.workload import Workload
 
 BASELINES = ("auto", "reference", "candidate-without-faults")
 ENGINE_DEVICES = ("auto", "cpu", "accelerator")
+PRIMARY_FIGURES = ("auto", "decode", "request")  # `primary_figure.py`
 PRIMARY_LEVEL = 1  # the primary decode figure's concurrency (`primary.py`)
-PRIMARY_METRIC = "decode_s_per_token"
+PRIMARY_METRICS = ("decode_s_per_token", "e2e_s_per_token")  # the figures it may decide on
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class PerformanceSettings:
       warm-up and `round_pairs` (16) block pairs at concurrency 1 — that FAILs at a regression of
       the materiality with `primary_power` (0.95) and at none with `primary_alpha` (0.05),
       deciding no sooner than `rounds[0]` (3) rounds and holding undecided after `rounds[1]` (12).
+      `primary_figure` ("auto"): "decode" (seconds per output token after the first chunk),
+      "request" (the whole request's seconds per output token, for a server that delivers its
+      stream in bursts: vLLM's) or "auto": decode unless the first warm-up's streams burst
+      (`primary_figure.py`).
     - `launches` (2): the first rounds that also measure the other levels (the guardrails: their
       figures at their budgets), the pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
       differ in these figures, put in every standard error as 2τ²/launches — measured on a 2-core
@@ -88,6 +93,7 @@ class PerformanceSettings:
     tpot_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
     cpu_budget: float = setting(0.05, minimum=0, exclusiveMaximum=1)
     engine_device: str = "auto"
+    primary_figure: str = "auto"
     ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
     materiality: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
@@ -109,6 +115,7 @@ class PerformanceSettings:
         check_ranges(self)
         require(self.baseline in BASELINES, "baseline", f"must be one of {', '.join(BASELINES)}")
         require(self.engine_device in ENGINE_DEVICES, "engine_device", f"must be one of {', '.join(ENGINE_DEVICES)}")
+        require(self.primary_figure in PRIMARY_FIGURES, "primary_figure", f"must be one of {', '.join(PRIMARY_FIGURES)}")
         require(self.source in ("synthetic", "traffic"), "source", "must be synthetic or traffic")
         require(self.pairs == 0 or self.pairs >= 3, "pairs", "must be 0 (from level_requests) or at least 3 (a t interval needs pairs)")
         require(self.rounds[0] <= self.rounds[1], "rounds", "must be [fewest, most] with fewest ≤ most")
@@ -146,7 +153,7 @@ class PerformanceSettings:
     def figures(self, level: int) -> list[str]:
         """The figures judged at `level` (the budgets', and the primary's at its level): what a
         calibration measures τ for."""
-        return [b.metric for b in self.budgets()] + ([PRIMARY_METRIC] if level == PRIMARY_LEVEL else [])
+        return [b.metric for b in self.budgets()] + (list(PRIMARY_METRICS) if level == PRIMARY_LEVEL else [])
 
     def slo(self) -> Slo:
         """The SLOs goodput and the knee use."""
