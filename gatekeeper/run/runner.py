@@ -64,6 +64,7 @@ class Runner:
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
+        self._launched = threading.Lock()  # two launches may come up at once (a performance round's sides)
         self._retries: tuple[RetryCount, ...] = ()  # the current gate's requests and retries per target
         self._log_marks: dict[str, int] = {}  # each target's log length when the current gate began
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
@@ -268,20 +269,23 @@ class Runner:
 
     def _launch(self, role: str, spec: TargetSpec) -> Endpoint:
         """Start one more target for a gate (gate 5's replica, the performance baseline); it is
-        stopped when the gate ends. A target that does not come up is an EndpointError (the gate's ERROR)."""
+        stopped when the gate ends. A target that does not come up is an EndpointError (the gate's
+        ERROR). Two threads may launch at once: only the start itself runs side by side."""
         self.progress(f"starting {role}: {spec.describe()}")
         target = make_target(role, spec)
-        self.targets[role] = target
+        with self._launched:
+            self.targets[role] = target
         s = target.start(str(self.run_dir))
         if not s.ready:
             raise EndpointError("connect", s.base_url or role, f"the {role} did not start: {s.error}")
         self.progress(f"{role} ready in {s.startup_s:.1f} s")
         model = served_model(s.base_url, spec, target.api_key())
-        ep = self._endpoint(role, s.base_url, model, target.api_key(), spec)
-        if self.tape is not None:
-            self.tape.started(role, s, model, None)
-        ep.gate = self._gate
-        self._extra.append(ep)
+        with self._launched:
+            ep = self._endpoint(role, s.base_url, model, target.api_key(), spec)
+            if self.tape is not None:
+                self.tape.started(role, s, model, None)
+            ep.gate = self._gate
+            self._extra.append(ep)
         return ep
 
     def _retire(self, role: str) -> None:
