@@ -48,7 +48,7 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
     round's, `levels` the guardrail levels (the primary's level among them shares its blocks)."""
     blocks = next((lv for lv in levels if lv.level == PRIMARY_LEVEL), None) or LevelBlocks(PRIMARY_LEVEL)
     others = [lv for lv in levels if lv is not blocks]
-    guard_rounds = min(s.launches, s.rounds[0])  # rounds the guardrail levels are measured in: always run
+    guard_rounds = min(s.launches, s.rounds[0])  # rounds a guardrail level's pairs are split over (always run)
     figure: Figure | None = None
     key = ""
     made: list[Round] = []
@@ -68,8 +68,8 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
             test = primary.design(s, taus.get(key, s.launch_spread))
             ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} ({why}), decided "
                              f"at {s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side "
-                             f"each, {s.rounds[0]}–{s.rounds[1]} rounds); other levels measured in the first {guard_rounds}; "
-                             f"{tau_note}")
+                             f"each, {s.rounds[0]}–{s.rounds[1]} rounds); other levels' pairs split over the first "
+                             f"{guard_rounds}, a share more in each further round; {tau_note}")
         if warm.settle:
             settled.append(k + 1)
             if len(settled) == 1:
@@ -77,12 +77,11 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
         first = len(blocks.figures["baseline"])
         blocks.extend(measure_level(targets, PRIMARY_LEVEL, s.round_pairs, s.requests_per_block(PRIMARY_LEVEL),
                                     workload, ctx.run.seed, s.slo(), ctx.progress, first=first, settle=warm.settle))
-        if k < guard_rounds:
-            for lv in others:
-                share = launch_share(s.pairs_at(lv.level), guard_rounds, k)
-                lv.extend(measure_level(targets, lv.level, share, s.requests_per_block(lv.level), workload,
-                                        ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"]),
-                                        settle=warm.settle))
+        for lv in others:  # every round: a run the primary needs long is one whose guardrails need more pairs too
+            share = launch_share(s.pairs_at(lv.level), guard_rounds, k % guard_rounds)
+            lv.extend(measure_level(targets, lv.level, share, s.requests_per_block(lv.level), workload,
+                                    ctx.run.seed, s.slo(), ctx.progress, first=len(lv.figures["baseline"]),
+                                    settle=warm.settle))
         k += 1
         made_round = primary.round_of(figure, blocks, first, baseline_first=not candidate_first)
         if made_round is None:
@@ -91,7 +90,7 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
         state = evaluate(made, test, s.confidence)
         ctx.progress(f"performance: round {k}: candidate/baseline {state.ratio:.3f}, log-likelihood ratio "
                      f"{state.llr:+.2f} ({state.outcome.value})")
-    launches = {lv.level: (k if lv is blocks else min(k, guard_rounds)) for lv in levels}
+    launches = {lv.level: k for lv in levels}
     assert figure is not None  # the loop runs at least once
     return Rounds(figure, state, made, blocks, [blocks, *others], launches, targets, key in taus)
 

@@ -62,8 +62,9 @@ class PerformanceSettings:
       "request" (the whole request's seconds per output token, for a server that delivers its
       stream in bursts: vLLM's) or "auto": decode unless the first warm-up's streams burst
       (`primary_figure.py`).
-    - `launches` (2): the first rounds that also measure the other levels (the guardrails: their
-      figures at their budgets), the pairs split between them; `launch_spread` (0.025): τ, how far two launches of one build
+    - `launches` (2): the rounds the other levels' pairs are split over (the guardrails: their
+      figures at their budgets); each further round the primary needs measures one more share;
+      `launch_spread` (0.025): τ, how far two launches of one build
       differ in these figures, put in every standard error as 2τ²/launches — measured on a 2-core
       shared VM by `benchmarks/perf_noise.py`; measure yours and set it.
     - capacity: `sweep` ([1, 2, 4, 8, 16]) concurrencies, one block each per target, under the
