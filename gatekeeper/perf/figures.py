@@ -14,14 +14,11 @@
   Σ(output tokens − 1) of its requests, vLLM's TPOT weighted by length: every step of every
   request counts once, where TPOT p50 keeps one request's (and moves by rank).
 - `e2e_s_per_token`: request seconds per output token — Σ E2E over Σ output tokens of the block's
-  requests, prefill included: it needs only the send and the last byte, so it cannot tell how a
-  server delivered the stream. vLLM's API server hands chunks out in bursts (several tokens'
-  chunks microseconds apart after a stall): two launches of vLLM 0.31.0 on this VM split a
-  request's time between first token and decode differently request by request (client TTFT
-  and decode time correlated −0.81), so `decode_s_per_token` spread by sd 0.28–0.77 in log ratio
-  per block pair where this spread by 0.11–0.22 (30–40 pairs each).
-- `burst_share`: the share of the block's chunk gaps under a tenth of their request's median gap
-  (`BURST_GAP`): chunks that arrived together after waiting, not one per decode step.
+  requests, prefill included: it needs only the send and the last byte. vLLM's CPU build splits
+  a request's time between its first chunk and the rest differently from request to request
+  (client TTFT and decode time correlated −0.81 over 240 requests here), so its
+  `decode_s_per_token` spread by sd 0.28–0.77 in log ratio per block pair where this spread by
+  0.11–0.22 (two launches of 0.31.0, 30–40 pairs each).
 - E2E: send to the last byte.
 - output tokens/s and requests/s: the *server's* throughput — output tokens (the server's
   `usage` count where it reports one) and successful requests over the block's wall time, from
@@ -44,21 +41,6 @@ from gatekeeper.perf.loadgen import LoadResult, RequestRecord
 from gatekeeper.stats.quantiles import percentile
 
 QUANTILES = (50, 90, 95, 99)
-BURST_GAP = 0.1  # a chunk gap under this share of its request's median gap is a burst
-
-
-def burst_share(records: Sequence[RequestRecord]) -> float | None:
-    """The share of `records`' chunk gaps that are bursts (`BURST_GAP`), over the answered
-    requests with at least three chunks; None when there is no such request."""
-    gaps = bursts = 0
-    for r in records:
-        itl = r.itl_s if r.ok else ()
-        if len(itl) < 2:
-            continue
-        limit = BURST_GAP * float(np.median(itl))
-        gaps += len(itl)
-        bursts += sum(1 for g in itl if g < limit)
-    return bursts / gaps if gaps else None
 
 
 @dataclass(frozen=True)
@@ -116,7 +98,6 @@ def block_figures(result: LoadResult, slo: Slo) -> dict[str, float | None]:
     steps = sum(n for _, n in decoding)
     out["decode_s_per_token"] = sum(t for t, _ in decoding) / steps if steps else None
     out["e2e_s_per_token"] = sum(r.e2e_s for r in ok) / tokens if tokens else None
-    out["burst_share"] = burst_share(ok)
     out["lateness_p99_s"] = result.lateness_p99_s
     out["requests"] = float(len(rows))
     return out

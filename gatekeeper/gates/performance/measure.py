@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gatekeeper.perf.figures import Slo, block_figures, burst_share
+from gatekeeper.perf.figures import Slo, block_figures
 from gatekeeper.perf.loadgen import LoadProfile, LoadRequest, LoadResult, LoadTarget, run_alternating, run_load
 from gatekeeper.perf.quiet import AFTER_S, QUIET_CORES, Wait, cores_used, wait_quiet
 from gatekeeper.perf.workload import Workload
@@ -74,12 +74,10 @@ class LevelBlocks:
 
 @dataclass(frozen=True)
 class WarmUp:
-    """What the warm-up saw, per side: the cores its processes kept busy in the `AFTER_S` after
-    its last answer (None: not launched here, not watched) and the share of its chunk gaps that
-    were bursts (`perf/figures.burst_share`; None: no stream long enough)."""
+    """What the warm-up saw: per side, the cores its processes kept busy in the `AFTER_S` after
+    its last answer (None: not launched here, not watched)."""
 
     after: dict[str, float | None]
-    bursts: dict[str, float | None]
 
     @property
     def settle(self) -> bool:
@@ -98,12 +96,10 @@ def warm_up(targets: dict[str, LoadTarget], requests: list[LoadRequest]) -> Warm
     """Send a few requests to each side, unmeasured (first-request costs are not the engine's
     speed), and watch each launched side for `AFTER_S` after its last answer."""
     after: dict[str, float | None] = {}
-    bursts: dict[str, float | None] = {}
     for side, target in targets.items():
-        result = run_load(target, requests, LoadProfile("concurrent", concurrency=min(4, len(requests) or 1)))
+        run_load(target, requests, LoadProfile("concurrent", concurrency=min(4, len(requests) or 1)))
         after[side] = cores_used([target.cpu], AFTER_S) if target.cpu is not None else None
-        bursts[side] = burst_share(result.records)
-    return WarmUp(after, bursts)
+    return WarmUp(after)
 
 
 def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_block: int, workload: Workload,

@@ -3,8 +3,8 @@ launch rounds (`gatekeeper/perf/sequential.py`).
 
 The figure is fixed before anything is measured and named in the report (`primary_figure.py`):
 decode seconds per output token at concurrency 1 (`perf/figures.py`'s `decode_s_per_token`: each
-block's decode time over its decode steps), or — for a server that delivers its stream in
-bursts — request seconds per output token (`e2e_s_per_token`). Wall clock, not CPU time: a
+block's decode time over its decode steps), or — where the policy names it (vLLM) — request
+seconds per output token (`e2e_s_per_token`). Wall clock, not CPU time: a
 regression CPU time cannot see (a lock, a sleep, a GPU kernel) is a regression, and CPU seconds
 per token mix prefill and the server's own overhead into decode (the `decode-slowdown` fault's
 5% of decode cost 3–4% of them). CPU time per token stays a guardrail beside it.

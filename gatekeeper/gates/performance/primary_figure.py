@@ -1,26 +1,27 @@
-"""Which figure the primary test decides on, fixed before the first measured pair.
+"""Which figure the primary test decides on: the policy's `primary_figure`, named before anything
+is measured and stated in the report.
 
 Two figures, both per output token at concurrency 1 (`perf/figures.py`):
-- **decode** (`decode_s_per_token`): the time after the first streamed chunk. The decode figure
-  the materiality speaks of — but only where the stream arrives a chunk per decode step;
+- **decode** (`decode_s_per_token`, the default): the time after the first streamed chunk — the
+  decode figure the materiality speaks of, where the first chunk marks the end of prefill;
 - **request** (`e2e_s_per_token`): the whole request's time, prefill included. It needs only the
-  send and the last byte, so a server that delivers its stream in bursts cannot move it.
+  send and the last byte.
 
-The policy's `primary_figure` names one, or "auto": decode, unless the first round's warm-up
-saw bursts (`BURSTS` of either side's chunk gaps: several chunks arriving together after a
-stall) — then the split between first token and decode is the delivery's, not the engine's.
-vLLM's CPU build burst in 2–4% of its gaps on this VM and the bundled engine in none; the 4
-warm-up answers per side can miss a server that bursts rarely, so a policy for vLLM names
-"request" (docs/vllm.md). The choice is made on unmeasured requests and stated in the report.
+vLLM's CPU build splits a request's time between its first chunk and the rest differently from
+request to request (client TTFT and decode time correlated −0.81 over 240 requests of two
+0.31.0 launches on this VM): its decode figure spread by sd 0.28–0.77 in log ratio per block
+pair, its request figure by 0.11–0.22, and a same-build run on the decode figure stayed
+undecided after 12 rounds where the request figure PASSed in 3–9. A policy for vLLM names
+"request" (docs/vllm.md); its materiality is then one of request time (a decode regression shows
+diluted by prefill's share: about half of vLLM's request time here, a fifth of the bundled
+engine's). Chunk timing cannot choose for the user: the bundled engine's chunks arrive in bursts
+(gaps under a tenth of their request's median) as often as vLLM's, 4–10% of its gaps against
+2–6%, yet its decode figure spreads by only 8–11%.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from gatekeeper.gates.performance.measure import WarmUp
-
-BURSTS = 0.01  # a warm-up burst share from which "auto" takes the request figure
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,6 @@ REQUEST = Figure("e2e_s_per_token", "request seconds per output token")
 FIGURES = {"decode": DECODE, "request": REQUEST}
 
 
-def choose(setting: str, warm: WarmUp) -> tuple[Figure, str]:
-    """The figure for `setting` ("auto", "decode" or "request") after the first warm-up, and why."""
-    if setting != "auto":
-        return FIGURES[setting], "named by the policy (primary_figure)"
-    seen = {side: share for side, share in warm.bursts.items() if share is not None}
-    shown = ", ".join(f"{side} {share:.1%}" for side, share in seen.items()) or "no stream to look at"
-    if any(share >= BURSTS for share in seen.values()):
-        return REQUEST, (f"the warm-up's streams arrived in bursts ({shown} of chunk gaps under a tenth of their "
-                         f"request's median): the time after the first chunk is the delivery's, not the engine's")
-    return DECODE, f"the warm-up's streams arrived a chunk at a time (bursts: {shown})"
+def named(setting: str) -> Figure:
+    """The figure the policy's `primary_figure` names ("decode" or "request")."""
+    return FIGURES[setting]

@@ -62,11 +62,12 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
                 ctx.run.retire(role)
             targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=candidate_first))
         warm = warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
-        if figure is None:  # fixed on the first warm-up, before any measured pair
-            figure, why = primary_figure.choose(s.primary_figure, warm)
+        if figure is None:
+            figure = primary_figure.named(s.primary_figure)
             key = f"c{PRIMARY_LEVEL}.{figure.metric}"
             test = primary.design(s, taus.get(key, s.launch_spread))
-            ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} ({why}), decided "
+            ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} (the policy's "
+                             f"primary_figure: {s.primary_figure}), decided "
                              f"at {s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side "
                              f"each, {s.rounds[0]}–{s.rounds[1]} rounds); other levels' pairs split over the first "
                              f"{guard_rounds}, a share more in each further round; {tau_note}")

@@ -12,7 +12,7 @@ from gatekeeper.perf.workload import Workload
 
 BASELINES = ("auto", "reference", "candidate-without-faults")
 ENGINE_DEVICES = ("auto", "cpu", "accelerator")
-PRIMARY_FIGURES = ("auto", "decode", "request")  # `primary_figure.py`
+PRIMARY_FIGURES = ("decode", "request")  # `primary_figure.py`
 PRIMARY_LEVEL = 1  # the primary decode figure's concurrency (`primary.py`)
 PRIMARY_METRICS = ("decode_s_per_token", "e2e_s_per_token")  # the figures it may decide on
 
@@ -58,10 +58,9 @@ class PerformanceSettings:
       warm-up and `round_pairs` (16) block pairs at concurrency 1 — that FAILs at a regression of
       the materiality with `primary_power` (0.95) and at none with `primary_alpha` (0.05),
       deciding no sooner than `rounds[0]` (3) rounds and holding undecided after `rounds[1]` (12).
-      `primary_figure` ("auto"): "decode" (seconds per output token after the first chunk),
-      "request" (the whole request's seconds per output token, for a server that delivers its
-      stream in bursts: vLLM's) or "auto": decode unless the first warm-up's streams burst
-      (`primary_figure.py`).
+      `primary_figure` ("decode"): seconds per output token after the first chunk, or "request":
+      the whole request's seconds per output token, for a server whose first chunk does not mark
+      the end of prefill (vLLM's CPU build: `primary_figure.py`, docs/vllm.md).
     - `launches` (2): the rounds the other levels' pairs are split over (the guardrails: their
       figures at their budgets); each further round the primary needs measures one more share;
       `launch_spread` (0.025): τ, how far two launches of one build
@@ -94,7 +93,7 @@ class PerformanceSettings:
     tpot_budget: float = setting(0.15, minimum=0, exclusiveMaximum=1)
     cpu_budget: float = setting(0.05, minimum=0, exclusiveMaximum=1)
     engine_device: str = "auto"
-    primary_figure: str = "auto"
+    primary_figure: str = "decode"
     ttft_budget: float = setting(0.25, minimum=0, exclusiveMaximum=1)
     alpha: float = setting(0.01, exclusiveMinimum=0, exclusiveMaximum=0.5)
     materiality: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)

@@ -1,37 +1,29 @@
-"""The primary figure is fixed on the first warm-up: decode where the stream came a chunk at a
-time, request time where it burst, or what the policy names; and the warm-up's quiet check."""
+"""The primary figure is the one the policy names (decode by default), and the warm-up's quiet
+check says when the sides must settle."""
 
 from __future__ import annotations
 
+import pytest
+
+from gatekeeper.config.settings import SettingError
 from gatekeeper.gates.performance.measure import WarmUp
-from gatekeeper.gates.performance.primary_figure import BURSTS, DECODE, REQUEST, choose
+from gatekeeper.gates.performance.primary_figure import DECODE, REQUEST, named
+from gatekeeper.gates.performance.settings import PerformanceSettings
 
 
-def test_auto_takes_decode_for_steady_streams() -> None:
-    figure, why = choose("auto", WarmUp({}, {"baseline": 0.0, "candidate": BURSTS / 2}))
-    assert figure is DECODE
-    assert "a chunk at a time" in why
+def test_decode_by_default_and_request_where_the_policy_names_it() -> None:
+    assert named(PerformanceSettings().primary_figure) is DECODE
+    assert named(PerformanceSettings(primary_figure="request").primary_figure) is REQUEST
 
 
-def test_auto_takes_request_time_when_either_side_bursts() -> None:
-    figure, why = choose("auto", WarmUp({}, {"baseline": 0.0, "candidate": 0.034}))
-    assert figure is REQUEST
-    assert "candidate 3.4%" in why
-
-
-def test_without_a_stream_to_look_at_auto_keeps_decode() -> None:
-    figure, why = choose("auto", WarmUp({}, {"baseline": None, "candidate": None}))
-    assert figure is DECODE and "no stream to look at" in why
-
-
-def test_the_policy_names_the_figure() -> None:
-    bursty = WarmUp({}, {"baseline": 0.5, "candidate": 0.5})
-    assert choose("decode", bursty)[0] is DECODE
-    assert choose("request", WarmUp({}, {"baseline": 0.0, "candidate": 0.0}))[0] is REQUEST
+def test_an_unknown_figure_is_refused_with_its_key() -> None:
+    with pytest.raises(SettingError, match="must be one of decode, request") as refused:
+        PerformanceSettings(primary_figure="auto")
+    assert refused.value.key == "primary_figure"
 
 
 def test_a_side_busy_after_answering_makes_the_sides_settle() -> None:
-    assert not WarmUp({"baseline": 0.002, "candidate": None}, {}).settle
-    warm = WarmUp({"baseline": 0.002, "candidate": 0.98}, {})
+    assert not WarmUp({"baseline": 0.002, "candidate": None}).settle
+    warm = WarmUp({"baseline": 0.002, "candidate": 0.98})
     assert warm.settle
     assert "the candidate kept 0.98 cores busy" in warm.why() and "baseline" not in warm.why()
