@@ -64,7 +64,7 @@ class Runner:
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
-        self._launched = threading.Lock()  # two launches may come up at once (a performance round's sides)
+        self._launched = threading.Lock()  # a performance round's two launches come up at once
         self._retries: tuple[RetryCount, ...] = ()  # the current gate's requests and retries per target
         self._log_marks: dict[str, int] = {}  # each target's log length when the current gate began
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
@@ -194,9 +194,7 @@ class Runner:
 
     def _reused_timings(self, gates: list[GateResult]) -> tuple[RequestTiming, ...]:
         """The requests the reused gates made in the interrupted run."""
-        if self.resume is None:
-            return ()
-        return tuple(t for g in gates if g.reused for t in self.resume.timings.get(g.id, ()))
+        return () if self.resume is None else tuple(t for g in gates if g.reused for t in self.resume.timings.get(g.id, ()))
 
     def _run_gates(self, endpoints: dict[str, TapedEndpoint], runtimes: dict[str, TargetRuntime],
                    capabilities: ProbedCapabilities, records: RecordWriter) -> tuple[list[GateResult], StartupFindings]:
@@ -268,13 +266,12 @@ class Runner:
         return None
 
     def _launch(self, role: str, spec: TargetSpec) -> Endpoint:
-        """Start one more target for a gate (gate 5's replica, the performance baseline); it is
-        stopped when the gate ends. A target that does not come up is an EndpointError (the gate's
-        ERROR). Two threads may launch at once: only the start itself runs side by side."""
+        """Start one more target for a gate (gate 5's replica, the performance baseline), stopped
+        when the gate ends; one that does not come up is an EndpointError (the gate's ERROR). Two
+        threads may launch at once: only the start itself runs side by side."""
         self.progress(f"starting {role}: {spec.describe()}")
-        target = make_target(role, spec)
         with self._launched:
-            self.targets[role] = target
+            self.targets[role] = target = make_target(role, spec)
         s = target.start(str(self.run_dir))
         if not s.ready:
             raise EndpointError("connect", s.base_url or role, f"the {role} did not start: {s.error}")
@@ -289,8 +286,7 @@ class Runner:
         return ep
 
     def _retire(self, role: str) -> None:
-        """Stop one target a gate started (`_launch`) before the gate ends (the performance gate's
-        earlier launch rounds: idle processes hold memory and wake up)."""
+        """Stop a target a gate started (`_launch`) before the gate ends (an earlier launch round's)."""
         if role in ROLES or role not in self.targets:
             return
         self.targets.pop(role).stop()
@@ -300,8 +296,7 @@ class Runner:
 
     def _process_group(self, role: str) -> int | None:
         """The process group of the target `role`, where this run launched it (for CPU time)."""
-        target = self.targets.get(role)
-        return target.process_group() if target is not None else None
+        return target.process_group() if (target := self.targets.get(role)) is not None else None
 
     def _stop_extra(self) -> None:
         """Stop the targets gates started (`_launch`): they must not load the machine, or hold its
