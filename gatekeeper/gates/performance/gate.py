@@ -57,7 +57,7 @@ class PerformanceGate(Gate):
     judged concurrency; the baseline's blocks against each other are the noise floor. Where the gate
     launches both sides itself it measures in launch rounds (`primary.py`): each round a fresh
     launch per side, until the primary decode figure's sequential test decides at the policy's
-    materiality; the other levels are measured in the first `launches` rounds. The spread between
+    materiality; the other levels get a share of their pairs in every round. The spread between
     two launches of one build (`launch_spread`, τ) is in every standard error: a slower process is
     not a slower build. τ is this machine's where `gatekeeper perf calibrate` measured it (A/A
     launch pairs in the performance history), else the policy's `launch_spread`, assumed — the
