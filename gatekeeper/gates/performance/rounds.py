@@ -4,7 +4,8 @@ Each round is a fresh launch per side (the first round's are the gate's first la
 launch order alternates), a warm-up, `round_pairs` block pairs at concurrency 1 for the primary
 figure, and the other levels' shares of their pairs (the guardrails): a level's pairs split over
 the first `launches` rounds and one more share in each round after (vLLM 0.31.0 against itself:
-c8 guardrails undecided at 12 pairs over 2 launches in 2 of 3 runs while the primary PASSed). After each round the primary figure's sequential test (`primary.py`,
+c8 guardrails undecided at 12 pairs over 2 launches in 2 of 3 runs while the primary PASSed).
+After each round the primary figure's sequential test (`primary.py`,
 `perf/sequential.py`) says whether to go on. The previous round's processes are stopped before
 the next launch: idle engines hold memory and wake up.
 """
