@@ -80,14 +80,19 @@ class WarmUp:
     after: dict[str, float | None]
 
     @property
+    def busy(self) -> dict[str, float]:
+        """The sides that were not quiet after answering, with the cores they kept busy."""
+        return {side: c for side, c in self.after.items() if c is not None and c >= QUIET_CORES}
+
+    @property
     def settle(self) -> bool:
         """Whether a side was not quiet after answering: the sides then take turns block by block."""
-        return any(c is not None and c >= QUIET_CORES for c in self.after.values())
+        return bool(self.busy)
 
     def why(self) -> str:
         """The note for a run that settles, e.g. "the candidate kept 0.98 cores busy in the 0.2 s after its last
         warm-up answer"."""
-        busy = [f"the {side} kept {c:.2f} cores busy" for side, c in self.after.items() if c is not None and c >= QUIET_CORES]
+        busy = [f"the {side} kept {c:.2f} cores busy" for side, c in self.busy.items()]
         return (f"{' and '.join(busy)} in the {AFTER_S:g} s after its last warm-up answer (a server that polls for work): "
                 "the sides take turns block by block, each block sent when the other side has gone quiet")
 

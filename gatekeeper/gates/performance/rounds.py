@@ -1,7 +1,7 @@
 """Launch rounds: the measurement where the performance gate launches both sides itself.
 
-Each round is a fresh launch per side (the first round's are the gate's first launches; the
-launch order alternates), a warm-up, `round_pairs` block pairs at concurrency 1 for the primary
+Each round is a fresh launch per side, both coming up at once (the first round's are the gate's
+first launches; which is started first alternates), a warm-up, `round_pairs` block pairs at concurrency 1 for the primary
 figure, and the other levels' shares of their pairs (the guardrails): a level's pairs split over
 the first `launches` rounds and one more share in each round after (vLLM 0.31.0 against itself:
 c8 guardrails undecided at 12 pairs over 2 launches in 2 of 3 runs while the primary PASSed).
@@ -51,10 +51,15 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
     blocks = next((lv for lv in levels if lv.level == PRIMARY_LEVEL), None) or LevelBlocks(PRIMARY_LEVEL)
     others = [lv for lv in levels if lv is not blocks]
     guard_rounds = min(s.launches, s.rounds[0])  # rounds a guardrail level's pairs are split over (always run)
-    figure: Figure | None = None
-    key = ""
+    figure = primary_figure.named(s.primary_figure)
+    key = f"c{PRIMARY_LEVEL}.{figure.metric}"
+    test = primary.design(s, taus.get(key, s.launch_spread))
+    ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} (the policy's "
+                     f"primary_figure: {s.primary_figure}), decided at {s.materiality:.0%} in launch rounds of "
+                     f"{s.round_pairs} pairs (one fresh launch per side each, {s.rounds[0]}–{s.rounds[1]} rounds); other "
+                     f"levels' pairs split over the first {guard_rounds}, a share more in each further round; {tau_note}")
     made: list[Round] = []
-    settled: list[int] = []  # the rounds taken block by block (a side was not quiet after answering)
+    settle_noted = False  # the first round taken block by block says why in the notes
     state: State | None = None
     k = 0
     while state is None or state.outcome is Outcome.CONTINUE:
@@ -64,19 +69,9 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
                 ctx.run.retire(role)
             targets = load_targets(ctx, choice, *sides(ctx, choice, k + 1, candidate_first=candidate_first))
         warm = warm_up(targets, workload.requests(s.warmup_requests, ctx.run.seed + 1))
-        if figure is None:
-            figure = primary_figure.named(s.primary_figure)
-            key = f"c{PRIMARY_LEVEL}.{figure.metric}"
-            test = primary.design(s, taus.get(key, s.launch_spread))
-            ctx.notes.append(f"performance: primary figure {figure.name} at concurrency {PRIMARY_LEVEL} (the policy's "
-                             f"primary_figure: {s.primary_figure}), decided "
-                             f"at {s.materiality:.0%} in launch rounds of {s.round_pairs} pairs (one fresh launch per side "
-                             f"each, {s.rounds[0]}–{s.rounds[1]} rounds); other levels' pairs split over the first "
-                             f"{guard_rounds}, a share more in each further round; {tau_note}")
-        if warm.settle:
-            settled.append(k + 1)
-            if len(settled) == 1:
-                ctx.notes.append(f"performance: round {k + 1}: {warm.why()}")
+        if warm.settle and not settle_noted:
+            ctx.notes.append(f"performance: round {k + 1}: {warm.why()}")
+            settle_noted = True
         first = len(blocks.figures["baseline"])
         blocks.extend(measure_level(targets, PRIMARY_LEVEL, s.round_pairs, s.requests_per_block(PRIMARY_LEVEL),
                                     workload, ctx.run.seed, s.slo(), ctx.progress, first=first, settle=warm.settle))
@@ -94,7 +89,6 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
         ctx.progress(f"performance: round {k}: candidate/baseline {state.ratio:.3f}, log-likelihood ratio "
                      f"{state.llr:+.2f} ({state.outcome.value})")
     launches = {lv.level: k for lv in levels}
-    assert figure is not None  # the loop runs at least once
     return Rounds(figure, state, made, blocks, [blocks, *others], launches, targets, key in taus)
 
 

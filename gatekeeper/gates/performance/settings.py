@@ -6,15 +6,16 @@ from dataclasses import dataclass
 
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS, MAX_REQUESTS, check_ranges,
                                         require, setting)
+from gatekeeper.gates.performance.primary_figure import FIGURES
 from gatekeeper.perf.compare import Budget
 from gatekeeper.perf.figures import Slo
 from gatekeeper.perf.workload import Workload
 
 BASELINES = ("auto", "reference", "candidate-without-faults")
 ENGINE_DEVICES = ("auto", "cpu", "accelerator")
-PRIMARY_FIGURES = ("decode", "request")  # `primary_figure.py`
+PRIMARY_FIGURES = tuple(FIGURES)  # the policy's names for them
 PRIMARY_LEVEL = 1  # the primary decode figure's concurrency (`primary.py`)
-PRIMARY_METRICS = ("decode_s_per_token", "e2e_s_per_token")  # the figures it may decide on
+PRIMARY_METRICS = tuple(f.metric for f in FIGURES.values())  # the figures it may decide on
 
 
 @dataclass(frozen=True)
