@@ -22,8 +22,10 @@ _REPORTED = (("e2e_p50_s", "Latency", "E2E p50"), ("e2e_p95_s", "Latency", "E2E 
 _LATENCY = re.compile(r"_p\d+_s$")  # a latency percentile in seconds (not "…_per_s")
 _LABELS = {"output_tokens_per_s": ("Throughput", "output tokens/s"), "tpot_p50_s": ("Latency", "TPOT p50"),
            "cpu_s_per_token": ("Compute", "server CPU time per output token"), "ttft_p95_s": ("Latency", "TTFT p95"),
-           "decode_s_per_token": ("Latency", "decode time per output token (the primary figure, in launch rounds)")}
-_UNITS = {"cpu_s_per_token": "s", "decode_s_per_token": "s", "output_tokens_per_s": "tok/s", "requests_per_s": "req/s"}
+           "decode_s_per_token": ("Latency", "decode time per output token (the primary figure, in launch rounds)"),
+           "e2e_s_per_token": ("Latency", "request time per output token")}
+_UNITS = {"cpu_s_per_token": "s", "decode_s_per_token": "s", "e2e_s_per_token": "s", "output_tokens_per_s": "tok/s",
+          "requests_per_s": "req/s"}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-import numpy as np
 
 from gatekeeper.config.run_config import find_file
 from gatekeeper.evidence import Interval, Intervals, Series, Table
@@ -24,8 +23,9 @@ from gatekeeper.gates.performance.errors_check import judge_errors
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep, sweep_curve
 from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
+from gatekeeper.gates.performance.measurement_check import measurement_check
 from gatekeeper.gates.performance import primary
-from gatekeeper.gates.performance.settings import PRIMARY_METRICS, PerformanceSettings
+from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRICS, PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.perf.calibration import machine_load
 from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
@@ -33,7 +33,6 @@ from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.stats.holm import holm
 from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
-from gatekeeper.perf.quiet import MOST_S
 from gatekeeper.perf.workload import Workload
 from gatekeeper.results import Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
@@ -151,7 +150,7 @@ class PerformanceGate(Gate):
                                             s.requests_per_block(blocks.level), workload, ctx.run.seed, s.slo(),
                                             ctx.progress, settle=warm.settle))
             counts, judged_levels = {lv.level: 1 for lv in levels}, levels
-        valid, why = self._measurement(ctx, s, judged_levels, choice.why, workload)
+        valid, why = measurement_check(ctx, judged_levels, choice.why, workload)
         if rounds is not None:
             primary.write(ctx, s, rounds.figure, rounds.state, rounds.made, rounds.blocks,
                           "calibrated" if rounds.tau_calibrated else "assumed", None if valid else why)
@@ -160,7 +159,9 @@ class PerformanceGate(Gate):
             ctx.notes.append("performance: CPU seconds per output token "
                              + ("can block (a CPU engine" if device.on_cpu else "advisory (an accelerator engine: its CPU "
                                 "time is host overhead") + f"; {device.why})")
-        judged = judge(levels, s, counts, taus, host_only=device is not None and not device.on_cpu)
+        # the primary's own figure at its level is decided by the rounds at the materiality, not again at a budget
+        decided = frozenset({f"c{PRIMARY_LEVEL}.{rounds.figure.metric}"} if rounds is not None else ())
+        judged = judge(levels, s, counts, taus, decided, host_only=device is not None and not device.on_cpu)
         for lv in levels:
             for c, p_adj in (j for j in judged if j[0].level == f"c{lv.level}"):
                 self._comparison(ctx, s, c, p_adj, valid, why, lv)
@@ -173,57 +174,6 @@ class PerformanceGate(Gate):
                           {**{m: False for m in PRIMARY_METRICS}, **{b.metric: b.higher_is_better for b in s.budgets()}})
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in judged_levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in judged_levels)}")
-
-    def _measurement(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks], baseline: str,
-                     workload: Workload) -> tuple[bool, str]:
-        """`performance.measurement`: whether the figures describe the servers. Returns (valid, why not)."""
-        blocks = [f for lv in levels for side in SIDES for f in lv.figures[side]]
-        late = max((f.get("lateness_p99_s") or 0.0) for f in blocks)
-        late_pairs = sum(lv.late_pairs() for lv in levels)
-        pairs = sum(len(lv.figures["baseline"]) for lv in levels)
-        # A failure is a request that got no answer (an HTTP error, a timeout, a broken stream). An answer
-        # without tokens is an answer: the model ended it at once (a server that does not honour
-        # ignore_eos, as llama-cpp-python's does not); the figures count tokens, so it weighs on both sides.
-        rows = {side: [r for lv in levels for res in lv.results[side] for r in res.measured] for side in SIDES}
-        base_errors = sum(1 for r in rows["baseline"] if r.error)
-        empty = {side: sum(1 for r in rows[side] if not r.error and not r.output_tokens) for side in SIDES}
-        per_side = {side: int(sum((f.get("requests") or 0.0) for lv in levels for f in lv.figures[side])) for side in SIDES}
-        metrics = {"baseline": baseline, "lateness_p99_s": late, "baseline_failed_requests": base_errors,
-                   "empty_answers": empty,
-                   "figures": {f"c{lv.level}": {side: _means(lv.figures[side]) for side in SIDES} for lv in levels},
-                   "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
-                   "source": workload.source, "input_sizing": workload.calibration,
-                   "levels": [lv.level for lv in levels],
-                   "pairs": {f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}}
-        waits = [w for lv in levels for w in lv.waits]
-        settled = ""
-        if waits:
-            loud = sum(1 for w in waits if not w.quiet)
-            median = float(np.median([w.seconds for w in waits]))
-            metrics["quiet_waits"] = {"blocks": len(waits), "median_s": median,
-                                      "total_s": sum(w.seconds for w in waits), "not_quiet": loud}
-            settled = (f"; taken block by block, {len(waits)} blocks sent when the other side had gone quiet (median "
-                       f"wait {median:.2f} s"
-                       + (f", {loud} sent after {MOST_S:g} s with the other side still busy" if loud else "") + ")")
-        if base_errors:
-            ctx.check(checks.MEASUREMENT, Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
-                      "figures are not a baseline", metrics)
-            return False, "the baseline failed requests under load"
-        metrics["client_paced_pairs"] = late_pairs
-        if late_pairs * 2 > pairs:
-            ctx.check(checks.MEASUREMENT, Status.WARN, f"the load generator fell behind its schedule in {late_pairs} of "
-                      f"{pairs} block pairs (p99 lateness up to {late * 1000:.1f} ms, more than a tenth of a request): "
-                      "the client, not the server, set the pace", metrics)
-            return False, "the client was the bottleneck"
-        ctx.check(checks.MEASUREMENT, Status.PASS, f"{per_side['candidate']} requests per side in counterbalanced pairs, one "
-                  f"target at a time; baseline: {baseline}"
-                  + (f"; {late_pairs} pair(s) the client paced left out" if late_pairs else "") + settled
-                  + ("" if workload.ignore_eos else
-                                                               "; output lengths not controlled (no ignore_eos)")
-                  + (f"; answers without a token (the model ended them at once: ignore_eos not honoured): baseline "
-                     f"{empty['baseline']}, candidate {empty['candidate']}" if any(empty.values()) else ""),
-                  metrics, judgement=Judgement.EXACT)
-        return True, ""
 
     def _comparison(self, ctx: GateContext, s: PerformanceSettings, c: Comparison, p_adj: float | None, valid: bool,
                     why: str, lv: LevelBlocks) -> None:
@@ -333,7 +283,7 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int | Map
     (calibrated: `gatekeeper perf calibrate`) or the policy's `launch_spread`, for `launches`
     launches per side (one count for every level, or per level). A metric no block measured (CPU
     time where a side is not launched here) is not compared at all, nor one in `exclude`
-    ("c1.cpu_s_per_token": the primary figure, decided on its own). `host_only`: the engine runs
+    (the primary figure at its level where launch rounds decide it). `host_only`: the engine runs
     on an accelerator, so CPU time is judged in the advisory "host-overhead" family
     (`device.py`). A comparison FAILs when its p is below `alpha` and it is material
     (`Comparison.material`)."""
@@ -374,16 +324,6 @@ def _quantile_series(lv: LevelBlocks, metric: str) -> Series:
         ys[side] = tuple(percentile(values, q) or 0.0 for q in CDF_POINTS) if values else tuple(0.0 for _ in CDF_POINTS)
     return Series(f"{base.upper()} distribution at concurrency {lv.level} (percentiles)", CDF_POINTS, ys, "percentile",
                   "seconds")
-
-
-def _means(blocks: list[dict[str, float | None]]) -> dict[str, float]:
-    """Each figure's mean over a side's blocks (the figures the report shows beside the judged ones)."""
-    values: dict[str, list[float]] = {}
-    for block in blocks:
-        for k, v in block.items():
-            if v is not None:
-                values.setdefault(k, []).append(v)
-    return {k: float(np.mean(v)) for k, v in sorted(values.items())}
 
 
 def _lvl(point) -> str:

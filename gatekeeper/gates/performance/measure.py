@@ -42,6 +42,20 @@ def client_bound(figures: dict[str, float | None]) -> bool:
     return late > max(CLIENT_LATE_S, CLIENT_LATE_SHARE * (figures.get("e2e_p50_s") or 0.0))
 
 
+NOT_QUIET = "not_quiet"  # a block figure: 1.0 when the block was sent with the other side still busy
+
+
+def unquiet(figures: dict[str, float | None]) -> bool:
+    """A block sent after the wait for quiet gave up (`perf/quiet.py`: the other side kept a
+    core busy for `MOST_S`): it shared the cores with the other side, so its pair is left out."""
+    return bool(figures.get(NOT_QUIET))
+
+
+def left_out(figures: dict[str, float | None]) -> bool:
+    """A block whose pair is not compared: the client paced it, or it ran beside a busy other side."""
+    return client_bound(figures) or unquiet(figures)
+
+
 @dataclass
 class LevelBlocks:
     """One level's blocks: per side, the figures of each block in pair order, and the raw
@@ -60,8 +74,8 @@ class LevelBlocks:
         self.waits += more.waits
 
     def series(self, side: str, metric: str) -> list[float | None]:
-        """One figure over a side's blocks, in pair order; None for a block the client paced."""
-        return [None if client_bound(f) else f.get(metric) for f in self.figures[side]]
+        """One figure over a side's blocks, in pair order; None for a block left out (`left_out`)."""
+        return [None if left_out(f) else f.get(metric) for f in self.figures[side]]
 
     def measured(self, metric: str) -> bool:
         """Whether any block of either side has the figure (CPU time only where both run here)."""
@@ -70,6 +84,11 @@ class LevelBlocks:
     def late_pairs(self) -> int:
         """Pairs with a block the client paced (left out of the comparison)."""
         return sum(1 for a, b in zip(self.figures["baseline"], self.figures["candidate"]) if client_bound(a) or client_bound(b))
+
+    def unquiet_pairs(self) -> int:
+        """Pairs with a block sent beside a busy other side (left out of the comparison)."""
+        return sum(1 for a, b in zip(self.figures["baseline"], self.figures["candidate"])
+                   if not (client_bound(a) or client_bound(b)) and (unquiet(a) or unquiet(b)))
 
 
 @dataclass(frozen=True)
@@ -117,6 +136,7 @@ def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_bl
     for i in range(first, first + pairs):
         requests = workload.requests(per_block, seed * 7919 + level * 131 + i // 2, variant=i % 2)
         order = SIDES if i % 2 == 0 else SIDES[::-1]
+        loud: set[str] = set()  # the sides whose block was sent beside a busy other side
         if level == 1 and not settle:  # the sides take turns request by request: the pair's halves a request apart
             results = run_alternating(targets, requests, order)
         else:
@@ -124,9 +144,11 @@ def measure_level(targets: dict[str, LoadTarget], level: int, pairs: int, per_bl
             for side in order:
                 if settle:
                     out.waits.append(wait_quiet([t.cpu for other, t in targets.items() if other != side and t.cpu]))
+                    if not out.waits[-1].quiet:
+                        loud.add(side)
                 results[side] = run_load(targets[side], requests, profile)
         for side in SIDES:
             out.results[side].append(results[side])
-            out.figures[side].append(block_figures(results[side], slo))
+            out.figures[side].append(block_figures(results[side], slo) | ({NOT_QUIET: 1.0} if side in loud else {}))
         progress(f"performance: concurrency {level}: pair {i + 1}/{first + pairs}")
     return out

@@ -41,7 +41,8 @@ class PerformanceSettings:
       `traffic`, default gate 5's traffic file), `output_tokens` ([32, 32]), `ignore_eos` (true)
       so output lengths are controlled where the server supports it.
     - budgets (fractions the candidate may be worse by): `throughput_budget` (0.15, output
-      tokens/s), `tpot_budget` (0.15, TPOT p50) — the guardrail family, blocking — and `ttft_budget`
+      tokens/s), `tpot_budget` (0.15, TPOT p50; request seconds per output token with `primary_figure:
+      request`) — the guardrail family, blocking — and `ttft_budget`
       (0.25, TTFT p95) — the tail family, advisory; `alpha` (0.01): the false-FAIL rate of each
       family over its metrics and levels (Holm); `confidence` (0.90, two-sided: the one-sided 95%
       bound of a non-inferiority test, as TOST uses): the interval whose worst end must be within
@@ -143,9 +144,15 @@ class PerformanceSettings:
 
     def budgets(self) -> list[Budget]:
         """The judged metrics with their budgets."""
-        return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget("tpot_p50_s", False, self.tpot_budget),
+        return [Budget("output_tokens_per_s", True, self.throughput_budget), Budget(self.latency_metric(), False, self.tpot_budget),
                 Budget("cpu_s_per_token", False, self.cpu_budget, needs_calibration=True, cpu_time=True),
                 Budget("ttft_p95_s", False, self.ttft_budget, family="tail")]
+
+    def latency_metric(self) -> str:
+        """The latency guardrail's figure: TPOT p50, or request seconds per output token where the
+        policy's primary figure is the request's (a server whose first chunk does not mark the end
+        of prefill scatters TPOT as it scatters the decode figure: `primary_figure.py`)."""
+        return "e2e_s_per_token" if self.primary_figure == "request" else "tpot_p50_s"
 
     def measured_levels(self) -> list[int]:
         """The judged levels and the primary figure's: what a calibration measures."""
@@ -154,7 +161,7 @@ class PerformanceSettings:
     def figures(self, level: int) -> list[str]:
         """The figures judged at `level` (the budgets', and the primary's at its level): what a
         calibration measures τ for."""
-        return [b.metric for b in self.budgets()] + (list(PRIMARY_METRICS) if level == PRIMARY_LEVEL else [])
+        return list(dict.fromkeys([b.metric for b in self.budgets()] + (list(PRIMARY_METRICS) if level == PRIMARY_LEVEL else [])))
 
     def slo(self) -> Slo:
         """The SLOs goodput and the knee use."""

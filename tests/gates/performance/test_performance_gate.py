@@ -331,14 +331,14 @@ def test_an_answer_without_tokens_is_an_answer_not_a_failed_request():
     make them no baseline."""
     from gatekeeper.endpoints.client import Endpoint
     from gatekeeper.gates.interface import GateContext
-    from gatekeeper.gates.performance.gate import PerformanceGate
+    from gatekeeper.gates.performance.measurement_check import measurement_check
     from gatekeeper.perf.workload import Workload
     from gatekeeper.results import Status
 
     def measure(lv: LevelBlocks):
         ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked: the measurement judges recorded blocks
         ctx = GateContext("performance", ep, ep, PerformanceSettings(), lambda c: True, {}, lambda r: None)
-        valid = PerformanceGate()._measurement(ctx, PerformanceSettings(), [lv], "the reference", Workload())
+        valid = measurement_check(ctx, [lv], "the reference", Workload())
         return valid, ctx.checks[-1]
 
     valid, check = measure(_blocks({"baseline": [(32, None), (0, None), (32, None)], "candidate": [(32, None)] * 3}))

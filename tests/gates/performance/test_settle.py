@@ -8,8 +8,17 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
+from gatekeeper.endpoints.client import Endpoint
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.measure import SIDES, measure_level, warm_up
+from gatekeeper.gates.performance.measurement_check import measurement_check
+from gatekeeper.gates.performance.settings import PerformanceSettings
+from gatekeeper.perf.quiet import MOST_S
+from gatekeeper.results import Status
+from gatekeeper.perf.compare import log_ratios
 from gatekeeper.perf.cpu import CpuMeter
 from gatekeeper.perf.figures import Slo
 from gatekeeper.perf.loadgen import LoadTarget
@@ -53,3 +62,30 @@ def test_unsettled_pairs_take_turns_request_by_request() -> None:
     assert blocks.waits == []
     base, cand = blocks.results["baseline"][0], blocks.results["candidate"][0]
     assert cand.records[0].sent_s < base.records[1].sent_s  # request by request: A B, B A, ...
+
+
+def test_blocks_sent_beside_a_side_that_never_went_quiet_are_left_out() -> None:
+    """The candidate's processes include one that spins for ever (a worker that never stops
+    polling): each baseline block is sent after the wait gives up, so its pair shares the cores
+    and is not compared; with most pairs so, the measurement WARNs and nothing is judged."""
+    workload = Workload((8, 16), (6, 6))
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with served() as base, served() as cand:
+            busy = replace(cand, cpu=CpuMeter.of_process(spinner.pid))
+            blocks = measure_level({"baseline": base, "candidate": busy}, 1, 2, 3, workload, 7, Slo(), lambda _: None,
+                                   settle=True)
+    finally:
+        stop(spinner)
+    loud = [w for w in blocks.waits if not w.quiet]
+    assert len(loud) == 2 and all(w.seconds >= MOST_S for w in loud)  # each baseline block waited for the candidate
+    assert blocks.unquiet_pairs() == 2 and blocks.late_pairs() == 0
+    assert blocks.series("baseline", "e2e_s_per_token") == [None, None]
+    assert len(log_ratios(blocks.series("candidate", "e2e_s_per_token"), blocks.series("baseline", "e2e_s_per_token"))) == 0
+    ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked: the check judges recorded blocks
+    ctx = GateContext("performance", ep, ep, PerformanceSettings(), lambda c: True, {}, lambda r: None)
+    valid, why = measurement_check(ctx, [blocks], "the reference", workload)
+    check = ctx.checks[-1]
+    assert (valid, why) == (False, "the other side never went quiet")
+    assert check.id == checks.MEASUREMENT and check.status is Status.WARN, check.reason
+    assert check.metrics["unquiet_pairs"] == 2 and "2 of 2 block pairs" in check.reason
