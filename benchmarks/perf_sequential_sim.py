@@ -1,7 +1,7 @@
 """The primary figure's sequential test over simulated launch rounds: the rows real launches here
 cannot give (a stale calibration, a GPU-like engine) beside the quiet and uncalibrated ones.
 
-    python benchmarks/perf_sequential_sim.py [--runs 400] [--pair-sd 0.10] [--tau 0.01]
+    python benchmarks/perf_sequential_sim.py [--runs 400] [--pair-sd 0.10] [--tau 0.01] [--round-pairs 16] [--rounds 3 12]
 
 Each simulated run goes round by round through the gate's own test (`perf/sequential.py`,
 designed from the default policy: materiality, error rates, `round_pairs`, `rounds`) until it
@@ -81,8 +81,12 @@ def main() -> None:
     ap.add_argument("--pair-sd", type=float, default=0.10)
     ap.add_argument("--tau", type=float, default=0.01)
     ap.add_argument("--tau-bound", type=float, default=0.02, help="the calibrated τ the gate uses (90%% upper bound)")
+    ap.add_argument("--round-pairs", type=int, default=None, help="the policy's round_pairs (default: the default policy's)")
+    ap.add_argument("--rounds", type=int, nargs=2, default=None, metavar=("FEWEST", "MOST"),
+                    help="the policy's rounds (default: the default policy's)")
     a = ap.parse_args()
-    s = PerformanceSettings()
+    s = PerformanceSettings(**({"round_pairs": a.round_pairs} if a.round_pairs else {}),
+                            **({"rounds": list(a.rounds)} if a.rounds else {}))
     quiet = Machine(a.tau, a.pair_sd, a.tau_bound)
     uncalibrated = Machine(a.tau, a.pair_sd, s.launch_spread)
     busy_stale = Machine(0.025, a.pair_sd * 1.3, a.tau_bound)

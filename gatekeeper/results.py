@@ -12,6 +12,7 @@ from typing import Any
 
 from gatekeeper import exit_codes
 from gatekeeper.capabilities import Capabilities
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.evidence import Evidence
 
 
@@ -66,6 +67,7 @@ class CheckResult:
     judgement: Judgement = Judgement.EXACT
     undecided: bool = False  # asked, but the evidence did not answer it: not judged, HOLDs when blocking
     finished_at: str = ""  # when it was recorded (ISO 8601, UTC); "" in records older than this field
+    detection_limit: DetectionLimit | None = None  # what a PASS would have caught (`detection.py`)
 
 
 @dataclass(frozen=True)

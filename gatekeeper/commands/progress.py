@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from gatekeeper.redact import NONE, Redactor
-from gatekeeper.report.data import coverage_text
+from gatekeeper.report.data import coverage_text, limits_text
 from gatekeeper.report.registry import listed_filenames
 from gatekeeper.results import GateResult, RunResult, Status, Verdict
 
@@ -42,6 +42,11 @@ class Progress:
             self.console.print(f"  - {self.redact(reason)}", markup=False)
         if len(result.reasons) > 10:
             self.console.print(f"  … and {len(result.reasons) - 10} more", markup=False)
+        limits = limits_text(result)
+        if limits:
+            self.console.print("what the blocking PASSes would have caught (the weakest first):", markup=False)
+            for line in limits:
+                self.console.print(f"  - {line}", markup=False)
         reused = [g.id for g in result.gates if g.reused]
         if result.rejudged_from:
             self.console.print(f"re-judged the answers run {result.rejudged_from} recorded; no server was asked"

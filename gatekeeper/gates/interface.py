@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
-import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,9 +28,9 @@ from typing import Any, ClassVar
 from gatekeeper.capabilities import Capabilities
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.settings import NoSettings
+from gatekeeper.detection import DetectionLimit, Items, rule
 from gatekeeper.errors import EndpointError, gist
 from gatekeeper.golden.golden_set import GoldenSet
-from gatekeeper.endpoints.probe import probe
 from gatekeeper.evidence import Evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
@@ -54,43 +53,6 @@ class TargetRuntime:
     has_log: bool = True  # False: a URL target that names no log_file / log_command
     log_error: str | None = None  # why its log could not be read
     assumed: dict[str, str] = field(default_factory=dict)  # the path gatekeeper judges it by (declared, engine options)
-
-
-class ProbedCapabilities(Mapping[str, Capabilities]):
-    """Capabilities by role, probed on first use and kept for the rest of the run.
-
-    Gate 1 asks for them after its canary, so the canary is the first request a target sees;
-    when gate 1 is not selected, the first gate that reads them triggers the probe. A target
-    that did not start has `Capabilities.unavailable`."""
-
-    def __init__(self, endpoints: Mapping[str, Endpoint], ready: Mapping[str, bool],
-                 progress: Callable[[str], None] = lambda msg: None) -> None:
-        self._endpoints, self._ready, self._progress = dict(endpoints), dict(ready), progress
-        self._known: dict[str, Capabilities] = {}
-        self._lock = threading.Lock()
-
-    def __getitem__(self, role: str) -> Capabilities:
-        with self._lock:
-            if role not in self._known:
-                if role not in self._endpoints:
-                    raise KeyError(role)
-                if not self._ready.get(role, False):
-                    self._known[role] = Capabilities.unavailable("target did not start")
-                else:
-                    self._progress(f"probing {role} capabilities")
-                    self._known[role] = probe(self._endpoints[role])
-            return self._known[role]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._endpoints)
-
-    def __len__(self) -> int:
-        return len(self._endpoints)
-
-    def probed(self) -> dict[str, Capabilities]:
-        """The capabilities probed so far (the report shows these; nothing is probed here)."""
-        with self._lock:
-            return dict(self._known)
 
 
 @dataclass
@@ -201,14 +163,22 @@ class GateContext:
         judgement: Judgement | None = None,
         advisory: bool = False,
         undecided: bool = False,
+        judged: Items | None = None,
+        limit: DetectionLimit | None = None,
     ) -> CheckResult:
-        """Record one check `<gate>.<name>` (`name` may be the whole id, as a gate's `checks.py`
-        writes it) with the policy's blocking rule applied (`advisory` makes it non-blocking
-        whatever the policy says); `judgement` says how it decided (the gate's default when None).
-        `undecided`: the check asked its question and the evidence did not answer it (shown as
-        WARN; not judged; a blocking one HOLDs the run). Its duration is the time since `started`
-        or, without it, since the gate's previous check."""
+        """Record one check `<gate>.<name>` (`name` may be the whole id) with the policy's blocking
+        rule applied (`advisory`: non-blocking whatever the policy says); `judgement` how it decided
+        (the gate's default when None); `undecided`: asked, not answered by the evidence (WARN, not
+        judged, HOLDs when blocking). `judged`: the items a count check judged, `limit` what it
+        would have caught (`detection.py`; none judged is undecided, `detection.rule`). Its
+        duration is the time since `started`, else since the gate's previous check."""
         check_id = name if name.startswith(f"{self.gate_id}.") else f"{self.gate_id}.{name}"
+        if judged is not None and limit is None:
+            limit = judged.limit()
+        if status in (Status.PASS, Status.WARN) and not undecided:
+            ruled = rule(status is Status.PASS, reason, judged, limit)
+            if ruled is not None:
+                status, undecided, reason, advisory = Status.WARN, True, ruled.reason, advisory or ruled.advisory
         since_last = self.clock.lap()
         result = CheckResult(
             id=check_id,
@@ -223,6 +193,7 @@ class GateContext:
             judgement=judgement or self.judgement,
             undecided=undecided,
             finished_at=utc_now(),
+            detection_limit=limit,
         )
         self.checks.append(result)
         self.record(result)
@@ -233,13 +204,13 @@ class GateContext:
         return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family)
 
     def refused_by_both(self, name: str, refusal: EndpointError, items: int = 1, family: str | None = None) -> CheckResult:
-        """Record a check whose requests both targets refused alike (a request feature neither
-        serves, e.g. a 400 for a parameter): nothing was judged (WARN, counted as "both fail
-        identically" against coverage), and the gate did nothing wrong (not an ERROR)."""
-        self.not_judged("both fail identically", items)
-        return self.check(name, Status.WARN, f"not judged: both targets refuse {'these requests' if items > 1 else 'this request'} "
-                          f"alike (HTTP {refusal.status}: {(gist(refusal) or refusal.detail)[:300]})",
-                          {"error_kind": refusal.kind, "status_code": refusal.status, "refused_by_both": items}, family=family)
+        """Record a check whose requests both targets refused alike (a feature neither serves, found at
+        request time): as `skip_missing` for a shared gap, an advisory SKIP, its `items` not asked."""
+        self.not_asked(f"both targets refuse the request (HTTP {refusal.status})", items)
+        return self.check(name, Status.SKIP, f"not judged: both targets refuse {'these requests' if items > 1 else 'this request'} "
+                          f"alike (HTTP {refusal.status}: {(gist(refusal) or refusal.detail)[:300]}): a feature neither serves",
+                          {"error_kind": refusal.kind, "status_code": refusal.status, "refused_by_both": items}, family=family,
+                          advisory=True)
 
     def skip(self, name: str, reason: str, family: str | None = None, advisory: bool = False) -> CheckResult:
         """Record a check that was not run, with its reason (SKIP)."""
@@ -252,9 +223,7 @@ class GateContext:
         not the candidate's: an advisory SKIP whose items are not asked (outside coverage, which
         measures the rest)."""
         if missing.shared:
-            self.tally.counted = True
-            key = f"neither target has {missing.feature}"
-            self.tally.not_asked[key] = self.tally.not_asked.get(key, 0) + items
+            self.not_asked(f"neither target has {missing.feature}", items)
             return self.skip(name, missing.reason, family, advisory=True)
         self.not_judged("capability missing", items)
         return self.skip(name, missing.reason, family)
@@ -306,6 +275,12 @@ class GateContext:
         """Count `n` items this gate judged (compared and decided), for its coverage."""
         self.tally.counted = True
         self.tally.judged += n
+
+    def not_asked(self, why: str, n: int) -> None:
+        """Count `n` items outside coverage: a gap both targets share (`why`), not the candidate's."""
+        self.tally.counted = True
+        if n:
+            self.tally.not_asked[why] = self.tally.not_asked.get(why, 0) + n
 
     def not_judged(self, reason: str, n: int = 1) -> None:
         """Count `n` items this gate could not judge, and why (e.g. "reference fails too",

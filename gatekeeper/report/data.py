@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.report.correctness_table import CorrectnessRow, build_table
 from gatekeeper.report.performance import PerformanceSummary, summarize_performance
 from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status
@@ -55,6 +56,20 @@ def coverage_text(coverage: Coverage | None) -> str:
     if coverage.share is None:
         return f"nothing judged (min {coverage.min_share:.0%})"
     return f"{coverage.judged}/{coverage.total} ({coverage.share:.0%}, min {coverage.min_share:.0%})"
+
+
+def limits_text(run: RunResult, most: int = 3) -> list[str]:
+    """What the run's blocking PASSes would have caught: the `most` weakest stated limits (largest
+    share of items a fault could hit unseen), then how many blocking PASSes state none."""
+    passes = [c for g in run.gates for c in g.checks if c.blocking and c.status is Status.PASS and not c.undecided]
+    stated: list[tuple[str, DetectionLimit]] = [(c.id, c.detection_limit) for c in passes if c.detection_limit is not None]
+    stated.sort(key=lambda pair: (pair[1].unit != "share", -pair[1].effect))
+    lines = [f"{check_id}: {limit.text()}" for check_id, limit in stated[:most]]
+    if len(stated) > most:
+        lines.append(f"… {len(stated) - most} more stated in summary.json (detection_limit)")
+    if len(passes) > len(stated):
+        lines.append(f"{len(passes) - len(stated)} of {len(passes)} blocking PASS checks state no detection limit yet")
+    return lines
 
 
 def _count_statuses(checks: Iterable[CheckResult]) -> StatusCounts:

@@ -9,7 +9,8 @@ check is red when it would by itself make the run ROLLBACK or HOLD (`verdict.che
   "undecided");
 - advisory SKIP (a gate not run, a feature neither side has) → <skipped>;
 - PASS passes; a WARN or an advisory undecided check passes with its status and reason in
-  <system-out>;
+  <system-out>; a check with a detection limit (what a PASS would have caught, `detection.py`)
+  carries it as the testcase property `detection_limit`;
 - one more suite, `gatekeeper.verdict`, holds one testcase named after the headline: it fails
   for HOLD and ROLLBACK with the reasons, so the view is red even for a HOLD no single check
   explains (nothing ran).
@@ -69,6 +70,9 @@ def _outcome(check: CheckResult) -> str:
 def _testcase(suite: ET.Element, check: CheckResult) -> str:
     attrs = {"classname": xml_text(f"gatekeeper.{check.gate}"), "name": xml_text(check.id), "time": _seconds(check.duration_s)}
     case = ET.SubElement(suite, "testcase", attrs | ({"timestamp": check.finished_at} if check.finished_at else {}))
+    if check.detection_limit is not None:  # what a PASS would have caught (before the outcome, as JUnit orders it)
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="detection_limit", value=xml_text(check.detection_limit.text()))
     outcome, label = _outcome(check), _label(check)
     message = xml_text(f"{label}: {check.reason}")
     kind = check_verdict(check).value.lower()

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from gatekeeper.gates.shadow import checks as shadow_checks
 from gatekeeper.report.perf_gate_view import performance_gate, seed_table
-from gatekeeper.report.data import ReportData, coverage_text
+from gatekeeper.report.data import ReportData, coverage_text, limits_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.report.viewmodel import provenance
@@ -144,6 +144,10 @@ class MarkdownRenderer(Renderer):
         lines += [f"- {md_cell(r)}" for r in run.reasons[:MAX_LISTED_REASONS]] or ["- none"]
         if len(run.reasons) > MAX_LISTED_REASONS:
             lines.append(f"- …and {len(run.reasons) - MAX_LISTED_REASONS} more (see summary.json)")
+        limits = limits_text(run)
+        if limits:
+            lines += ["", "### What the blocking PASSes would have caught (the weakest first)", ""]
+            lines += [f"- {md_cell(line)}" for line in limits]
         if run.hooks:
             lines += ["", "### Rollback hooks", ""]
             lines += [f"- {'ok' if h.ok else '**failed**'}: {h.kind} `{md_code(h.target)}` ({md_cell(h.detail)})" for h in run.hooks]

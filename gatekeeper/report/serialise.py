@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, RetryCount, Status
 
 
@@ -36,10 +37,25 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
         "finished_at": check.finished_at,
         "judgement": check.judgement.value,
         **({"undecided": True} if check.undecided else {}),
+        **({"detection_limit": limit_json(check.detection_limit)} if check.detection_limit is not None else {}),
     }
     if standalone:
         d["evidence"] = [evidence_json(e) for e in check.evidence]
     return d
+
+
+def limit_json(limit: DetectionLimit) -> dict[str, Any]:
+    """A check's detection limit (`detection.py`)."""
+    return {"effect": limit.effect, "measure": limit.measure, "unit": limit.unit, "power": limit.power,
+            "materiality": limit.materiality, "judged": limit.judged, "text": limit.text()}
+
+
+def limit_of(d: Mapping[str, Any] | None) -> DetectionLimit | None:
+    """`limit_json` read back (None when absent)."""
+    if not d:
+        return None
+    return DetectionLimit(float(d["effect"]), str(d["measure"]), str(d.get("unit", "share")), float(d.get("power", 0.95)),
+                          None if d.get("materiality") is None else float(d["materiality"]), int(d.get("judged", 0)))
 
 
 def counts_json(counts: Mapping[Status, int]) -> dict[str, int]:

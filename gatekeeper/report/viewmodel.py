@@ -47,6 +47,7 @@ class CheckView:
     judgement: str = "exact"
     is_failure: bool = False  # it went against the run: shown in full under "Failures", pointed at in its gate
     badge: str = ""  # the status as its badge reads: "UNDECIDED" for a check the evidence left open
+    limit: str = ""  # its detection limit in words ("would catch ≥ 9.5% of …"), "" when it states none
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,7 @@ def check_view(c: CheckResult) -> CheckView:
         judgement=c.judgement.value,
         is_failure=is_failure(c),
         badge=badge_status(c),
+        limit=c.detection_limit.text() if c.detection_limit is not None else "",
     )
 
 

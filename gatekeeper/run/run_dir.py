@@ -32,6 +32,7 @@ from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import from_json
 from gatekeeper.atomic import write_atomic
 from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
+from gatekeeper.report.serialise import limit_of
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RetryCount, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.tape.digest import digest, files_digest
@@ -221,4 +222,4 @@ def _check(r: dict[str, Any]) -> CheckResult:
     evidence = tuple(from_json(e["kind"], e["title"], e["data"], bool(e.get("key", False))) for e in r.get("evidence", ()))
     return CheckResult(r["id"], r["gate"], Status(r["status"]), r["blocking"], r["reason"], _number(r["metrics"]),
                        evidence, r.get("family"), r.get("duration_s", 0.0), Judgement(r["judgement"]),
-                       bool(r.get("undecided", False)), r.get("finished_at", ""))
+                       bool(r.get("undecided", False)), r.get("finished_at", ""), limit_of(r.get("detection_limit")))

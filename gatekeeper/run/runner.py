@@ -23,7 +23,8 @@ from pathlib import Path
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.interface import Gate, GateContext, ProbedCapabilities, RunInfo, StartupFindings, TargetRuntime, utc_now
+from gatekeeper.gates.interface import Gate, GateContext, RunInfo, StartupFindings, TargetRuntime, utc_now
+from gatekeeper.gates.probed import ProbedCapabilities
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports

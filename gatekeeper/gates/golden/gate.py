@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
+from gatekeeper.detection import Items, exact
 from gatekeeper.evidence import TextPair
 from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.golden.judge import CaseJudgement, judge_case, judge_stream, passes_absolute
@@ -174,7 +175,8 @@ class GoldenGate(Gate):
         cand_ok = passes_absolute(case, cand)
         j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
-        ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family)
+        ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family,
+                  limit=exact("difference from the reference's answer") if j.judged else None)
         _count(ctx, j)
         rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
 
@@ -189,7 +191,8 @@ class GoldenGate(Gate):
                   f"{sum(ref_changed)})" + (f"; only the candidate: {', '.join(only_cand[:10])}" if only_cand else ""))
         ctx.check(checks.CANDIDATE_REPEAT, Status.WARN if only_cand else Status.PASS, reason,
                   {"candidate_changed": sum(changed), "reference_changed": sum(ref_changed), "cases": len(changed),
-                   "only_candidate": only_cand})
+                   "only_candidate": only_cand},
+                  judged=Items(sum(not r for r in ref_changed), "answers the candidate does not repeat where the reference does"))
 
     def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
                  cand: list[Answer], refs: list[list[Answer]], baseline: Baseline | None, conc: int) -> None:
@@ -271,7 +274,8 @@ class GoldenGate(Gate):
         j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish, cuts_shared)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
-                  j.metrics, ev, family=case.family, started=started)
+                  j.metrics, ev, family=case.family, started=started,
+                  limit=exact("difference between the streamed and the non-streamed answer") if j.judged else None)
         _count(ctx, j)
 
 

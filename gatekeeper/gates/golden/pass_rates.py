@@ -116,12 +116,17 @@ class PassRates:
         if cand is None:
             ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()])
             return
+        if ref is None or ref == 0:  # nothing the candidate could fall below
+            ctx.check(PASS_RATE, Status.WARN, f"undecided: the candidate passes {_pct(cand)} of cases, but the reference "
+                      + ("has no judged case" if ref is None else "passes none") + ": no pass rate to compare with",
+                      m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True)
+            return
         allowed = max_drop + m["reference_noise"]
-        if ref is not None and cand < ref - allowed - 1e-9:
+        if cand < ref - allowed - 1e-9:
             status, why = Status.FAIL, (f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)} "
                                         f"(allowed drop {_pct(max_drop)} + reference noise {_pct(m['reference_noise'])})")
         else:
-            why = f"candidate passes {_pct(cand)} of cases" + (f", the reference {_pct(ref)}" if ref is not None else "")
+            why = f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)}"
             status = Status.PASS
         ctx.check(PASS_RATE, status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
@@ -86,8 +87,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         note += f"; lengths not exact ({'estimated' if counter.estimated else 'could not pad exactly'}): {inexact}"
     mm = s.boundary_max_mismatches
     ctx.notes.append(noise.describe("block-boundary sweep", sum(noisy), len(flat), conc, s.noise_floor_concurrency))
-    ctx.judged(len(flat) - sum(noisy))
+    judged = len(flat) - sum(noisy) - ties  # a near tie is noise: neither a difference nor an agreement
+    ctx.judged(judged)
     ctx.not_judged("reference unstable", sum(noisy))
+    ctx.not_judged("near tie", ties)
     ctx.not_judged("both fail identically", asked - len(flat))
     ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
@@ -95,4 +98,4 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               {"lengths": [p.tokens for p, _, _ in flat], "mismatches": len(bad), "block_size": block,
                "exact_lengths": not inexact, "refused_by_both": asked - len(flat)},
               [Table(f"block-boundary sweep (B={block})", ["tokens", "position", "secret", "reference", "candidate", ""], rows)],
-              started=t0)
+              started=t0, judged=Items(judged, "boundary-length answers differing from the reference's", mm + 1))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
@@ -150,7 +151,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid),
         "refused_by_both": sum(r is not None for r in refused)},
-        ev, started=t0)
+        ev, started=t0, judged=Items(judged, "needle cells the candidate misses where the reference answers", limit + 1))
 
 
 def _outcomes(outcomes: dict[int, Outcome]) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 import time
 
+from gatekeeper.detection import Items
 from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
@@ -154,10 +155,13 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     rows, mismatches = [], 0
     shaky_items = unstable(ref, ref2)
     ctx.notes.append(noise.describe("shared prefix", sum(shaky_items), len(items), conc, s.noise_floor_concurrency))
-    ctx.judged(len(items) - sum(shaky_items))
-    ctx.not_judged("reference unstable", sum(shaky_items))
     differ = [i for i, (a, b, shaky) in enumerate(zip(ref, cand, shaky_items)) if text(a) != text(b) and not shaky]
     tie_at = dict(zip(differ, near_ties(ctx, s, [items[i][0] for i in differ], limit)))
+    ties = sum(1 for d in tie_at.values() if d is not None)
+    judged = len(items) - sum(shaky_items) - ties  # a near tie is noise: neither a difference nor an agreement
+    ctx.judged(judged)
+    ctx.not_judged("reference unstable", sum(shaky_items))
+    ctx.not_judged("near tie", ties)
     for i, ((messages, want), a, b, shaky) in enumerate(zip(items, ref, cand, shaky_items)):
         if want is None and text(a) == text(b):
             continue
@@ -175,4 +179,5 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
               {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right,
                "refused_by_both": asked - len(items)},
               [Table("answers (questions on the shared prefix, and any unrelated prompt that differs)",
-                     ["question", "secret", "reference", "candidate", ""], rows)], started=t0)
+                     ["question", "secret", "reference", "candidate", ""], rows)], started=t0,
+              judged=Items(judged, "answers on a shared prefix differing from the reference's", limit_mm + 1))

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import time
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.near_ties import near_ties, unreviewable
@@ -205,13 +207,19 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
     why = (f"the candidate recalls {d.recall_drop:+.3f} less than the reference over the sessions' rounds (mean per-session "
            f"recall difference, limit {limit:g}; one cell moves it at most {d.one_cell_recall:.4f}); "
            f"{_test_text(d, d.recall_p_value, p_holm)}")
-    if status is Status.WARN:
+    undecided = status is Status.WARN
+    if undecided:
         why = f"undecided: above the limit but within chance at alpha {alpha:g}; " + why
+    first = d.ref_rates[0] if d.ref_rates else 0.0
+    if status is Status.PASS and first < s.decay_min_recall:  # a reference that recalls nothing cannot be fallen below
+        status, undecided = Status.WARN, True
+        why = (f"undecided: the reference recalls {first:.0%} at round 1, below decay_min_recall {s.decay_min_recall:g}, "
+               "so a recall drop cannot show: the sessions are judged by longctx.session_agreement; " + why)
     ctx.check("session_recall", status, why, {
         "recall_drop": d.recall_drop, "limit": limit, "p_value": d.recall_p_value, "p_holm": p_holm, "alpha": alpha,
         "sessions": d.sessions, "one_cell": d.one_cell_recall, "reference_recall": d.ref_recall,
         "candidate_recall": d.cand_recall}, [_curve(d)] if status is not Status.PASS else [],
-        judgement=Judgement.STATISTICAL, undecided=status is Status.WARN)
+        judgement=Judgement.STATISTICAL, undecided=undecided)
 
 
 def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], forgiven: int) -> None:
@@ -227,7 +235,8 @@ def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: 
                  f"other's top-k within the dtype's gap or drift)" if forgiven else "")
               + (f"; {why}" if d.disagreements and (why := unreviewable(ctx, s)) else ""),
               {"disagreements": d.disagreements, "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
-               "agreement_by_round": d.agreement}, [_curve(d)] if first else [], judgement=Judgement.TOLERANCE)
+               "agreement_by_round": d.agreement}, [_curve(d)] if first else [], judgement=Judgement.TOLERANCE,
+              judged=Items(d.cells - forgiven, "session answers differing from the reference's", math.floor(limit * d.cells) + 1))
 
 
 def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: TokenCounter) -> None:

@@ -28,6 +28,7 @@ import random
 import time
 from typing import Any
 
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Evidence, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome
@@ -143,12 +144,15 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     cand: list[Answer] = [p[0] for p in pairs]
     streamed: list[Answer] = [p[1] for p in pairs[:n]]
     refusal = refused_by_both(ref, cand, streamed, ref2 or [])
-    if refusal is not None:
+    if refusal is not None:  # the tool result and the streamed calls ride on the same requests
         ctx.refused_by_both(TOOL_CALLS, refusal, 2 * n + 1)
+        ctx.refused_by_both(TOOL_RESULT, refusal, 0)
+        ctx.refused_by_both(TOOL_STREAM, refusal, 0)
         return
     err = first_error(ref, cand, streamed, ref2 or [])
     if err is not None:
-        ctx.error_check(TOOL_CALLS, err)
+        for check in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):
+            ctx.error_check(check, err)
         ctx.not_judged("request failed", 2 * n + 1)
         return
     outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
@@ -164,7 +168,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
                                                              if ra and not cb and not is_hard]
                                              + ([n] if ok_a and not ok_b else []), limit)
     ties = {i for i, d in found.items() if d.tie}
-    rows, regressions, hard, both_fail, differ = [], 0, 0, 0, 0
+    rows, regressions, hard, both_fail, differ, judged = [], 0, 0, 0, 0, 0
     for i, ((_, _, expected), (ra, cb, problems, is_hard)) in enumerate(zip(cases, checked)):
         outcome = outcomes.get(i)
         regressions += ra and not cb and i not in ties
@@ -175,12 +179,12 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
             ctx.not_judged("near tie")
         elif ra or is_hard or outcome is Outcome.DIFFERS:
             ctx.judged()
+            judged += 1
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗",
                      "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), problems or ""])
-    judged = n - both_fail + differ - len(ties - {n})
-    status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
+    status = Status.FAIL if regressions or hard or differ else Status.PASS  # nothing judged: undecided (`ctx.check`)
     evidence: list[Evidence] = [Table("tool-call cases (calls, reference, candidate, both fail or near tie, problems)",
                                       ["calls", "reference", "candidate", "both fail / review", "candidate problems"], rows)]
     if (found.keys() | parted.keys()) - {n}:
@@ -190,24 +194,28 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer"
               + _review_note(found, n), {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
-                                         "both_fail_differs": differ, "near_ties": len(ties - {n})}, evidence, started=t0)
+                                         "both_fail_differs": differ, "near_ties": len(ties - {n})}, evidence, started=t0,
+              judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
+                           reference_fails_all=not ties - {n}))
     outcome = outcomes.get(n)
     tie = n in ties
+    judged_result = not tie and (ok_a or outcome is Outcome.DIFFERS)
     if tie:
         ctx.not_judged("near tie")
-    elif ok_a or outcome is Outcome.DIFFERS:
+    elif judged_result:
         ctx.judged()
     else:
         ctx.not_judged(outcome.value if outcome is not None else "reference fails")
     bad = (ok_a and not ok_b and not tie) or outcome is Outcome.DIFFERS
-    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.PASS if ok_b else Status.WARN,
+    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.PASS,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
               + (f"; asked again with logprobs the answers part at a near tie ({found[n].describe()}): noise, not judged"
                  if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
               {"expected": want, "reference": final_ref, "candidate": final_cand,
                "both_fail": outcome.value if outcome else None, "near_tie": tie},
-              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)])
+              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)],
+              judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
     # targets fail the case (a malformed call), parsers legitimately differ in what they make of
     # the broken text in a stream (vLLM's Hermes parser streams part of it as a call): noted, not judged.
@@ -220,13 +228,14 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     shown = diff or quirks
     quirk_text = (f"; {len(quirks)} answer(s) that both targets get wrong stream differently from their non-streamed "
                   "text (the streaming parser reads a malformed call differently): not judged") if quirks else ""
-    ctx.check(TOOL_STREAM, Status.FAIL if diff else Status.WARN if quirks and len(quirks) == n else Status.PASS,
+    ctx.check(TOOL_STREAM, Status.FAIL if diff else Status.PASS,
               (f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
                f"{n - len(quirks)} of {n} streamed tool-call answers judged, each equal to its non-streamed one"
                if len(quirks) < n else f"none of {n} streamed tool-call answers judged") + quirk_text,
               {"cases": n, "differ": len(diff), "differ_both_fail": len(quirks)},
               [TextPair("non-streamed vs streamed (candidate)", _render(cand[shown[0]]), _render(streamed[shown[0]]), 0, None)]
-              if shown else [])
+              if shown else [], judged=Items(n - len(quirks), "streamed tool-call answers differing from the non-streamed",
+                                             reference_fails_all=True))
 
 
 def _outcome(outcome: Outcome | None, parted: bool) -> str:
@@ -299,7 +308,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
                                                              if oa.ok and not ob.ok and not (ob.hard and not oa.hard)],
                                              limit, [c[2] for c in cases])
     ties = {i for i, d in found.items() if d.tie}
-    rows, regressions, hard, differ = [], 0, 0, 0
+    rows, regressions, hard, differ, judged = [], 0, 0, 0, 0
     for i, (oa, ob) in enumerate(checked):
         outcome = outcomes.get(i)
         regressions += oa.ok and not ob.ok and i not in ties
@@ -309,13 +318,13 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
             ctx.not_judged("near tie")
         elif oa.ok or (ob.hard and not oa.hard) or outcome is Outcome.DIFFERS:
             ctx.judged()
+            judged += 1
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗",
                      "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), ob.reason[:160]])
     both_fail = len(outcomes)
-    judged = len(cases) - both_fail + differ - len(ties)
-    status = Status.FAIL if regressions or hard or differ else Status.WARN if not judged else Status.PASS
+    status = Status.FAIL if regressions or hard or differ else Status.PASS  # nothing judged: undecided (`ctx.check`)
     evidence: list[Evidence] = [Table("JSON-schema cases", ["reference", "candidate", "both fail / review", "candidate problem"],
                                       rows)]
     if found or parted:
@@ -325,4 +334,6 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
               f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases))
               + refused_note(refused),
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
-               "both_fail_differs": differ, "near_ties": len(ties), "refused_by_both": asked - len(cases)}, evidence, started=t0)
+               "both_fail_differs": differ, "near_ties": len(ties), "refused_by_both": asked - len(cases)}, evidence, started=t0,
+              judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",
+                           reference_fails_all=not ties))

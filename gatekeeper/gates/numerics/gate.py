@@ -13,6 +13,7 @@ import numpy as np
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Evidence, Histogram, Table, TextPair
 from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
@@ -220,7 +221,8 @@ def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: l
     differ = [i for i in range(len(texts)) if i not in same]
     if not differ:
         ctx.check(checks.TOKENIZATION, Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
-                  {"texts": len(texts), "differ": 0}, judgement=Judgement.EXACT)
+                  {"texts": len(texts), "differ": 0}, judgement=Judgement.EXACT,
+                  judged=Items(len(texts), "texts the candidate tokenizes differently"))
         return same
     i = differ[0]
     a, b = ref[i].tokens, cand[i].tokens

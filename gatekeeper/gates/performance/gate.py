@@ -13,6 +13,7 @@ from dataclasses import replace
 
 
 from gatekeeper.config.run_config import find_file
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.evidence import Interval, Intervals, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import choose
@@ -220,7 +221,10 @@ class PerformanceGate(Gate):
         ratio = Intervals(f"{c.metric} at concurrency {lv.level}: candidate / baseline", (Interval(
             f"{c.metric} at concurrency {lv.level} ({'≥' if c.higher_is_better else '≤'} {limit:.3f})", c.ratio, c.ci[0],
             c.ci[1], limit),), 1.0, "candidate / baseline", is_key=True)
-        ctx.check(name, status, reason + family, metrics, [ratio, *evidence], advisory=advisory, undecided=undecided)
+        bound = None if c.worse_bound is None else DetectionLimit(  # what the PASS rules out: its interval's worst end
+            max(c.worse_bound, 0.0), f"{c.metric} at concurrency {lv.level}", "bound", 1 - (1 - s.confidence) / 2)
+        ctx.check(name, status, reason + family, metrics, [ratio, *evidence], advisory=advisory, undecided=undecided,
+                  limit=bound)
 
     def _errors(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks]) -> None:
         """`performance.errors_under_load`: the candidate's failed requests under load against the baseline's."""

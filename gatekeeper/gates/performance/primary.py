@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.evidence import Interval, Intervals, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
@@ -63,7 +64,6 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
                "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
                "boundaries": [state.lower, state.upper], "sigma_round": state.sigma, "sigma_model": state.sigma_model,
                "pair_sd": math.sqrt(sum(r.variance for r in rounds) / len(rounds)),
-               "detection_limit": s.materiality,
                "fixed_design_detectable": state.detectable, "round_ratios": [math.exp(r.mean) for r in rounds],
                "pairs_per_round": [len(r.log_ratios) for r in rounds],
                "launched_first": ["baseline" if r.baseline_first else "candidate" for r in rounds], "tau_source": tau_source,
@@ -95,7 +95,8 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
         reason = (f"undecided after {state.rounds} launch rounds (the policy's most): neither no regression nor one of "
                   f"{s.materiality:.0%} explains {name} well enough ({test}); a quieter machine, a calibration of it "
                   f"(`gatekeeper perf calibrate`) or more rounds (the policy's `rounds`) would tell; {shown}")
-    ctx.check(checks.PRIMARY, status, reason, metrics, evidence, undecided=undecided)
+    limit = DetectionLimit(s.materiality, name, "regression", s.primary_power, s.materiality)  # the design's
+    ctx.check(checks.PRIMARY, status, reason, metrics, evidence, undecided=undecided, limit=limit)
 
 
 def _pairs(rounds: list[Round]) -> str:

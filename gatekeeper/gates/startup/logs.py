@@ -41,8 +41,8 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
     """`startup.log_rules` and `startup.new_warnings`; without a candidate log (a URL target
     that names no `log_file` or `log_command`) both SKIP as advisory, saying so."""
     cand, ref = ctx.run.runtimes["candidate"], ctx.run.runtimes["reference"]
-    if not cand.has_log or (cand.log_error and not cand.log_lines):
-        why = (cand.log_error or "") if cand.has_log else (
+    if not cand.has_log or not cand.log_lines:
+        why = (cand.log_error or "the candidate's log is empty: no line to check") if cand.has_log else (
             "the candidate is a URL target without a log: name its log_file (or a log_command such as "
             "`docker logs <container>`) in the run config to have its startup log checked")
         ctx.skip(LOG_RULES, why, advisory=True)

@@ -1,0 +1,82 @@
+"""A check's detection limit is what it would catch with 95% probability — checked against
+simulation through the binomial it claims, and against the check framework's rules: nothing
+judged is undecided, a limit beyond the materiality is undecided, never a PASS."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gatekeeper.detection import DetectionLimit, Items, exact, items_limit
+from gatekeeper.endpoints.client import Endpoint
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.report.serialise import limit_json, limit_of
+from gatekeeper.results import Status
+
+
+@pytest.mark.parametrize(("judged", "fail_at"), [(30, 1), (96, 1), (200, 5), (12, 3)])
+def test_a_fault_at_the_limit_is_caught_95_percent_of_the_time(judged: int, fail_at: int) -> None:
+    limit = items_limit(judged, "answers differing", fail_at)
+    assert limit is not None and limit.judged == judged
+    rng = np.random.default_rng(7)
+    caught = rng.binomial(judged, limit.effect, 20_000) >= fail_at
+    assert caught.mean() == pytest.approx(0.95, abs=0.006)
+    below = rng.binomial(judged, limit.effect * 0.7, 20_000) >= fail_at  # a smaller fault is caught less often
+    assert below.mean() < 0.93
+
+
+def test_thirty_exact_items_catch_a_fault_on_a_tenth_of_them() -> None:
+    limit = items_limit(30, "golden answers differing")
+    assert limit is not None
+    assert limit.effect == pytest.approx(1 - 0.05 ** (1 / 30))  # 9.5%
+    assert limit.text() == "would catch ≥ 9.5% of golden answers differing (95% power, 30 judged)"
+
+
+def test_nothing_judged_has_no_limit() -> None:
+    assert items_limit(0, "anything") is None
+    assert Items(0, "anything").limit() is None
+
+
+def test_a_limit_survives_its_json_form() -> None:
+    for limit in (DetectionLimit(0.05, "request seconds per output token", "regression", 0.95, 0.05),
+                  items_limit(40, "tool cases failing", 2, materiality=0.2), exact("difference from the reference's answer")):
+        assert limit is not None
+        assert limit_of(limit_json(limit)) == limit
+    assert limit_of(None) is None
+
+
+def _ctx() -> GateContext:
+    ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked
+    return GateContext("golden", ep, ep, None, lambda check_id: True, {}, lambda r: None)
+
+
+def test_a_count_check_that_judged_nothing_is_undecided_not_a_pass() -> None:
+    ctx = _ctx()
+    for status in (Status.PASS, Status.WARN):
+        check = ctx.check("cases", status, "0 of 0 differ", judged=Items(0, "answers differing"))
+        assert check.undecided and check.status is Status.WARN and check.detection_limit is None
+        assert check.reason == "undecided: nothing judged (0 of 0 differ)"
+    failed = ctx.check("cases", Status.FAIL, "1 of 1 differs", judged=Items(0, "answers differing"))
+    assert failed.status is Status.FAIL and not failed.undecided  # a finding stands whatever the count
+
+
+def test_a_pass_that_could_not_catch_the_materiality_is_undecided() -> None:
+    ctx = _ctx()
+    wide = ctx.check("cases", Status.PASS, "0 of 10 differ", judged=Items(10, "answers differing", materiality=0.05))
+    assert wide.undecided and wide.status is Status.WARN
+    assert wide.reason.startswith("undecided: would catch ≥ 25.9% of answers differing")
+    assert wide.detection_limit is not None and not wide.detection_limit.within_materiality
+    narrow = ctx.check("cases", Status.PASS, "0 of 100 differ", judged=Items(100, "answers differing", materiality=0.05))
+    assert narrow.status is Status.PASS and not narrow.undecided
+    assert narrow.detection_limit is not None and narrow.detection_limit.effect < 0.05
+
+
+def test_nothing_judged_because_the_reference_fails_every_item_is_advisory() -> None:
+    """The model cannot do the task on either side: nothing could regress from the reference, so
+    the check says so without holding the run (the gate's coverage counts the items)."""
+    check = _ctx().check("tool_calls", Status.PASS, "6 cases neither target gets right",
+                         judged=Items(0, "tool-call cases", reference_fails_all=True))
+    assert check.undecided and check.status is Status.WARN and not check.blocking
+    assert check.reason.startswith("not judged: the reference fails every item too")
+    held = _ctx().check("tool_calls", Status.PASS, "6 cases at a near tie", judged=Items(0, "tool-call cases"))
+    assert held.undecided and held.blocking  # nothing judged for another reason: the evidence, not the model
