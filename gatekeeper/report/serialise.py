@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gatekeeper.detection import DetectionLimit
+from gatekeeper.detection import POWER, DetectionLimit
 from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, RetryCount, Status
 
 
@@ -54,7 +54,7 @@ def limit_of(d: Mapping[str, Any] | None) -> DetectionLimit | None:
     """`limit_json` read back (None when absent)."""
     if not d:
         return None
-    return DetectionLimit(float(d["effect"]), str(d["measure"]), str(d.get("unit", "share")), float(d.get("power", 0.95)),
+    return DetectionLimit(float(d["effect"]), str(d["measure"]), str(d.get("unit", "share")), float(d.get("power", POWER)),
                           None if d.get("materiality") is None else float(d["materiality"]), int(d.get("judged", 0)))
 
 

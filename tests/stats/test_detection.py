@@ -80,3 +80,17 @@ def test_nothing_judged_because_the_reference_fails_every_item_is_advisory() -> 
     assert check.reason.startswith("not judged: the reference fails every item too")
     held = _ctx().check("tool_calls", Status.PASS, "6 cases at a near tie", judged=Items(0, "tool-call cases"))
     assert held.undecided and held.blocking  # nothing judged for another reason: the evidence, not the model
+
+
+def test_every_kind_of_limit_fits_the_summary_schema() -> None:
+    """summary.json's schema holds each kind a check can state (an exact item's power is 1)."""
+    import jsonschema
+
+    from gatekeeper.schemas import load
+
+    schema = load("summary.schema.json")["$defs"]["check"]["properties"]["detection_limit"]
+    for limit in (items_limit(9, "answers differing"), exact("difference from the reference's answer"),
+                  DetectionLimit(0.031, "output_tokens_per_s at concurrency 8", "bound"),
+                  DetectionLimit(0.05, "request seconds per output token", "regression", 0.95, 0.05)):
+        assert limit is not None
+        jsonschema.validate(limit_json(limit), schema)

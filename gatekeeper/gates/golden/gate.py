@@ -176,7 +176,7 @@ class GoldenGate(Gate):
         j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family,
-                  limit=exact("difference from the reference's answer") if j.judged else None)
+                  limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None)
         _count(ctx, j)
         rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
 
@@ -275,7 +275,8 @@ class GoldenGate(Gate):
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
                   j.metrics, ev, family=case.family, started=started,
-                  limit=exact("difference between the streamed and the non-streamed answer") if j.judged else None)
+                  limit=exact("difference between the streamed and the non-streamed answer")
+                  if j.judged and not j.forgiven else None)
         _count(ctx, j)
 
 

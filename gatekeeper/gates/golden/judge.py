@@ -48,6 +48,7 @@ class CaseJudgement:
     unjudged: str | None = None  # why a WARN finding could not be judged (e.g. "both fail identically")
     divergent_fails: int = 0  # FAIL findings resting only on the candidate's text differing from the reference's
     other_fails: int = 0
+    forgiven: bool = False  # a divergence was dropped as a near tie: not every difference counted
 
     def add(self, status: Status, reason: str, unjudged: str | None = None, divergence: bool = False) -> None:
         """Record a finding; the status only ever gets worse. `unjudged` says the finding is a
@@ -75,6 +76,7 @@ class CaseJudgement:
         self.reasons = [r for r in self.reasons if not r.startswith("FAIL:")]
         self.status = max((Status(r.split(":", 1)[0]) for r in self.reasons), key=_RANK.__getitem__, default=Status.PASS)
         self.divergent_fails = 0
+        self.forgiven = True
         self.notes.append(note)
 
     @property
