@@ -117,9 +117,21 @@ class RetryCount:
         return self.retried - self.rate_limited
 
 
+_WORST_FIRST = (Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS)
+
+
+def worst_status(checks: list[CheckResult] | tuple[CheckResult, ...]) -> Status:
+    """A group's status (a gate's, a report row's): its worst check. An advisory SKIP (a question
+    not asked, counted outside coverage: neither target has the capability, both refuse alike) does
+    not turn checks that judged into a SKIP; a blocking SKIP does, and so does a group of SKIPs only
+    (or none at all)."""
+    counted = [c.status for c in checks if c.status != Status.SKIP or c.blocking] or [Status.SKIP]
+    return min(counted, key=_WORST_FIRST.index)
+
+
 @dataclass(frozen=True)
 class GateResult:
-    """One gate's checks. `status` is the worst check status; `stopped_run` marks a hard
+    """One gate's checks. `status` is `worst_status` of them; `stopped_run` marks a hard
     failure that stops the later gates."""
 
     id: str

@@ -32,9 +32,8 @@ from gatekeeper.gates.numerics.checks import DriftFinding
 from gatekeeper.gates.shadow import checks as shadow_checks
 from gatekeeper.gates.shadow.checks import DisagreementFinding
 from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status, worst_status
 
-_ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
 DETERMINISTIC = ("short_answer",)
 STRUCTURED = ("json", "tool_call")
 
@@ -54,7 +53,7 @@ class CorrectnessRow:
 
 
 def _worst(checks: list[CheckResult]) -> str:
-    return min((c.status for c in checks), key=_ORDER.index).value if checks else "not run"
+    return worst_status(checks).value if checks else "not run"
 
 
 def _pct(n: int, d: int) -> str:

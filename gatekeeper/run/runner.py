@@ -29,7 +29,7 @@ from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
-from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo
+from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
 from gatekeeper.run import engine_death, liveness, retry_check
 from gatekeeper.run.liveness import Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
@@ -43,12 +43,7 @@ from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.session import AnswerTape
 from gatekeeper.verdict import decide
 
-_ORDER = [Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS]
 ROLES = ("reference", "candidate")
-
-
-def _worst(checks: list[CheckResult]) -> Status:
-    return min((c.status for c in checks), key=_ORDER.index, default=Status.SKIP)
 
 
 class Runner:
@@ -252,7 +247,7 @@ class Runner:
             self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
                                for c in ctx.checks)
-            result = GateResult(gate.id, gate.stage, gate.title, gate.description(), _worst(ctx.checks), tuple(ctx.checks),
+            result = GateResult(gate.id, gate.stage, gate.title, gate.description(), worst_status(ctx.checks), tuple(ctx.checks),
                                 time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage,
                                 started_at=started_at, retries=self._retries)
             results.append(result)

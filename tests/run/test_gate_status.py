@@ -1,0 +1,30 @@
+"""A gate's status is its worst check, but a question not asked (an advisory SKIP, outside
+coverage) does not make a gate that judged everything else a SKIP: a llama.cpp run whose golden
+gate passed 14 cases and could not ask the two `json_schema` ones showed the gate as SKIP."""
+
+from __future__ import annotations
+
+from gatekeeper.results import CheckResult, Status, worst_status
+
+
+def _check(status: Status, blocking: bool = True) -> CheckResult:
+    return CheckResult(f"g.{status.value.lower()}{'' if blocking else '_advisory'}", "g", status, blocking, "why")
+
+
+def test_an_advisory_skip_beside_passes_leaves_the_gate_passed():
+    assert worst_status([_check(Status.PASS), _check(Status.SKIP, blocking=False)]) is Status.PASS
+
+
+def test_a_blocking_skip_marks_the_gate_skipped():
+    assert worst_status([_check(Status.PASS), _check(Status.SKIP)]) is Status.SKIP
+
+
+def test_a_warn_fail_or_error_still_wins():
+    advisory_skip = _check(Status.SKIP, blocking=False)
+    for worst in (Status.WARN, Status.FAIL, Status.ERROR):
+        assert worst_status([_check(Status.PASS), advisory_skip, _check(worst, blocking=False)]) is worst
+
+
+def test_a_gate_of_skips_only_or_of_nothing_is_skipped():
+    assert worst_status([_check(Status.SKIP, blocking=False)]) is Status.SKIP
+    assert worst_status([]) is Status.SKIP
