@@ -14,6 +14,9 @@ measure's own unit, beside the policy's materiality for that measure where the p
 - **One item judged exactly** (a golden case): any difference is caught (`exact`).
 - **Interval checks** state what they rule out: the worst end of their one-sided bound (the
   performance gate's budgets: "rules out more than 3.1% worse").
+- **Gate 5's pair rules** state the anytime 95% upper bound of the candidate's excess over the
+  reference's twin (`traffic/excess_bound.py`): "rules out more than +0.9 points of failed
+  requests over the reference's twin".
 - **Designed tests** state their design's limit (the performance gate's sequential test: the
   materiality, at its power).
 
@@ -31,7 +34,8 @@ POWER = 0.95  # the probability a stated limit is caught with
 @dataclass(frozen=True)
 class DetectionLimit:
     """The smallest effect on `measure` (in `unit`: "share" of items, "regression" (a fraction
-    slower), "bound" (an interval's worst end: what a PASS rules out), "any" (one item judged
+    slower), "bound" (an interval's worst end: what a PASS rules out), "excess" (an anytime upper
+    bound on the candidate's excess rate over the reference's twin, gate 5), "any" (one item judged
     exactly: any difference), or a named unit) this check would
     have caught with probability `power`; `materiality`: the policy's margin for the measure, when
     it names one; `judged`: the items it rests on (0 for a designed test)."""
@@ -62,9 +66,16 @@ class DetectionLimit:
             return f"would catch a {self._size(self.effect)} regression of {self.measure} ({tail})"
         if self.unit == "bound":
             return f"rules out more than {self._size(self.effect)} worse in {self.measure} ({self.power:.0%} one-sided bound)"
+        if self.unit == "excess":
+            tail = f"{self.power:.0%} anytime bound" + (f", {self.judged} judged" if self.judged else "")
+            if self.materiality is not None:
+                tail += f"; materiality {self._size(self.materiality)}"
+            return f"rules out more than +{self._size(self.effect)} of {self.measure} over the reference's twin ({tail})"
         return f"would catch {self._size(self.effect)} of {self.measure} ({tail})"
 
     def _size(self, value: float) -> str:
+        if self.unit == "excess":
+            return f"{value * 100:.1f} points"
         return f"{value:.1%}" if self.unit in ("share", "regression", "bound") else f"{value:.3g} {self.unit}"
 
 

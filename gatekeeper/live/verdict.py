@@ -4,8 +4,9 @@
 - ROLLBACK: a pair rule fired (a critical measure's sequential test, beyond the twin's noise
   floor and Diffy's margins), or the score fell below `score_marginal`;
 - PROMOTE: at least `min_pairs` pairs were judged (the policy's stage budgets summed, unless
-  given) and nothing fired;
-- HOLD: still collecting (fewer judged pairs), or nothing could be judged.
+  given), nothing fired, and every rule's bound rules out an excess beyond its materiality;
+- HOLD: still collecting (fewer judged pairs), nothing could be judged, or a rule is undecided
+  (its bound still wider than the materiality: the reason says about how many pairs would decide it).
 - a ROLLBACK is sticky in the live proxy: latched in the store, it stays until an operator
   resets it, whatever later pairs show. A pair whose
   reference failed says nothing about the candidate and is not counted as judged; a twin that
@@ -123,6 +124,11 @@ def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResul
     elif overall.judged < need:
         verdict, why = "HOLD", f"collecting: {overall.judged} of {need} pairs judged" + (
             f" ({', '.join(f'{n} {k}' for k, n in overall.unjudged.items())} not judged)" if overall.unjudged else "")
+    elif undecided := [(name, r) for name, r in rules.items() if r.limit is not None and not r.limit.within_materiality]:
+        name, r = undecided[0]
+        assert r.limit is not None
+        verdict, why = "HOLD", (f"undecided: {name} {r.limit.text()}, wider than the materiality"
+                                + (f"; about {r.to_decide} judged pairs would decide it" if r.to_decide else ""))
     else:
         verdict, why = "PROMOTE", f"{overall.judged} pairs judged: no measure beyond the noise floor; score {overall.score:g}"
     by = {m.name: m for m in overall.metrics}
@@ -137,7 +143,10 @@ def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResul
         "min_pairs": need,
         "unjudged": dict(overall.unjudged),
         "score": overall.score,
-        "rules": {name: {"status": r.status.value, "reason": r.reason} for name, r in rules.items()},
+        "rules": {name: {"status": r.status.value, "reason": r.reason,
+                         "limit": None if r.limit is None else {"upper": r.limit.effect, "materiality": r.limit.materiality,
+                                                                "measure": r.limit.measure, "text": r.limit.text()},
+                         "pairs_to_decide": r.to_decide} for name, r in rules.items()},
         "rates": rates,
         "fired": [{"slice": sl.key, "measure": m.name, "candidate": m.candidate_rate, "twin": m.twin_rate,
                    "after_pairs": m.fired_at} for sl in slices for m in sl.fired],

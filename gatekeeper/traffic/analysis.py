@@ -7,9 +7,13 @@ judges:
 
 - the **critical** measures (`disagreement`, `task_failure`, `degeneration`, `json_parse`,
   `tool_parse`, `error`, `nonfinite`) with the anytime-valid paired e-process of
-  `sequential.py`, updated after every pair. A measure *fires* when its e-value crosses 1/alpha_i
-  and Diffy's noise rule holds: the candidate's count exceeds the twin's by more than
-  `noise_absolute` of the pairs and by more than `noise_relative` of the two counts together.
+  `sequential.py`, updated after every pair. A measure *fires* when its e-value crosses 1/alpha_i,
+  Diffy's relative rule holds (the candidate's excess over the twin is more than `noise_relative`
+  of the two counts together) and the excess is not certainly immaterial: its anytime 95% upper
+  bound (`excess_bound.py`) is above the measure's `materiality`. No absolute margin: an excess of
+  half a point fires once the evidence is there. A crossing whose whole bound lies within the
+  materiality is *immaterial* (a real but small excess: reported, not fired). Every critical
+  measure also carries that upper bound: what a PASS rules out.
   alpha is split before the replay starts (Bonferroni over e-values, valid at every look):
   `primary_share` of it to `disagreement` over all traffic (the main measure: answers that differ
   from the reference's beyond a near tie, the one most faults show in soonest), half of the rest
@@ -22,23 +26,32 @@ judges:
   shift, classified High/Low only beyond their tolerance.
 
 The slice score is Kayenta's: Pass / (Pass + High + Low) × 100 over its metrics (Nodata left
-out), and 0 when a critical measure fired.
+out, Immaterial counted as Pass), and 0 when a critical measure fired.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from gatekeeper.traffic.excess_bound import upper_bound
 from gatekeeper.traffic.measures import Measures, Pair
 from gatekeeper.traffic.sequential import PairedEProcess
 
 CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+MATERIALITY: dict[str, float] = {
+    "disagreement": 0.03, "task_failure": 0.03, "json_parse": 0.10, "tool_parse": 0.15, "degeneration": 0.02,
+    "nonfinite": 0.02, "error": 0.02}
+"""The default excess over the twin that matters, per critical measure, as a share of the pairs it
+applies to (JSON pairs for `json_parse`, tool pairs for `tool_parse`): 3 points more answers changed
+or tasks failed, a tenth more JSON broken (the shipped traffic's ~60 JSON pairs bound a clean run at
+~6%), 15% more tool calls broken (~40 tool pairs bound a clean run at ~9%), 2 points more
+degenerate, NaN or failed answers. A PASS must rule out more than this (docs/detection-limits.md)."""
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
 HL_SAMPLE = 1000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)
@@ -63,18 +76,23 @@ def slice_keys(tenant: str, kind: str, model_alias: str, sampled: bool) -> list[
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The analysis' policy: alpha and its split, Diffy's margins, Kayenta's confidence, the
-    tolerances of the continuous metrics and the score thresholds."""
+    """The analysis' policy: alpha and its split, Diffy's relative margin, Kayenta's confidence,
+    the tolerances of the continuous metrics, the score thresholds, and each critical measure's
+    materiality."""
 
     alpha: float = 0.05
     primary_share: float = 0.5
-    noise_absolute: float = 0.01
     noise_relative: float = 0.2
     confidence: float = 0.98
     similarity_tolerance: float = 0.02
     length_tolerance: float = 0.25
     score_pass: float = 75.0
     score_marginal: float = 50.0
+    materiality: Mapping[str, float] = field(default_factory=lambda: dict(MATERIALITY))
+
+    def margin_of(self, measure: str) -> float:
+        """The materiality of a critical measure (its default where the policy names none)."""
+        return self.materiality.get(measure, MATERIALITY[measure])
 
 
 def allocate(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -> dict[tuple[SliceKey, str], float]:
@@ -125,13 +143,31 @@ class MeasureState:
     twin_only: int = 0  # and the reverse
     eproc: PairedEProcess | None = None
     fired_at: int | None = None  # the slice's judged-pair count at the firing
+    immaterial_at: int | None = None  # eligible pairs when a crossing was last found immaterial
 
     def margin(self, t: Thresholds) -> bool:
-        """Diffy's rule: the excess over the twin, absolute (share of pairs) and relative."""
+        """Diffy's relative rule: the excess over the twin is more than `noise_relative` of the two counts."""
         raw, noise = self.candidate_bad, self.twin_bad
         if raw <= noise or self.eligible == 0:
             return False
-        return (raw - noise) / self.eligible > t.noise_absolute and (raw - noise) / (raw + noise) > t.noise_relative
+        return (raw - noise) / (raw + noise) > t.noise_relative
+
+    def upper(self) -> float | None:
+        """The anytime 95% upper bound of the excess over the twin (None before any eligible pair)."""
+        if not self.eligible:
+            return None
+        return upper_bound(self.candidate_only, self.twin_only, self.eligible - self.candidate_only - self.twin_only)
+
+    def material(self, margin: float) -> bool:
+        """Whether a crossing may fire: its upper bound is above the materiality. Rechecked once the
+        eligible pairs have grown by a quarter since a crossing was last found immaterial."""
+        if self.immaterial_at is not None and self.eligible < 1.25 * self.immaterial_at:
+            return False
+        bound = self.upper()
+        if bound is not None and bound <= margin:
+            self.immaterial_at = self.eligible
+            return False
+        return True
 
 
 @dataclass
@@ -161,11 +197,14 @@ class MetricResult:
     e_value: float | None
     effect: float | None  # Hodges-Lehmann shift (continuous) or excess rate over the twin (binary)
     fired_at: int | None = None
+    upper: float | None = None  # critical: the anytime 95% upper bound of the excess over the twin
+    materiality: float | None = None  # critical: the excess that matters (the policy's)
+    counts: tuple[int, int, int] = (0, 0, 0)  # critical: (candidate-only, twin-only, concordant) pairs
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {k: getattr(self, k) for k in ("name", "critical", "label", "candidate_rate", "twin_rate", "eligible",
-                                              "p_value", "e_value", "effect", "fired_at")}
+                                              "p_value", "e_value", "effect", "fired_at", "upper", "materiality")}
 
 
 @dataclass(frozen=True)
@@ -249,7 +288,8 @@ class Analysis:
                 state.twin_only += twin_bad and not cand_bad
                 if state.eproc is not None:
                     state.eproc.update(cand_bad, twin_bad)
-                    if state.fired_at is None and state.eproc.rejected and state.margin(self.t):
+                    if state.fired_at is None and state.eproc.rejected and state.margin(self.t) \
+                            and state.material(self.t.margin_of(name)):
                         state.fired_at = s.judged
                         if self.first_fired_at is None:
                             self.first_fired_at = self.pairs
@@ -272,9 +312,11 @@ class Analysis:
         twin_rate = st.twin_bad / st.eligible if st.eligible else None
         excess = None if not st.eligible else (st.candidate_bad - st.twin_bad) / st.eligible
         if st.eproc is not None:
-            label = "Fired" if st.fired_at is not None else ("Nodata" if not st.eligible else "Pass")
+            label = "Fired" if st.fired_at is not None else ("Nodata" if not st.eligible else
+                                                              "Immaterial" if st.immaterial_at is not None else "Pass")
+            counts = (st.candidate_only, st.twin_only, st.eligible - st.candidate_only - st.twin_only)
             return MetricResult(name, True, label, cand_rate, twin_rate, st.eligible, st.eproc.p_value, st.eproc.e_value, excess,
-                                st.fired_at)
+                                st.fired_at, st.upper(), self.t.margin_of(name), counts)
         if not st.eligible:
             return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
         from scipy.stats import binomtest  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
@@ -309,5 +351,5 @@ class Analysis:
         if any(m.label == "Fired" for m in metrics):
             score = 0.0
         else:
-            score = round(100.0 * sum(m.label == "Pass" for m in counted) / len(counted), 2) if counted else 100.0
+            score = round(100.0 * sum(m.label in ("Pass", "Immaterial") for m in counted) / len(counted), 2) if counted else 100.0
         return SliceResult(str(s.key), s.pairs, s.judged, dict(s.unjudged), tuple(metrics), score)

@@ -25,7 +25,11 @@ gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
 - `errors_up` (`error`): requests the reference answers and the candidate fails.
 
 A rule whose evidence does not exist in this run (no JSON or tool requests were replayed) is a
-SKIP saying so, never a PASS.
+SKIP saying so, never a PASS. A rule that did not fire states what it rules out: the anytime 95%
+upper bound of the candidate's excess over the twin on its measures over all traffic
+(`excess_bound.py`), beside each measure's materiality; a bound wider than the materiality makes
+the PASS undecided (`detection.rule`), with about how many judged pairs would decide it. A
+measure whose crossing was real but certainly smaller than its materiality WARNs.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gatekeeper.traffic.analysis import SliceResult
+from gatekeeper.detection import DetectionLimit
+from gatekeeper.traffic.analysis import MetricResult, SliceResult
+from gatekeeper.traffic.excess_bound import LEVEL, pairs_to_decide
 from gatekeeper.results import Status
 
 TASK_SUCCESS_DOWN = "task_success_down"
@@ -66,6 +72,8 @@ class RuleOutcome:
     status: Status
     reason: str
     evidence_rows: tuple[tuple[str, ...], ...] = ()
+    limit: DetectionLimit | None = None  # a PASS's: the least ruled-out of its measures' bounds
+    to_decide: int | None = None  # a PASS whose bound is wider than the materiality: judged pairs that would decide it
 
 
 def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> RuleOutcome:
@@ -95,9 +103,35 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
         what = {"structured_parse_drop": "no replayed request asked for JSON or offered tools the reference called",
                 TASK_SUCCESS_DOWN: "no judged request had a checkable outcome"}.get(name, "no pair was judged")
         return RuleOutcome(name, Status.SKIP, f"not judged: {what}")
+    overall = [m for s in slices if s.key == "all" for m in s.metrics if m.name in measures and m.eligible]
+    small = [(s.key, m) for s in slices for m in s.metrics if m.name in measures and m.label == "Immaterial"]
+    limit, to_decide = _limit(overall)
     what = "; ".join(f"{m} ({MEASURES[m]})" for m in measures)
-    return RuleOutcome(name, Status.PASS, f"not fired: {what} within the noise floor over {judged} judged measurements "
-                       "(every slice)" + (f"; {stopped}" if stopped else ""))
+    if small:
+        key, m = small[0]
+        return RuleOutcome(name, Status.WARN, f"{m.name} ({MEASURES[m.name]}) in {key} beyond the twin's noise but within "
+                           f"its materiality: the candidate {m.candidate_rate:.1%} vs the twin {m.twin_rate:.1%} of "
+                           f"{m.eligible} pairs, excess at most +{(m.upper or 0.0) * 100:.1f} points (materiality "
+                           f"{(m.materiality or 0.0) * 100:.1f})", limit=limit)
+    reason = f"not fired: {what} within the noise floor over {judged} judged measurements (every slice)"
+    if to_decide is not None:
+        reason += f"; about {to_decide} judged pairs would decide it at the rates seen"
+    elif limit is not None and not limit.within_materiality:
+        reason += "; the excess seen is itself near the materiality: more pairs may not decide it"
+    return RuleOutcome(name, Status.PASS, reason + (f"; {stopped}" if stopped else ""), limit=limit, to_decide=to_decide)
+
+
+def _limit(overall: Sequence[MetricResult]) -> tuple[DetectionLimit | None, int | None]:
+    """The rule's detection limit over all traffic: the bound of the measure furthest beyond (or
+    least within) its materiality; and, when that bound is wider than the materiality, about how
+    many judged pairs would bring it within."""
+    bounded = [m for m in overall if m.upper is not None and m.materiality is not None]
+    if not bounded:
+        return None, None
+    worst = max(bounded, key=lambda m: (m.upper or 0.0) - (m.materiality or 0.0))
+    upper, margin = worst.upper or 0.0, worst.materiality or 0.0
+    limit = DetectionLimit(max(0.0, upper), MEASURES[worst.name], "excess", 1.0 - LEVEL, margin, worst.eligible)
+    return limit, pairs_to_decide(*worst.counts, margin) if upper > margin else None
 
 
 def localise(measure: str, slices: Sequence[SliceResult]) -> str:

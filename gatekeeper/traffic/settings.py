@@ -7,7 +7,7 @@ from typing import Any
 
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_GAP_NATS, MAX_REQUESTS, check_ranges,
                                         require, setting)
-from gatekeeper.traffic.analysis import Thresholds
+from gatekeeper.traffic.analysis import CRITICAL, MATERIALITY, Thresholds
 from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 _NAMES = {"type": ["array", "null"], "minItems": 1, "items": {"type": "string"}}
@@ -85,10 +85,17 @@ class ShadowSettings:
       from the first one (from `timestamp`), scaled;
     - the analysis (`analysis.py`): `alpha` (0.05, the family-wise false-ROLLBACK rate of the
       whole gate, valid at every look), `primary_share` (0.5: the share of alpha for
-      disagreement over all traffic), Diffy's `noise_absolute` (0.01 of
-      the pairs) and `noise_relative` (0.2), Kayenta's `confidence` (0.98), the tolerances
+      disagreement over all traffic), Diffy's `noise_relative` (0.2: the candidate's excess over
+      the twin is more than this share of their two counts), Kayenta's `confidence` (0.98), the tolerances
       `similarity_tolerance` (0.02) and `length_tolerance` (0.25), `score_pass` (75) and
       `score_marginal` (50), and `min_slice_requests` (20) for a slice to be judged on its own;
+    - `materiality` (per critical measure, a share of the pairs it applies to; defaults in
+      `analysis.MATERIALITY`: disagreement 0.03, task_failure 0.03, json_parse 0.10, tool_parse
+      0.15, degeneration 0.02, nonfinite 0.02, error 0.02): the candidate's excess over the twin
+      that matters. A rule PASSes only when its measures' anytime 95% upper bounds are within it
+      (else it is undecided: HOLD, with the judged pairs that would decide it), and a crossing
+      whose bound is within it WARNs instead of firing. There is no absolute noise margin: the
+      materiality is the one margin, and the user's to set;
     - `stages`: the canary plan, in order; each `{name, budget, tenants?, kinds?, models?,
       share?, concurrency?}`; a stage that FAILs stops the widening; requests replayed in one stage are not
       replayed again; the evidence carries over (the sequential test is valid across stages).
@@ -111,7 +118,6 @@ class ShadowSettings:
     time_scale: float = setting(1.0, exclusiveMinimum=0, maximum=1000)
     alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
     primary_share: float = setting(0.5, exclusiveMinimum=0, exclusiveMaximum=1)
-    noise_absolute: float = setting(0.01, minimum=0, exclusiveMaximum=1)
     noise_relative: float = setting(0.2, minimum=0, exclusiveMaximum=1)
     confidence: float = setting(0.98, exclusiveMinimum=0.5, exclusiveMaximum=1)
     similarity_tolerance: float = setting(0.02, minimum=0, maximum=1)
@@ -119,6 +125,8 @@ class ShadowSettings:
     score_pass: float = setting(75.0, minimum=0, maximum=100)
     score_marginal: float = setting(50.0, minimum=0, maximum=100)
     min_slice_requests: int = setting(20, minimum=1, maximum=MAX_REQUESTS)
+    materiality: dict[str, float] = setting(factory=lambda: dict(MATERIALITY),
+                                            additionalProperties={"exclusiveMinimum": 0, "maximum": 1})
     stages: list[dict[str, Any]] = setting(factory=lambda: [
         {"name": "low-risk-tenant", "tenants": ["internal"], "budget": 60},
         {"name": "canary-25pct", "share": 0.25, "budget": 120},
@@ -133,6 +141,8 @@ class ShadowSettings:
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
         require(valid_gaps(self.near_tie_drift), "near_tie_drift",
                 "must map dtypes (float32 at least) to non-negative logprob moves in nats")
+        unknown = sorted(set(self.materiality) - set(CRITICAL))
+        require(not unknown, "materiality", f"names no critical measure: {', '.join(unknown)} (one of {', '.join(CRITICAL)})")
         names = [s.name for s in self.stage_plan()]
         require(len(set(names)) == len(names), "stages", "stage names must be unique")
 
@@ -150,5 +160,6 @@ class ShadowSettings:
 
     def thresholds(self) -> Thresholds:
         """The analysis' part of the settings."""
-        return Thresholds(self.alpha, self.primary_share, self.noise_absolute, self.noise_relative, self.confidence,
-                          self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal)
+        return Thresholds(self.alpha, self.primary_share, self.noise_relative, self.confidence,
+                          self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal,
+                          {**MATERIALITY, **self.materiality})

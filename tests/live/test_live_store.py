@@ -99,7 +99,8 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
         store.add(_record(i), ref, cand, ref)
     store.close()
     policy = tmp_path / "p.yaml"
-    policy.write_text("version: 1\ngates:\n  shadow:\n    min_slice_requests: 8\n"
+    policy.write_text("version: 1\ngates:\n  shadow:\n    min_slice_requests: 8\n"  # 40 pairs rule out ~9 points, no less:
+                      "    materiality: {disagreement: 0.12, task_failure: 0.12, degeneration: 0.12, error: 0.12}\n"
                       "    stages:\n      - {name: all, share: 1.0, budget: 40}\n")
     dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
     out = gk_run(tmp_path / "runs", "--gates", "shadow", "--shadow-store", str(tmp_path / "s.db"), "--policy", str(policy),
@@ -108,6 +109,9 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
     assert out.summary["verdict"] == ("ROLLBACK" if garbled else "PROMOTE"), out.summary["reasons"]
     judged = out.gate("shadow")["coverage"]["judged"]
     assert judged < 40 if garbled else judged == 40  # a fired measure stops the stage early (stop_early)
+    if not garbled:  # each rule states what it rules out, within the policy's materiality
+        limit = out.check("shadow.rule.errors_up")["detection_limit"]
+        assert limit["unit"] == "excess" and limit["judged"] == 40 and limit["effect"] <= limit["materiality"] == 0.12
     if garbled:
         assert out.check("shadow.rule.answers_differ")["status"] == "FAIL"
         assert out.check("shadow.rule.garbage_rate_up")["status"] == "FAIL"
@@ -127,7 +131,7 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     assert "latched" not in judge_store(store, ShadowSettings(), min_pairs=60)  # only the live proxy latches
 
     clean = PairStore(tmp_path / "clean.db")  # a store whose pairs show nothing, with a ROLLBACK latched
-    for i in range(80):
+    for i in range(500):  # enough to rule out 2 points of errors (80 would be undecided: see below)
         ref = Answer(f"answer {i}")
         clean.add(_record(i), ref, ref, ref)
     assert judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] == "PROMOTE"
@@ -137,6 +141,19 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     assert "/verdict/reset" in later["reason"]
     assert clean.reset_latch() is not None and clean.latched() is None
     assert judge_store(clean, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] == "PROMOTE"
+
+
+def test_a_clean_store_too_small_to_rule_out_the_materiality_holds_saying_what_would_decide_it(tmp_path: Path):
+    store = PairStore(tmp_path / "s.db")
+    for i in range(80):
+        ref = Answer(f"answer {i}")
+        store.add(_record(i), ref, ref, ref)
+    data = judge_store(store, ShadowSettings(), min_pairs=60)
+    assert data["verdict"] == "HOLD" and data["reason"].startswith("undecided: ")
+    assert "wider than the materiality; about" in data["reason"] and "judged pairs would decide it" in data["reason"]
+    errors = data["rules"]["errors_up"]
+    assert errors["status"] == "PASS" and errors["limit"]["upper"] > errors["limit"]["materiality"] == 0.02
+    assert 80 < errors["pairs_to_decide"] < 300
 
 
 def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
@@ -149,7 +166,7 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
 
     store = PairStore(tmp_path / "s.db")
-    for i in range(80):
+    for i in range(500):
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref, ref)
     store.latch({"reason": "answers_differ: disagreement in all", "judged": 40, "pairs": 40})

@@ -35,7 +35,6 @@ NOT_COUNTS = {
     "longctx/session_decay.py:'trigger_conditions'": "advisory: which trigger conditions the sessions met",
     "shadow/gate.py:'traffic'": "describes the traffic file read, not a judgement",
     "shadow/gate.py:checks.stage(stage.name)": "advisory; a stage that judged nothing SKIPs (stage_rule.py)",
-    "shadow/gate.py:checks.rule(outcome.name)": "a rule with nothing judged SKIPs (traffic/rules.py, earlier_rules.py)",
 }
 DECLARES = {"judged", "limit", "undecided"}
 

@@ -68,7 +68,7 @@ def _pair(i: int, cand: str, ref: str, twin: str) -> Pair:
 
 def test_diffy_margins_keep_a_crossing_inside_a_noisy_reference_from_firing():
     key = SliceKey("all", "")
-    t = Thresholds(alpha=0.5, noise_absolute=0.01, noise_relative=0.5)
+    t = Thresholds(alpha=0.5, noise_relative=0.5)
     analysis = Analysis([(key, frozenset({"disagreement"}))], t)
     # 40 pairs where both the candidate and the twin disagree, 4 where only the candidate does:
     # the e-value crosses 1/alpha = 4 (after five candidate-only pairs it would be ~18), but the

@@ -269,7 +269,10 @@ class ShadowGate(Gate):
                 reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
             if outcome.status is Status.FAIL and not ctx.settings.store and (why := reviewable(ctx)) is not None:
                 reason += f"; the near-tie review could not run: {why}"
-        ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP)
+        if outcome.to_decide is not None:
+            metrics["pairs_to_decide"] = outcome.to_decide
+        ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP,
+                  limit=outcome.limit)
 
 
 Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review]]
