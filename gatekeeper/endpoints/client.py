@@ -11,9 +11,11 @@ What a misbehaving server can do and what it becomes:
   as the request went out; a reset on send): sent once more on a fresh connection, counted in
   `retried`, then `stream`;
 - 502, 503 or 504 without `Retry-After` (a balancer or an engine briefly overloaded): asked again
-  up to three times in all with a short backoff, every retry counted in `retried`, then `http`;
+  up to three times in all with a short backoff, every retry counted in `retried` (and in the
+  answer's `retries`), then `http`;
 - 429, 502, 503 or 504 with `Retry-After`: waited out and retried while the retry budget lasts,
   then `rate_limited` (429) or `http` (the policy and its bounds: `gatekeeper/endpoints/retry.py`);
+  an answer's `retries` counts the 5xx ones only (a 429 is the server's stated quota);
 - 401/403: `auth`, naming the variable the key should come from;
 - a body that drips, or a stream of keep-alive comments: every request has one overall deadline
   (`timeout_s`), checked on every chunk, not only a per-read timeout → `timeout`;
@@ -39,7 +41,8 @@ import httpx
 
 from gatekeeper.errors import EndpointError
 from gatekeeper.endpoints.dead import DeadEngine, FailureStreak, describe_request, unhealthy
-from gatekeeper.endpoints.exchange import closed_before_answer, error_message, retry_after, sse_lines, status_error
+from gatekeeper.endpoints.exchange import (closed_before_answer, error_message, retry_after, sse_lines, status_error,
+                                           without_userinfo)
 from gatekeeper.endpoints.retry import (
     ATTEMPTS,
     GIVE_UP_AFTER,
@@ -57,13 +60,6 @@ from gatekeeper.results import RequestTiming
 
 DEFAULT_MAX_BODY_BYTES = 32 * 2**20  # a chat answer of a few thousand tokens with top-20 logprobs is < 2 MB
 DEFAULT_RETRY_BUDGET_S = 30.0
-
-
-def without_userinfo(url: str) -> str:
-    """`url` without `user:password@`: with an API key the key goes as Bearer, and httpx would
-    otherwise send the userinfo as Basic auth instead (every request refused)."""
-    parsed = httpx.URL(url.rstrip("/"))
-    return str(parsed.copy_with(userinfo=b"")) if parsed.userinfo else url.rstrip("/")
 
 
 class Endpoint:
@@ -87,6 +83,7 @@ class Endpoint:
         self.timeout_s, self.max_body_bytes, self.retry_budget_s = timeout_s, max_body_bytes, retry_budget_s
         self.transient_attempts = transient_attempts
         self.retried: list[Retried] = []
+        self._exchange_state = threading.local()  # this thread's current exchange: its retries after a 502/503/504
         self.sent: Counter[str] = Counter()  # requests sent per gate (a retry is not another request)
         self._failing_in_a_row = 0  # requests that still failed transiently after their retries
         self._key_sent, self._key_source = bool(api_key), key_source
@@ -150,6 +147,8 @@ class Endpoint:
                 self._failing_in_a_row = 0
 
     def _note_retry(self, method: str, path: str, r: httpx.Response, body: bytes, wait: float) -> None:
+        if r.status_code != 429:  # a quota the server states is not a failure (run/retry_check.py)
+            self._exchange_state.retries = getattr(self._exchange_state, "retries", 0) + 1
         self._note(Retried(self.role, self.gate, method, path, r.status_code, round(wait, 3),
                            error_message(r.status_code, r.reason_phrase, body)))
 
@@ -196,6 +195,7 @@ class Endpoint:
         yielded: a stream is never read twice."""
         deadline = time.monotonic() + self.timeout_s
         waited, retries = 0.0, 0
+        self._exchange_state.retries = 0
         dead = self.streak.blocked()
         if dead is not None:
             raise EndpointError("dead", self._url(path), "not sent: " + dead.describe(), 503)
@@ -327,14 +327,8 @@ class Endpoint:
         if logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = top_logprobs
-        if tools:
-            body["tools"] = tools
-        if tool_choice is not None:
-            body["tool_choice"] = tool_choice
-        if seed is not None:
-            body["seed"] = seed
-        if stop:
-            body["stop"] = stop
+        optional = {"tools": tools or None, "tool_choice": tool_choice, "seed": seed, "stop": stop or None}
+        body.update({k: v for k, v in optional.items() if v is not None})
         body.update(extra or {})
         t0 = time.perf_counter()
         url = self._url("/v1/chat/completions")
@@ -350,7 +344,11 @@ class Endpoint:
         return resp
 
     def _model_checked(self, resp: Any) -> Any:
-        """The response, with a protocol warning when it names another model than asked for."""
+        """The response, with its exchange's 5xx retries (not a reconnection: the transport's) and a
+        protocol warning when it names another model than asked for."""
+        retries = getattr(self._exchange_state, "retries", 0)
+        if retries:
+            resp = replace(resp, retries=retries)
         named = resp.model
         if self.model and isinstance(named, str) and named and named != self.model:
             return replace(resp, protocol_warnings=(*resp.protocol_warnings,

@@ -1,7 +1,7 @@
 """What one HTTP exchange's bytes and headers say, read at the client boundary: the server's error
 message and the EndpointError a final status becomes, its Retry-After, the lines of an event
 stream, and whether a connection closed before any byte of the answer (the kept-alive race: the
-request may be sent again on a fresh one)."""
+request may be sent again on a fresh one); and the URL a request goes to."""
 
 from __future__ import annotations
 
@@ -89,3 +89,10 @@ def sse_lines(chunks: Iterator[bytes]) -> Iterator[str]:
             yield line.rstrip(b"\r").decode("utf-8", "replace")
     if buf:
         yield buf.rstrip(b"\r").decode("utf-8", "replace")
+
+
+def without_userinfo(url: str) -> str:
+    """`url` without `user:password@`: with an API key the key goes as Bearer, and httpx would
+    otherwise send the userinfo as Basic auth instead (every request refused)."""
+    parsed = httpx.URL(url.rstrip("/"))
+    return str(parsed.copy_with(userinfo=b"")) if parsed.userinfo else url.rstrip("/")

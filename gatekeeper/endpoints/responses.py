@@ -54,6 +54,7 @@ class ChatResponse:
     protocol_warnings: tuple[str, ...] = ()
     raw: dict[str, Any] | None = None
     model: str | None = None  # the model the answer names
+    retries: int = 0  # times the server answered 502/503/504 and the client sent it again before this answer
 
 
 @dataclass(frozen=True)
@@ -74,3 +75,4 @@ class CompletionResponse:
     protocol_warnings: tuple[str, ...] = ()
     raw: dict[str, Any] | None = None
     model: str | None = None  # the model the answer names
+    retries: int = 0  # times the server answered 502/503/504 and the client sent it again before this answer

@@ -41,7 +41,7 @@ from gatekeeper.traffic.pair_of import pair_of, pairs
 from gatekeeper.traffic.store import PairStore
 from gatekeeper.results import Status
 
-RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite")
 RESERVE = 0.2  # of alpha, for the slices that appear after the first live judgement
 
 

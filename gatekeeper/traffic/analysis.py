@@ -6,7 +6,7 @@ mode (`greedy` / `sampled`) with at least `min_slice_requests` selected requests
 judges:
 
 - the **critical** measures (`disagreement`, `task_failure`, `degeneration`, `json_parse`,
-  `tool_parse`, `error`, `nonfinite`) with the anytime-valid paired e-process of
+  `tool_parse`, `error`, `retry`, `nonfinite`) with the anytime-valid paired e-process of
   `sequential.py`, updated after every pair. A measure *fires* when its e-value crosses 1/alpha_i,
   Diffy's relative rule holds (the candidate's excess over the twin is more than `noise_relative`
   of the two counts together) and the excess is not certainly immaterial: its anytime 95% upper
@@ -43,15 +43,16 @@ from gatekeeper.traffic.excess_bound import upper_bound
 from gatekeeper.traffic.measures import Measures, Pair
 from gatekeeper.traffic.sequential import PairedEProcess
 
-CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite")
+CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite")
 MATERIALITY: dict[str, float] = {
     "disagreement": 0.03, "task_failure": 0.03, "json_parse": 0.10, "tool_parse": 0.15, "degeneration": 0.02,
-    "nonfinite": 0.02, "error": 0.02}
+    "nonfinite": 0.02, "error": 0.02, "retry": 0.02}
 """The default excess over the twin that matters, per critical measure, as a share of the pairs it
 applies to (JSON pairs for `json_parse`, tool pairs for `tool_parse`): 3 points more answers changed
 or tasks failed, a tenth more JSON broken (the shipped traffic's ~60 JSON pairs bound a clean run at
 ~6%), 15% more tool calls broken (~40 tool pairs bound a clean run at ~9%), 2 points more
-degenerate, NaN or failed answers. A PASS must rule out more than this (docs/detection-limits.md)."""
+degenerate, NaN or failed answers, or requests not answered at the first attempt. A PASS must rule
+out more than this (docs/detection-limits.md)."""
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
 HL_SAMPLE = 1000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)

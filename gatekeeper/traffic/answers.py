@@ -19,7 +19,8 @@ from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 class Answer:
     """`text`, `calls` ((name, raw arguments) per tool call), `finish_reason`, `tokens` (the
     server's completion-token count), `e2e_s`/`ttft_s`, `nonfinite` (a returned logprob was NaN
-    or infinite), and `error` ("kind: message") for a request that failed."""
+    or infinite), `error` ("kind: message") for a request that failed, and `retries`: the times
+    the server answered 502/503/504 and the request was sent again before this answer."""
 
     text: str = ""
     calls: tuple[tuple[str, str], ...] = ()
@@ -29,6 +30,7 @@ class Answer:
     ttft_s: float | None = None
     nonfinite: bool = False
     error: str | None = None
+    retries: int = 0
 
     @property
     def failed(self) -> bool:
@@ -40,13 +42,14 @@ class Answer:
         return {"text": self.text, "calls": [list(c) for c in self.calls], "finish_reason": self.finish_reason,
                 "tokens": self.tokens, "e2e_s": round(self.e2e_s, 4),
                 "ttft_s": None if self.ttft_s is None else round(self.ttft_s, 4), "nonfinite": self.nonfinite,
-                "error": self.error}
+                "error": self.error, **({"retries": self.retries} if self.retries else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Answer:
         """The inverse of `to_dict`."""
         return cls(d.get("text") or "", tuple((str(n), str(a)) for n, a in d.get("calls") or ()), d.get("finish_reason"),
-                   d.get("tokens"), float(d.get("e2e_s") or 0.0), d.get("ttft_s"), bool(d.get("nonfinite")), d.get("error"))
+                   d.get("tokens"), float(d.get("e2e_s") or 0.0), d.get("ttft_s"), bool(d.get("nonfinite")), d.get("error"),
+                   int(d.get("retries") or 0))
 
 
 def _nonfinite(values: Any) -> bool:
@@ -60,6 +63,6 @@ def answer_of(resp: ChatResponse | CompletionResponse | EndpointError) -> Answer
     if isinstance(resp, ChatResponse):
         lps = [t.logprob for t in resp.logprobs or ()]
         return Answer(resp.text, tuple((c.name, c.arguments) for c in resp.tool_calls), resp.finish_reason,
-                      resp.completion_tokens, resp.e2e_s, resp.ttft_s, _nonfinite(lps))
+                      resp.completion_tokens, resp.e2e_s, resp.ttft_s, _nonfinite(lps), retries=resp.retries)
     return Answer(resp.text, (), resp.finish_reason, resp.completion_tokens, resp.e2e_s, resp.ttft_s,
-                  _nonfinite(resp.token_logprobs))
+                  _nonfinite(resp.token_logprobs), retries=resp.retries)

@@ -44,7 +44,7 @@ class SlicePlanner:
         for key in slice_keys(r.tenant, r.kind, r.model_alias, r.sampled):
             self.count[key] = self.count.get(key, 0) + 1
             # task_failure applies to every request: each can be checked for a refusal where the reference answers
-            self.applies.setdefault(key, {"disagreement", "task_failure", "degeneration", "error"}).update(extra)
+            self.applies.setdefault(key, {"disagreement", "task_failure", "degeneration", "error", "retry"}).update(extra)
 
     def copy(self) -> SlicePlanner:
         """An independent planner with the same counts (to plan ahead without committing)."""

@@ -18,6 +18,10 @@ reference, never with an ideal (Diffy's primary/secondary/candidate rule):
 - `tool_parse`: where the request offers tools and the reference called one: no call, a call to
   a tool not offered, arguments that are not a JSON object or break the tool's schema;
 - `error`: the request failed (HTTP error, timeout, malformed answer);
+- `retry`: the request was not answered at the first attempt — the server said 502/503/504
+  and it was sent again (the client's retries, which turn a per-attempt failure rate p into about
+  p³ failed requests), or it failed: a candidate needing many more retries is a finding even
+  when every request ends answered;
 - `nonfinite`: a returned logprob was NaN or infinite (only where logprobs came back);
 - `finish_reason`: a finish reason other than the reference's; `refusal`: a refusal where the
   reference answered.
@@ -40,7 +44,7 @@ from gatekeeper.golden.degeneration import find_degeneration
 from gatekeeper.text import first_divergence
 from gatekeeper.traffic.format import TrafficRecord
 
-BINARY = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "nonfinite",
+BINARY = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite",
           "finish_reason", "refusal")
 """The binary measures, each observed on the candidate and on the twin."""
 
@@ -179,6 +183,7 @@ def measure(p: Pair) -> Measures:
         bad[name] = (bool(test(cand)) and not reviewed, bool(test(twin)))
 
     both("error", lambda a: a.failed)
+    both("retry", lambda a: a.failed or a.retries > 0)
     both("disagreement", lambda a: a.failed or _key(a, as_json) != want, p.reviewed is not None)
     task = task_of(p)
     # The same generation rendered differently: a tool-call parser's choice is not the engine's lost task.

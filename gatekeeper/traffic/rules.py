@@ -1,7 +1,7 @@
 """The automatic rollback conditions (docs/bug-classes.md#rollback-conditions) as named rules, each a
 check `shadow.rule.<name>` with its evidence. Every one is blocking under the default policy.
 
-These five are judged on the replayed pairs (the slices' critical measures, `analysis.py`), each
+These six are judged on the replayed pairs (the slices' critical measures, `analysis.py`), each
 against the reference's own second run on the same requests (the three read from the earlier
 gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
 
@@ -22,7 +22,10 @@ gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
 - `structured_parse_drop` (`json_parse`, `tool_parse`): JSON or tool calls stop parsing /
   validating against their schemas;
 - `garbage_rate_up` (`degeneration`, `nonfinite`): degenerate output, NaN/Inf logprobs;
-- `errors_up` (`error`): requests the reference answers and the candidate fails.
+- `errors_up` (`error`): requests the reference answers and the candidate fails;
+- `retries_up` (`retry`): requests not answered at the first attempt — the server said
+  502/503/504 and the client sent them again, or they failed. Retries hide a per-attempt
+  failure rate p as about p³ failed requests; this counts the attempts the candidate needed.
 
 A rule whose evidence does not exist in this run (no JSON or tool requests were replayed) is a
 SKIP saying so, never a PASS. A rule that did not fire states what it rules out: the anytime 95%
@@ -50,6 +53,7 @@ PAIR_RULES: dict[str, tuple[str, ...]] = {
     "structured_parse_drop": ("json_parse", "tool_parse"),
     "garbage_rate_up": ("degeneration", "nonfinite"),
     "errors_up": ("error",),
+    "retries_up": ("retry",),
 }
 """Each pair rule and the critical measures it is judged on (a rule's check id: `shadow.rule.<name>`)."""
 MEASURES = {
@@ -60,6 +64,7 @@ MEASURES = {
     "degeneration": "degenerate answers",
     "nonfinite": "NaN/Inf logprobs",
     "error": "failed requests",
+    "retry": "requests retried after a 502/503/504, or failed",
 }
 """What each critical measure counts, as a rule's reason says it."""
 
@@ -113,7 +118,7 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
                            f"its materiality: the candidate {m.candidate_rate:.1%} vs the twin {m.twin_rate:.1%} of "
                            f"{m.eligible} pairs, excess at most +{(m.upper or 0.0) * 100:.1f} points (materiality "
                            f"{(m.materiality or 0.0) * 100:.1f})", limit=limit)
-    reason = f"not fired: {what} within the noise floor over {judged} judged measurements (every slice)"
+    reason = f"not fired: {what}: no excess over the reference's twin beyond chance in {judged} judged measurements (every slice)"
     if to_decide is not None:
         reason += f"; about {to_decide} judged pairs would decide it at the rates seen"
     elif limit is not None and not limit.within_materiality:

@@ -5,6 +5,7 @@ gate's load generator never retries (a failed request is what it measures)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,11 @@ def _clean_run_behind_503_proxies(tmp_path: Path, servers, gates: str) -> tuple:
     ref_seen: list = []
     cand_seen: list = []
     policy = tmp_path / "policy.yaml"
-    policy.write_text((GK_TINY.parents[1] / "shipped" / "gates" / "smoke.yaml").read_text().replace(
+    smoke = (GK_TINY.parents[1] / "shipped" / "gates" / "smoke.yaml").read_text()
+    smoke = re.sub(r"    materiality: \{[^}]*\}", "    materiality: {disagreement: 0.2, task_failure: 0.2, degeneration: 0.2, "
+                   "nonfinite: 0.2, error: 0.2, retry: 0.2, json_parse: 1.0, tool_parse: 1.0}", smoke)  # what 24 pairs rule out
+    assert "retry: 0.2" in smoke
+    policy.write_text(smoke.replace(
         "      - {name: low-risk-tenant, tenants: [internal], budget: 24}\n      - {name: wide, share: 1.0, budget: 72}",
         "      - {name: wide, share: 1.0, budget: 24}"))
     with fault_proxy(ref.url, "unavailable_each_once", record=ref_seen) as ref_url, \

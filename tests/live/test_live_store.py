@@ -100,7 +100,7 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
     store.close()
     policy = tmp_path / "p.yaml"
     policy.write_text("version: 1\ngates:\n  shadow:\n    min_slice_requests: 8\n"  # 40 pairs rule out ~9 points, no less:
-                      "    materiality: {disagreement: 0.12, task_failure: 0.12, degeneration: 0.12, error: 0.12}\n"
+                      "    materiality: {disagreement: 0.12, task_failure: 0.12, degeneration: 0.12, error: 0.12, retry: 0.12}\n"
                       "    stages:\n      - {name: all, share: 1.0, budget: 40}\n")
     dead = [f"http://127.0.0.1:{free_port()}" for _ in range(2)]
     out = gk_run(tmp_path / "runs", "--gates", "shadow", "--shadow-store", str(tmp_path / "s.db"), "--policy", str(policy),
@@ -114,7 +114,8 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
         assert limit["unit"] == "excess" and limit["judged"] == 40 and limit["effect"] <= limit["materiality"] == 0.12
     if garbled:
         assert out.check("shadow.rule.answers_differ")["status"] == "FAIL"
-        assert out.check("shadow.rule.garbage_rate_up")["status"] == "FAIL"
+        garbage = out.check("shadow.rule.garbage_rate_up")  # fired too, or left undecided where answers_differ stopped the stage
+        assert garbage["status"] == "FAIL" or garbage.get("undecided"), garbage
 
 
 def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):

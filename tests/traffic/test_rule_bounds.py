@@ -76,3 +76,22 @@ def test_the_policy_names_materialities_by_critical_measure():
     assert ShadowSettings(materiality={"error": 0.01}).thresholds().margin_of("disagreement") == 0.03
     with pytest.raises(ValueError, match="names no critical measure: errors"):
         ShadowSettings(materiality={"errors": 0.01})
+
+
+def test_a_request_answered_only_after_a_retry_counts_in_retry_not_in_error():
+    retried = Answer("fine", finish_reason="stop", retries=2)
+    m = measure(_pair(0, retried))
+    assert m.bad["retry"] == (True, False) and m.bad["error"] == (False, False) and m.bad["disagreement"] == (False, False)
+    assert measure(_pair(1, FAILED)).bad["retry"] == (True, False)  # a failure was not answered at the first attempt either
+    assert measure(_pair(2, OK, retried)).bad["retry"] == (False, True)  # the twin's retries are its noise floor
+    assert Answer.from_dict(retried.to_dict()) == retried and "retries" not in OK.to_dict()
+
+
+def test_retries_the_twin_needs_as_often_leave_retries_up_undecided_not_fired():
+    # 2% of requests retried on each side, independently (a shared flaky balancer): 420 pairs cannot
+    # rule out 2 points more on the candidate — undecided (HOLD), never a ROLLBACK
+    retried = Answer("fine", finish_reason="stop", retries=1)
+    pairs = [_pair(i, retried if i % 50 == 3 else OK, retried if i % 50 == 29 else OK) for i in range(420)]
+    outcome = pair_rule("retries_up", _judge(pairs))
+    assert outcome.status is Status.PASS and outcome.limit is not None and not outcome.limit.within_materiality
+    assert outcome.to_decide is not None and outcome.to_decide > 420

@@ -75,7 +75,7 @@ class ShadowGate(Gate):
     when a measure fired or the score is below `score_marginal`, WARN when marginal);
     `shadow.rule.<name>` — the rollback conditions (docs/bug-classes.md#rollback-conditions;
     `gatekeeper/traffic/rules.py`): `task_success_down`, `answers_differ`, `structured_parse_drop`,
-    `garbage_rate_up`, `errors_up` on the pairs, and three read from the earlier gates.
+    `garbage_rate_up`, `errors_up`, `retries_up` on the pairs, and three read from the earlier gates.
 
     A failure looks like: an engine that garbles one answer in thirty under batching, or breaks
     only the one tenant whose requests carry many tools, while every offline gate passes.

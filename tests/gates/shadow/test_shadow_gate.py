@@ -17,6 +17,10 @@ from server_util import running_server  # noqa: E402
 from paths import GK_TINY, ROOT  # noqa: E402
 
 TRAFFIC = ROOT / "golden_sets" / "traffic" / "sample.jsonl"
+# What 48 clean pairs can rule out, no less (the default policy's 3 points need ~130 pairs; its JSON
+# and tool shares, several hundred): these small replays state these materialities instead.
+MATERIALITY = ("    materiality: {disagreement: 0.15, task_failure: 0.15, degeneration: 0.15, nonfinite: 0.15, error: 0.15,\n"
+               "                  retry: 0.15, json_parse: 0.8, tool_parse: 0.9}\n")
 
 
 def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: str | None = None,
@@ -28,7 +32,7 @@ def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: st
                     "  - {match: \"startup.new_warnings\", blocking: false}\n"
                     "  - {match: \"shadow.stage.*\", blocking: false}\n" + extra_checks
                     + f"gates:\n  shadow:\n    min_slice_requests: 8\n    stop_early: {str(stop_early).lower()}\n"
-                    "    stages:\n" + stages)
+                    + MATERIALITY + "    stages:\n" + stages)
     return str(path)
 
 
@@ -66,11 +70,33 @@ def test_a_clean_candidate_promotes_with_every_pair_judged(tmp_path, reference, 
     rules = _rules(out)
     assert rules.pop("logit_drift") == "SKIP"  # gate 2 did not run: said, not passed
     assert set(rules.values()) == {"PASS"}, rules
+    limits = [out.check(f"shadow.rule.{name}")["detection_limit"] for name in rules if name not in
+              ("deterministic_probe", "kernel_or_dtype_change")]
+    assert all(lim["unit"] == "excess" and lim["effect"] <= lim["materiality"] for lim in limits), limits
     assert out.gate("shadow")["coverage"]["judged"] == 48
     stage = out.check("shadow.stage.all")
     assert stage["status"] == "PASS" and stage["metrics"]["requests"] == 48 and not stage["metrics"]["stopped_early"]
     slices = {s["slice"] for s in stage["metrics"]["slices"]}
     assert "all" in slices and any(s.startswith("tenant=") for s in slices)
+
+
+def test_a_candidate_whose_server_answers_503_now_and_then_fires_retries_up_though_every_answer_arrives(
+        tmp_path, reference, candidate):
+    """A real proxy answers a seeded quarter of the candidate's requests 503: the client's retries
+    bring every answer in (errors_up has nothing to find), and the attempts the candidate needed
+    are what its twin did not: retries_up FAILs or, at 48 pairs, cannot rule out a material excess
+    (undecided) — never a PROMOTE."""
+    injected: list = []
+    with fault_proxy(candidate.url, "unavailable_random", rate=0.25, seed=3, injected=injected) as url:
+        out = gk_run(tmp_path, "--reference", reference.url, "--candidate", url, "--gates", "shadow",
+                     "--policy", _policy(tmp_path, stop_early=False))
+    rules = _rules(out)
+    assert rules["errors_up"] == "PASS", out.check("shadow.rule.errors_up")
+    retries = out.check("shadow.rule.retries_up")
+    assert retries["status"] == "FAIL" or retries.get("undecided"), retries
+    assert "requests retried after a 502/503/504, or failed" in retries["reason"]
+    assert out.summary["verdict"] in ("ROLLBACK", "HOLD") and len(injected) >= 6
+    assert any(r.startswith("shadow.rule.retries_up") for r in out.summary["reasons"]), out.summary["reasons"]
 
 
 @pytest.mark.slow  # suite time; test_live_shadow.py catches it live and from a store, the selftest by replay

@@ -1,0 +1,160 @@
+"""Gate 5's detection rates, by simulation through its own judging code: the shipped traffic's
+requests in the policy's stages (`stage_selection`, `slice_plan`), the slices' e-processes and
+bounds (`Analysis`), the rules (`pair_rule`) and the undecided rule (`detection.rule`). Per pair
+only the measures' outcomes are simulated (`Measures`), not the answers.
+
+    python benchmarks/shadow_detection.py [--runs 200] [--policy gates/default.yaml] [--scenarios ...]
+
+Printed per scenario: how often the gate's rules ROLLBACK (a rule FAILs), HOLD (a rule undecided:
+its bound wider than the materiality) or PROMOTE. A fault must not PROMOTE (ROLLBACK or HOLD);
+a clean pair must PROMOTE (false ROLLBACK and undecided are the costs). Scenarios:
+
+- clean, twin noise q: candidate and twin each disagree with the reference on a share q of
+  answers, independently (a batch-variant engine);
+- shared errors p: both fail a share p of requests, independently (transient 503s on both);
+- json breakage b: the candidate breaks a share b of JSON answers (the shipped traffic: ~15% JSON);
+- errors +e: the candidate fails a share e more of requests;
+- changed c: the candidate's answers differ on a share c more (valid, other text);
+- one tenant: every answer of tenant `assistant` (~18% of the traffic) differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gatekeeper.detection import rule  # noqa: E402
+from gatekeeper.gates.shadow.replay import stage_selection  # noqa: E402
+from gatekeeper.results import Status  # noqa: E402
+from gatekeeper.traffic.analysis import Analysis  # noqa: E402
+from gatekeeper.traffic.answers import Answer  # noqa: E402
+from gatekeeper.traffic.format import TrafficRecord, load_traffic  # noqa: E402
+from gatekeeper.traffic.judging import RequestFacts, slice_plan  # noqa: E402
+from gatekeeper.traffic.measures import Measures, Pair  # noqa: E402
+from gatekeeper.traffic.pair_of import wants_json  # noqa: E402
+from gatekeeper.traffic.rules import PAIR_RULES, pair_rule  # noqa: E402
+from gatekeeper.traffic.settings import ShadowSettings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK_BASE = 0.24  # the shipped model fails a quarter of checkable tasks on both sides alike (a clean run's rate)
+TOOL_CALLED = 0.5  # of tool requests, those the reference answers with a call (tool_parse applies)
+Outcome = Callable[[random.Random, TrafficRecord], tuple[dict[str, bool], dict[str, bool]]]
+
+
+def _side(rng: random.Random, r: TrafficRecord, *, disagree: float = 0.0, error: float = 0.0,
+          json_break: float = 0.0, task_shared: bool = False) -> dict[str, bool]:
+    failed = rng.random() < error
+    broken = wants_json(r) and rng.random() < json_break
+    differs = failed or broken or rng.random() < disagree
+    return {"error": failed, "disagreement": differs, "json_parse": failed or broken,
+            "task_failure": failed or broken or task_shared, "tool_parse": failed}
+
+
+def scenario(name: str, value: float) -> Outcome:
+    """The per-pair outcomes (candidate's, twin's) of one scenario."""
+    def outcome(rng: random.Random, r: TrafficRecord) -> tuple[dict[str, bool], dict[str, bool]]:
+        shared_task = rng.random() < TASK_BASE  # the model's own failures: the same on both sides
+        if name == "clean":
+            return (_side(rng, r, disagree=value, task_shared=shared_task),
+                    _side(rng, r, disagree=value, task_shared=shared_task))
+        if name == "shared-errors":
+            return _side(rng, r, error=value, task_shared=shared_task), _side(rng, r, error=value, task_shared=shared_task)
+        twin = _side(rng, r, task_shared=shared_task)
+        if name == "json":
+            return _side(rng, r, json_break=value, task_shared=shared_task), twin
+        if name == "errors":
+            return _side(rng, r, error=value, task_shared=shared_task), twin
+        if name == "changed":
+            return _side(rng, r, disagree=value, task_shared=shared_task), twin
+        if name == "tenant":
+            return _side(rng, r, disagree=1.0 if r.tenant == "assistant" else 0.0, task_shared=shared_task), twin
+        raise ValueError(name)
+    return outcome
+
+
+def _facts(r: TrafficRecord) -> RequestFacts:
+    return RequestFacts(r.tenant, r.kind, r.model_alias, r.sampled, wants_json(r), bool(r.request.get("tools")),
+                        bool(r.request.get("logprobs")))
+
+
+def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficRecord]], outcome: Outcome) -> str:
+    """The rules' verdict of one simulated replay: ROLLBACK, HOLD or PROMOTE."""
+    analysis = Analysis(slice_plan((_facts(r) for sel in stages for r in sel), s.min_slice_requests), s.thresholds())
+    for selection in stages:
+        for r in selection:
+            cand, twin = outcome(rng, r)
+            tools_called = bool(r.request.get("tools")) and rng.random() < TOOL_CALLED
+            bad = {m: (cand[m], twin[m]) for m in ("disagreement", "task_failure", "error")}
+            bad["degeneration"] = (False, False)
+            if wants_json(r):
+                bad["json_parse"] = (cand["json_parse"], twin["json_parse"])
+            if tools_called:
+                bad["tool_parse"] = (cand["tool_parse"], twin["tool_parse"])
+            pair = Pair(r.id, r.tenant, r.kind, r.model_alias, wants_json(r), None, Answer(), Answer(), Answer(), r.sampled)
+            analysis.add(pair, Measures(True, "", bad, 1.0, 1.0, 1.0, 1.0, None))
+            if analysis.fired and s.stop_early:
+                return "ROLLBACK"
+    slices = analysis.results()
+    verdict = "PROMOTE"
+    for name in PAIR_RULES:
+        out = pair_rule(name, slices)
+        if out.status is Status.FAIL:
+            return "ROLLBACK"
+        if out.status is Status.PASS and rule(True, out.reason, None, out.limit) is not None:
+            verdict = "HOLD"
+    return verdict
+
+
+def settings_of(policy: Path) -> ShadowSettings:
+    """The policy's gate 5 settings (defaults for what it leaves out)."""
+    section = (yaml.safe_load(policy.read_text()).get("gates") or {}).get("shadow") or {}
+    known = {f.name for f in fields(ShadowSettings)}
+    return ShadowSettings(**{k: v for k, v in section.items() if k in known})
+
+
+SCENARIOS = ["clean:0", "clean:0.05", "clean:0.1", "clean:0.2", "shared-errors:0.02", "json:0.05", "json:0.1", "json:0.2",
+             "errors:0.01", "errors:0.02", "errors:0.05", "changed:0.02", "changed:0.03", "changed:0.05", "changed:0.1",
+             "tenant:1"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--policy", type=Path, default=ROOT / "gates" / "default.yaml")
+    ap.add_argument("--scenarios", nargs="+", default=SCENARIOS)
+    args = ap.parse_args()
+    s = settings_of(args.policy)
+    records = load_traffic(ROOT / s.traffic).records
+    done: set[str] = set()
+    stages = []
+    for stage in s.stage_plan():
+        stages.append(stage_selection(records, stage, 0, done))
+        done.update(r.id for r in stages[-1])
+    n = sum(len(x) for x in stages)
+    json_n = sum(wants_json(r) for x in stages for r in x)
+    print(f"{args.policy.name}: {n} pairs in {len(stages)} stages ({json_n} JSON), {args.runs} runs a scenario; "
+          f"materiality {dict(s.thresholds().materiality)}")
+    print(f"{'scenario':22} {'ROLLBACK':>9} {'HOLD':>6} {'PROMOTE':>8}   not PROMOTE")
+    rng = random.Random(20261205)
+    t0 = time.perf_counter()
+    for spec in args.scenarios:
+        name, value = spec.split(":")
+        counts = Counter(one_run(rng, s, stages, scenario(name, float(value))) for _ in range(args.runs))
+        rate = {v: counts[v] / args.runs for v in ("ROLLBACK", "HOLD", "PROMOTE")}
+        print(f"{spec:22} {rate['ROLLBACK']:9.1%} {rate['HOLD']:6.1%} {rate['PROMOTE']:8.1%}   "
+              f"{1 - rate['PROMOTE']:.1%}")
+    print(f"({time.perf_counter() - t0:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
