@@ -13,7 +13,10 @@ a clean pair must PROMOTE (false ROLLBACK and undecided are the costs). Scenario
   answers, independently (a batch-variant engine);
 - shared errors p: both fail a share p of requests, independently (transient 503s on both);
 - json breakage b: the candidate breaks a share b of JSON answers (the shipped traffic: ~15% JSON);
+- shared 503s p: both sides' requests need a retry (a 503 the client's retry hid) on a share p,
+  independently;
 - errors +e: the candidate fails a share e more of requests;
+- 503s +e: the candidate's requests need a retry on a share e more (every answer arrives);
 - changed c: the candidate's answers differ on a share c more (valid, other text);
 - one tenant: every answer of tenant `assistant` (~18% of the traffic) differs.
 """
@@ -52,12 +55,13 @@ Outcome = Callable[[random.Random, TrafficRecord], tuple[dict[str, bool], dict[s
 
 
 def _side(rng: random.Random, r: TrafficRecord, *, disagree: float = 0.0, error: float = 0.0,
-          json_break: float = 0.0, task_shared: bool = False) -> dict[str, bool]:
+          json_break: float = 0.0, retried: float = 0.0, task_shared: bool = False) -> dict[str, bool]:
     failed = rng.random() < error
     broken = wants_json(r) and rng.random() < json_break
     differs = failed or broken or rng.random() < disagree
     return {"error": failed, "disagreement": differs, "json_parse": failed or broken,
-            "task_failure": failed or broken or task_shared, "tool_parse": failed}
+            "task_failure": failed or broken or task_shared, "tool_parse": failed,
+            "retry": failed or rng.random() < retried}
 
 
 def scenario(name: str, value: float) -> Outcome:
@@ -69,11 +73,16 @@ def scenario(name: str, value: float) -> Outcome:
                     _side(rng, r, disagree=value, task_shared=shared_task))
         if name == "shared-errors":
             return _side(rng, r, error=value, task_shared=shared_task), _side(rng, r, error=value, task_shared=shared_task)
+        if name == "shared-503s":
+            return (_side(rng, r, retried=value, task_shared=shared_task),
+                    _side(rng, r, retried=value, task_shared=shared_task))
         twin = _side(rng, r, task_shared=shared_task)
         if name == "json":
             return _side(rng, r, json_break=value, task_shared=shared_task), twin
         if name == "errors":
             return _side(rng, r, error=value, task_shared=shared_task), twin
+        if name == "503s":
+            return _side(rng, r, retried=value, task_shared=shared_task), twin
         if name == "changed":
             return _side(rng, r, disagree=value, task_shared=shared_task), twin
         if name == "tenant":
@@ -94,7 +103,7 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
         for r in selection:
             cand, twin = outcome(rng, r)
             tools_called = bool(r.request.get("tools")) and rng.random() < TOOL_CALLED
-            bad = {m: (cand[m], twin[m]) for m in ("disagreement", "task_failure", "error")}
+            bad = {m: (cand[m], twin[m]) for m in ("disagreement", "task_failure", "error", "retry")}
             bad["degeneration"] = (False, False)
             if wants_json(r):
                 bad["json_parse"] = (cand["json_parse"], twin["json_parse"])
@@ -122,9 +131,9 @@ def settings_of(policy: Path) -> ShadowSettings:
     return ShadowSettings(**{k: v for k, v in section.items() if k in known})
 
 
-SCENARIOS = ["clean:0", "clean:0.05", "clean:0.1", "clean:0.2", "shared-errors:0.02", "json:0.05", "json:0.1", "json:0.2",
-             "errors:0.01", "errors:0.02", "errors:0.05", "changed:0.02", "changed:0.03", "changed:0.05", "changed:0.1",
-             "tenant:1"]
+SCENARIOS = ["clean:0", "clean:0.02", "clean:0.05", "clean:0.1", "clean:0.2", "shared-errors:0.02", "shared-503s:0.02",
+             "json:0.05", "json:0.1", "json:0.2", "errors:0.01", "errors:0.02", "errors:0.05", "503s:0.02", "503s:0.05",
+             "changed:0.02", "changed:0.03", "changed:0.05", "changed:0.1", "tenant:1"]
 
 
 def main() -> None:

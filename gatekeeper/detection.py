@@ -130,14 +130,15 @@ class Ruling:
     advisory: bool = False
 
 
-def rule(passed: bool, reason: str, judged: Items | None, limit: DetectionLimit | None) -> Ruling | None:
+def rule(passed: bool, reason: str, judged: Items | None, limit: DetectionLimit | None, decide: str = "") -> Ruling | None:
     """What `ctx.check` makes of a PASS (`passed`) or WARN: undecided when nothing was judged
     (advisory when the reference fails every item too: the model, not the candidate) or when a
-    PASS's limit is wider than its materiality; None when it stands."""
+    PASS's limit is wider than its materiality (saying first what would `decide` it, when known);
+    None when it stands."""
     if judged is not None and judged.not_applicable:
         return Ruling(f"not judged: the reference fails every item too, so none could regress from it ({reason})", True)
     if judged is not None and judged.n == 0:
         return Ruling(f"undecided: nothing judged ({reason})")
     if passed and limit is not None and not limit.within_materiality:
-        return Ruling(f"undecided: {limit.text()}, wider than the materiality ({reason})")
+        return Ruling(f"undecided: {decide + ' — ' if decide else ''}{limit.text()}, wider than the materiality ({reason})")
     return None

@@ -165,18 +165,20 @@ class GateContext:
         undecided: bool = False,
         judged: Items | None = None,
         limit: DetectionLimit | None = None,
+        decide: str = "",
     ) -> CheckResult:
         """Record one check `<gate>.<name>` (`name` may be the whole id) with the policy's blocking
         rule applied (`advisory`: non-blocking whatever the policy says); `judgement` how it decided
         (the gate's default when None); `undecided`: asked, not answered by the evidence (WARN, not
         judged, HOLDs when blocking). `judged`: the items a count check judged, `limit` what it
-        would have caught (`detection.py`; none judged is undecided, `detection.rule`). Its
-        duration is the time since `started`, else since the gate's previous check."""
+        would have caught (`detection.py`; none judged is undecided, `detection.rule`), `decide`
+        what would decide it if that limit is wider than the materiality. Its duration is the time
+        since `started`, else since the gate's previous check."""
         check_id = name if name.startswith(f"{self.gate_id}.") else f"{self.gate_id}.{name}"
         if judged is not None and limit is None:
             limit = judged.limit()
         if status in (Status.PASS, Status.WARN) and not undecided:
-            ruled = rule(status is Status.PASS, reason, judged, limit)
+            ruled = rule(status is Status.PASS, reason, judged, limit, decide)
             if ruled is not None:
                 status, undecided, reason, advisory = Status.WARN, True, ruled.reason, advisory or ruled.advisory
         since_last = self.clock.lap()

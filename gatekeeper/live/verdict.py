@@ -128,7 +128,7 @@ def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResul
         name, r = undecided[0]
         assert r.limit is not None
         verdict, why = "HOLD", (f"undecided: {name} {r.limit.text()}, wider than the materiality"
-                                + (f"; about {r.to_decide} judged pairs would decide it" if r.to_decide else ""))
+                                + (f"; {r.decide}" if r.decide else ""))
     else:
         verdict, why = "PROMOTE", f"{overall.judged} pairs judged: no measure beyond the noise floor; score {overall.score:g}"
     by = {m.name: m for m in overall.metrics}

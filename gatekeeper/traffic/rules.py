@@ -79,6 +79,7 @@ class RuleOutcome:
     evidence_rows: tuple[tuple[str, ...], ...] = ()
     limit: DetectionLimit | None = None  # a PASS's: the least ruled-out of its measures' bounds
     to_decide: int | None = None  # a PASS whose bound is wider than the materiality: judged pairs that would decide it
+    decide: str = ""  # and that, in words (or why more pairs may not)
 
 
 def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> RuleOutcome:
@@ -119,11 +120,13 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
                            f"{m.eligible} pairs, excess at most +{(m.upper or 0.0) * 100:.1f} points (materiality "
                            f"{(m.materiality or 0.0) * 100:.1f})", limit=limit)
     reason = f"not fired: {what}: no excess over the reference's twin beyond chance in {judged} judged measurements (every slice)"
+    decide = ""
     if to_decide is not None:
-        reason += f"; about {to_decide} judged pairs would decide it at the rates seen"
+        decide = f"about {to_decide} judged pairs would decide it at the rates seen"
     elif limit is not None and not limit.within_materiality:
-        reason += "; the excess seen is itself near the materiality: more pairs may not decide it"
-    return RuleOutcome(name, Status.PASS, reason + (f"; {stopped}" if stopped else ""), limit=limit, to_decide=to_decide)
+        decide = "the excess seen is itself near the materiality: more pairs may not decide it"
+    return RuleOutcome(name, Status.PASS, reason + (f"; {stopped}" if stopped else ""), limit=limit, to_decide=to_decide,
+                       decide=decide)
 
 
 def _limit(overall: Sequence[MetricResult]) -> tuple[DetectionLimit | None, int | None]:
@@ -158,3 +161,13 @@ def localise(measure: str, slices: Sequence[SliceResult]) -> str:
             said.append(f"{key} ({m.candidate_rate:.1%} vs twin {m.twin_rate:.1%}; other {dim}s at most "
                         f"{max(rows[1][0], 0.0):.1%} above their twin)")
     return "concentrated in " + " and ".join(said) if said else ""
+
+
+def undecided(slices: Sequence[SliceResult]) -> list[str]:
+    """The pair rules that did not fire and whose bound is still wider than their materiality."""
+    out = []
+    for name in PAIR_RULES:
+        outcome = pair_rule(name, slices)
+        if outcome.status is Status.PASS and outcome.limit is not None and not outcome.limit.within_materiality:
+            out.append(name)
+    return out

@@ -17,6 +17,8 @@ STAGE_SCHEMA = {"type": "object", "required": ["name"], "additionalProperties": 
     "budget": {"type": "integer", "minimum": 1, "maximum": MAX_REQUESTS, "description": "requests replayed at most"},
     "concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CONCURRENCY}}}
 
+EXTENSION = "extension"  # the name of the stage replayed while a rule is undecided
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -96,6 +98,11 @@ class ShadowSettings:
       (else it is undecided: HOLD, with the judged pairs that would decide it), and a crossing
       whose bound is within it WARNs instead of firing. There is no absolute noise margin: the
       materiality is the one margin, and the user's to set;
+    - `extension` (0; the default policy 180, the rest of its sample): requests beyond the stages'
+      budgets, drawn from all the traffic they did not replay, replayed in one more stage
+      (`shadow.stage.extension`) while a rule is undecided — its bound wider than its materiality
+      — and no stage failed, stopping after the first chunk that decides every rule (the bounds
+      and the sequential tests hold at every look, so replaying on is no peeking); 0: HOLD at once;
     - `stages`: the canary plan, in order; each `{name, budget, tenants?, kinds?, models?,
       share?, concurrency?}`; a stage that FAILs stops the widening; requests replayed in one stage are not
       replayed again; the evidence carries over (the sequential test is valid across stages).
@@ -125,6 +132,7 @@ class ShadowSettings:
     score_pass: float = setting(75.0, minimum=0, maximum=100)
     score_marginal: float = setting(50.0, minimum=0, maximum=100)
     min_slice_requests: int = setting(20, minimum=1, maximum=MAX_REQUESTS)
+    extension: int = setting(0, minimum=0, maximum=MAX_REQUESTS)
     materiality: dict[str, float] = setting(factory=lambda: dict(MATERIALITY),
                                             additionalProperties={"exclusiveMinimum": 0, "maximum": 1})
     stages: list[dict[str, Any]] = setting(factory=lambda: [
@@ -145,6 +153,7 @@ class ShadowSettings:
         require(not unknown, "materiality", f"names no critical measure: {', '.join(unknown)} (one of {', '.join(CRITICAL)})")
         names = [s.name for s in self.stage_plan()]
         require(len(set(names)) == len(names), "stages", "stage names must be unique")
+        require(not self.extension or EXTENSION not in names, "stages", f"{EXTENSION!r} names the extension stage")
 
     def gap(self, dtype: str) -> float:
         """The near-tie gap for the candidate's dtype (float32's when it has none)."""
@@ -157,6 +166,10 @@ class ShadowSettings:
     def stage_plan(self) -> list[Stage]:
         """The stages, parsed."""
         return [parse_stage(raw) for raw in self.stages]
+
+    def extension_stage(self) -> Stage | None:
+        """The stage replayed while a rule is undecided (None: no extension)."""
+        return Stage(EXTENSION, share=1.0, budget=self.extension) if self.extension else None
 
     def thresholds(self) -> Thresholds:
         """The analysis' part of the settings."""

@@ -11,7 +11,7 @@ from html import unescape
 from gatekeeper import evidence as ev
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.traffic.analysis import MetricResult, SliceResult
-from gatekeeper.gates.shadow.gate import _slice_table
+from gatekeeper.gates.shadow.evidence import slice_table as _slice_table
 from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.charts import intervals_svg, line_chart_svg
 from gatekeeper.report.evidence_view import fmt_metric, fmt_value

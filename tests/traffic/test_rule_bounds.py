@@ -43,9 +43,10 @@ def test_too_few_pairs_leave_the_rule_undecided_with_what_would_decide_it():
     outcome = pair_rule("errors_up", _judge([_pair(i, OK) for i in range(96)]))
     assert outcome.status is Status.PASS and outcome.limit is not None and not outcome.limit.within_materiality
     assert outcome.to_decide is not None and 96 < outcome.to_decide < 300
-    ruling = rule(True, outcome.reason, None, outcome.limit)
-    assert ruling is not None and ruling.reason.startswith("undecided: rules out more than +3.")
-    assert f"about {outcome.to_decide} judged pairs would decide it" in ruling.reason
+    ruling = rule(True, outcome.reason, None, outcome.limit, outcome.decide)
+    assert ruling is not None  # what would decide it comes first: a verdict's reasons are cut at 240 characters
+    assert ruling.reason.startswith(f"undecided: about {outcome.to_decide} judged pairs would decide it at the rates seen — "
+                                    "rules out more than +3.")
 
 
 def test_half_a_point_more_errors_fires_where_the_absolute_margin_never_let_it():

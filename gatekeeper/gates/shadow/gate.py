@@ -7,8 +7,6 @@ it); replay is `replay.py`, the pair measures `measures.py`, the statistics `ana
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 import time
 from collections import Counter
@@ -18,18 +16,18 @@ from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
-from gatekeeper.evidence import Evidence, Series, Table, TextPair
+from gatekeeper.evidence import Evidence, Series, Table
 from gatekeeper.gates.interface import Gate, GateContext
-from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceResult
+from gatekeeper.traffic.analysis import Analysis, SliceKey
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.judging import RequestFacts, slice_plan
-from gatekeeper.traffic.measures import Measures, Pair, disagrees, measure, render
+from gatekeeper.traffic.measures import Measures, Pair, disagrees, measure
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review, reviewable
 from gatekeeper.gates.shadow.earlier_rules import EARLIER_RULES, earlier_rule
 from gatekeeper.traffic import stage_rule
 from gatekeeper.traffic.stage_rule import Standing
-from gatekeeper.traffic.rules import ANSWERS_DIFFER, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome, localise, pair_rule
+from gatekeeper.traffic.rules import ANSWERS_DIFFER, PAIR_RULES, TASK_SUCCESS_DOWN, RuleOutcome, localise, pair_rule, undecided
 from gatekeeper.stats.quantiles import percentile
 from gatekeeper.traffic.task import CHECKS
 from gatekeeper.traffic.settings import ShadowSettings, Stage
@@ -40,10 +38,9 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
 from gatekeeper.gates.shadow import checks
+from gatekeeper.gates.shadow.evidence import keep_worst, pair_evidence, slice_table
 
-WORST_PAIRS = 5
 MAX_DIVERGENCES = 30  # confident divergences listed in answers_differ's evidence
-_ORDER = itertools.count()
 
 
 class ShadowGate(Gate):
@@ -132,7 +129,9 @@ class ShadowGate(Gate):
         for stage in stages:
             selections.append(stage_selection(traffic.records, stage, ctx.run.seed, done))
             done.update(r.id for r in selections[-1])
-        analysis = Analysis(slice_plan((_facts(r) for sel in selections for r in sel), s.min_slice_requests),
+        extension = s.extension_stage()  # its requests are in the slice plan: the alpha split never depends on a look
+        more = stage_selection(traffic.records, extension, ctx.run.seed, done) if extension is not None else []
+        analysis = Analysis(slice_plan((_facts(r) for sel in [*selections, more] for r in sel), s.min_slice_requests),
                             s.thresholds())
         source = _from_store(stored[1]) if stored else _replayed(ctx, s, _replica(ctx, s))
         worst: list[tuple[float, int, Pair, Measures]] = []
@@ -147,6 +146,10 @@ class ShadowGate(Gate):
                 continue
             if self._stage(ctx, s, stage, chosen, analysis, worst, source):
                 failed = stage
+        if extension is not None and failed is None and more and (open_rules := undecided(analysis.results())):
+            ctx.notes.append(f"shadow: {', '.join(open_rules)} undecided after the stages (a bound wider than its "
+                             f"materiality): replaying up to {len(more)} more requests until every rule is decided")
+            self._stage(ctx, s, extension, more, analysis, worst, source, until=lambda: not undecided(analysis.results()))
         slices = analysis.results()
         stopped = analysis.pairs < sum(len(sel) for sel in selections)
         for name in PAIR_RULES:
@@ -169,8 +172,9 @@ class ShadowGate(Gate):
                          + (f"fired after {analysis.first_fired_at}" if analysis.fired else "did not fire"))
 
     def _stage(self, ctx: GateContext, s: ShadowSettings, stage: Stage, chosen: Sequence[TrafficRecord],
-               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]], source: AnswerSource) -> bool:
-        """Replay one stage in chunks until its budget or a firing; record its check. True when it failed."""
+               analysis: Analysis, worst: list[tuple[float, int, Pair, Measures]], source: AnswerSource,
+               until: Callable[[], bool] | None = None) -> bool:
+        """Replay one stage in chunks until its budget, a firing or `until()`; record its check. True when it failed."""
         t0 = time.perf_counter()
         start_pairs = analysis.pairs
         start_judged = analysis.slices[SliceKey("all", "")].judged
@@ -194,12 +198,12 @@ class ShadowGate(Gate):
                 for role, failed in zip(("candidate", "twin"), measured.task):
                     self.task_failed.update((check, role) for check in failed)
                 analysis.add(pair, measured)
-                _keep_worst(worst, pair, measured)
+                keep_worst(worst, pair, measured)
                 ep = analysis.slices[SliceKey("all", "")].measures["disagreement"].eproc
                 curve_x.append(analysis.pairs)
                 curve.append(math.log10(max(ep.e_value, 1e-12)) if ep is not None else 0.0)
             ctx.progress(f"shadow: stage {stage.name}: {min(at + s.chunk, len(chosen))}/{len(chosen)}")
-            if analysis.fired and s.stop_early:
+            if (analysis.fired and s.stop_early) or (until is not None and until()):
                 break
         slices = analysis.results()
         fired = [(sl.key, m) for sl in slices for m in sl.fired]
@@ -211,11 +215,11 @@ class ShadowGate(Gate):
                    "slices": [sl.to_dict() for sl in slices]}
         all_disagreement = analysis.slices[SliceKey("all", "")].measures["disagreement"]
         threshold = -math.log10(all_disagreement.alpha or 1.0)
-        evidence = [_slice_table(slices),
+        evidence = [slice_table(slices),
                     Series(f"stage {stage.name}: sequential evidence (all traffic, disagreement)", tuple(curve_x),
                            {"log10 e-value": tuple(curve), "rejection threshold log10(1/alpha)": tuple(threshold for _ in curve_x)},
                            "requests replayed", "log10 e-value", is_key=True),
-                    *(_pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
+                    *(pair_evidence(wp, wm) for _, _, wp, wm in sorted(worst, key=lambda w: -w[0]))]
         judged = overall.judged - start_judged
         standing = stage_rule.standing(bool(fired), judged, overall.score, s.score_marginal, s.score_pass)
         if standing is Standing.FIRED:
@@ -272,7 +276,7 @@ class ShadowGate(Gate):
         if outcome.to_decide is not None:
             metrics["pairs_to_decide"] = outcome.to_decide
         ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP,
-                  limit=outcome.limit)
+                  limit=outcome.limit, decide=outcome.decide)
 
 
 Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review]]
@@ -356,33 +360,3 @@ def _load(s: ShadowSettings) -> TrafficFile:
 def _facts(r: TrafficRecord) -> RequestFacts:
     return RequestFacts(r.tenant, r.kind, r.model_alias, r.sampled, wants_json(r), bool(r.request.get("tools")),
                         bool(r.request.get("logprobs")))
-
-
-def _keep_worst(heap: list[tuple[float, int, Pair, Measures]], pair: Pair, m: Measures) -> None:
-    """Keep the WORST_PAIRS pairs least similar to the reference: a max-heap on similarity
-    (stored negated), whose top is the most similar pair kept."""
-    if not m.judged or m.similarity >= 1.0:
-        return
-    item = (-m.similarity, next(_ORDER), pair, m)
-    if len(heap) < WORST_PAIRS:
-        heapq.heappush(heap, item)
-    elif -heap[0][0] > m.similarity:
-        heapq.heapreplace(heap, item)
-
-
-def _pair_evidence(pair: Pair, m: Measures) -> TextPair:
-    return TextPair(f"{pair.id} ({pair.tenant}, {pair.kind}): similarity {m.similarity:.2f} (twin {m.twin_similarity:.2f})",
-                    render(pair.reference), render(pair.candidate), m.divergence, None)
-
-
-def _slice_table(slices: Sequence[SliceResult]) -> Table:
-    rows = []
-    for sl in slices:
-        by = {m.name: m for m in sl.metrics}
-        dis = by.get("disagreement")
-        rows.append((sl.key, sl.pairs, sl.judged, f"{sl.score:g}" if sl.is_scored else "not judged",
-                     "" if dis is None or dis.candidate_rate is None else f"{dis.candidate_rate:.1%} / {dis.twin_rate:.1%}",
-                     ", ".join(m.name for m in sl.fired) or "—",
-                     ", ".join(f"{m.name} {m.label}" for m in sl.metrics if m.label in ("High", "Low")) or "—"))
-    return Table("slices (disagreement: candidate / twin)", ("slice", "pairs", "judged", "score", "disagreement",
-                                                           "fired", "non-critical"), tuple(rows))

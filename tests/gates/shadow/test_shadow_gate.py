@@ -24,7 +24,7 @@ MATERIALITY = ("    materiality: {disagreement: 0.15, task_failure: 0.15, degene
 
 
 def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: str | None = None,
-            stop_early: bool = True) -> str:
+            stop_early: bool = True, materiality: str = MATERIALITY) -> str:
     """A small gate-5 policy: one stage of `budget` requests over all traffic (or `stages`)."""
     stages = stages or f"      - {{name: all, share: 1.0, budget: {budget}}}\n"
     path = tmp_path / "shadow.yaml"
@@ -32,7 +32,7 @@ def _policy(tmp_path: Path, budget: int = 48, extra_checks: str = "", stages: st
                     "  - {match: \"startup.new_warnings\", blocking: false}\n"
                     "  - {match: \"shadow.stage.*\", blocking: false}\n" + extra_checks
                     + f"gates:\n  shadow:\n    min_slice_requests: 8\n    stop_early: {str(stop_early).lower()}\n"
-                    + MATERIALITY + "    stages:\n" + stages)
+                    + materiality + "    stages:\n" + stages)
     return str(path)
 
 
@@ -78,6 +78,29 @@ def test_a_clean_candidate_promotes_with_every_pair_judged(tmp_path, reference, 
     assert stage["status"] == "PASS" and stage["metrics"]["requests"] == 48 and not stage["metrics"]["stopped_early"]
     slices = {s["slice"] for s in stage["metrics"]["slices"]}
     assert "all" in slices and any(s.startswith("tenant=") for s in slices)
+
+
+def test_rules_left_undecided_by_the_stages_are_decided_by_replaying_on_within_the_extension(tmp_path, reference, candidate):
+    """48 clean pairs cannot rule out 5 points (their bound: ~7): with no extension the run HOLDs
+    naming the undecided rules; with one, gate 5 replays on and stops at the chunk that decides
+    every rule (~75 pairs), then PROMOTEs."""
+    tight = ("    materiality: {disagreement: 0.05, task_failure: 0.05, degeneration: 0.05, nonfinite: 0.05, error: 0.05,\n"
+             "                  retry: 0.05, json_parse: 1.0, tool_parse: 1.0}\n")
+    held = gk_run(tmp_path / "held", "--reference", reference.url, "--candidate", candidate.url, "--gates", "shadow",
+                  "--policy", _policy(tmp_path, materiality=tight))
+    assert held.summary["verdict"] == "HOLD" and held.summary["reasons"][0].startswith("shadow.rule."), held.summary["reasons"]
+    assert "about " in held.summary["reasons"][0] and "judged pairs would decide it" in held.summary["reasons"][0]
+    (tmp_path / "ext").mkdir()
+    out = gk_run(tmp_path / "extended", "--reference", reference.url, "--candidate", candidate.url, "--gates", "shadow",
+                 "--policy", _policy(tmp_path / "ext", materiality=tight + "    extension: 120\n"))
+    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
+    stage = out.check("shadow.stage.extension")
+    assert stage["status"] == "PASS" and stage["metrics"]["stopped_early"] and 16 <= stage["metrics"]["requests"] < 120
+    judged = out.gate("shadow")["coverage"]["judged"]
+    assert judged == 48 + stage["metrics"]["requests"]
+    assert any("undecided after the stages" in n for n in out.gate("shadow")["notes"])
+    limit = out.check("shadow.rule.errors_up")["detection_limit"]
+    assert limit["effect"] <= 0.05 and limit["judged"] == judged
 
 
 def test_a_candidate_whose_server_answers_503_now_and_then_fires_retries_up_though_every_answer_arrives(
