@@ -6,7 +6,8 @@ only the measures' outcomes are simulated (`Measures`), not the answers.
     python benchmarks/shadow_detection.py [--runs 200] [--policy gates/default.yaml] [--scenarios ...]
 
 Printed per scenario: how often the gate's rules ROLLBACK (a rule FAILs), HOLD (a rule undecided:
-its bound wider than the materiality) or PROMOTE. A fault must not PROMOTE (ROLLBACK or HOLD);
+its bound wider than the materiality) or PROMOTE, and the pairs replayed (the policy's `extension`
+replays on while a rule is undecided). A fault must not PROMOTE (ROLLBACK or HOLD);
 a clean pair must PROMOTE (false ROLLBACK and undecided are the costs). Scenarios:
 
 - clean, twin noise q: candidate and twin each disagree with the reference on a share q of
@@ -45,7 +46,7 @@ from gatekeeper.traffic.format import TrafficRecord, load_traffic  # noqa: E402
 from gatekeeper.traffic.judging import RequestFacts, slice_plan  # noqa: E402
 from gatekeeper.traffic.measures import Measures, Pair  # noqa: E402
 from gatekeeper.traffic.pair_of import wants_json  # noqa: E402
-from gatekeeper.traffic.rules import PAIR_RULES, pair_rule  # noqa: E402
+from gatekeeper.traffic.rules import PAIR_RULES, pair_rule, undecided  # noqa: E402
 from gatekeeper.traffic.settings import ShadowSettings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,11 +97,16 @@ def _facts(r: TrafficRecord) -> RequestFacts:
                         bool(r.request.get("logprobs")))
 
 
-def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficRecord]], outcome: Outcome) -> str:
-    """The rules' verdict of one simulated replay: ROLLBACK, HOLD or PROMOTE."""
-    analysis = Analysis(slice_plan((_facts(r) for sel in stages for r in sel), s.min_slice_requests), s.thresholds())
-    for selection in stages:
-        for r in selection:
+def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficRecord]], more: list[TrafficRecord],
+            outcome: Outcome) -> tuple[str, int]:
+    """The rules' verdict of one simulated replay (ROLLBACK, HOLD or PROMOTE) and the pairs it
+    replayed; `more`: the extension stage's requests, replayed a chunk at a time while a rule is
+    undecided after the stages (as the gate does)."""
+    analysis = Analysis(slice_plan((_facts(r) for sel in [*stages, more] for r in sel), s.min_slice_requests),
+                        s.thresholds())
+
+    def replay(records: list[TrafficRecord]) -> bool:
+        for r in records:
             cand, twin = outcome(rng, r)
             tools_called = bool(r.request.get("tools")) and rng.random() < TOOL_CALLED
             bad = {m: (cand[m], twin[m]) for m in ("disagreement", "task_failure", "error", "retry")}
@@ -111,17 +117,25 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
                 bad["tool_parse"] = (cand["tool_parse"], twin["tool_parse"])
             pair = Pair(r.id, r.tenant, r.kind, r.model_alias, wants_json(r), None, Answer(), Answer(), Answer(), r.sampled)
             analysis.add(pair, Measures(True, "", bad, 1.0, 1.0, 1.0, 1.0, None))
-            if analysis.fired and s.stop_early:
-                return "ROLLBACK"
+        return analysis.fired and s.stop_early
+
+    for selection in stages:
+        if replay(selection):
+            return "ROLLBACK", analysis.pairs
+    for at in range(0, len(more), s.chunk):
+        if not undecided(analysis.results()):
+            break
+        if replay(more[at:at + s.chunk]):
+            return "ROLLBACK", analysis.pairs
     slices = analysis.results()
     verdict = "PROMOTE"
     for name in PAIR_RULES:
         out = pair_rule(name, slices)
         if out.status is Status.FAIL:
-            return "ROLLBACK"
+            return "ROLLBACK", analysis.pairs
         if out.status is Status.PASS and rule(True, out.reason, None, out.limit) is not None:
             verdict = "HOLD"
-    return verdict
+    return verdict, analysis.pairs
 
 
 def settings_of(policy: Path) -> ShadowSettings:
@@ -149,19 +163,23 @@ def main() -> None:
     for stage in s.stage_plan():
         stages.append(stage_selection(records, stage, 0, done))
         done.update(r.id for r in stages[-1])
+    extension = s.extension_stage()
+    more = stage_selection(records, extension, 0, done) if extension is not None else []
     n = sum(len(x) for x in stages)
     json_n = sum(wants_json(r) for x in stages for r in x)
-    print(f"{args.policy.name}: {n} pairs in {len(stages)} stages ({json_n} JSON), {args.runs} runs a scenario; "
+    print(f"{args.policy.name}: {n} pairs in {len(stages)} stages ({json_n} JSON), extension up to {len(more)}, "
+          f"{args.runs} runs a scenario; "
           f"materiality {dict(s.thresholds().materiality)}")
-    print(f"{'scenario':22} {'ROLLBACK':>9} {'HOLD':>6} {'PROMOTE':>8}   not PROMOTE")
+    print(f"{'scenario':22} {'ROLLBACK':>9} {'HOLD':>6} {'PROMOTE':>8}   not PROMOTE   mean pairs")
     rng = random.Random(20261205)
     t0 = time.perf_counter()
     for spec in args.scenarios:
         name, value = spec.split(":")
-        counts = Counter(one_run(rng, s, stages, scenario(name, float(value))) for _ in range(args.runs))
+        runs = [one_run(rng, s, stages, more, scenario(name, float(value))) for _ in range(args.runs)]
+        counts = Counter(v for v, _ in runs)
         rate = {v: counts[v] / args.runs for v in ("ROLLBACK", "HOLD", "PROMOTE")}
         print(f"{spec:22} {rate['ROLLBACK']:9.1%} {rate['HOLD']:6.1%} {rate['PROMOTE']:8.1%}   "
-              f"{1 - rate['PROMOTE']:.1%}")
+              f"{1 - rate['PROMOTE']:11.1%}   {sum(n for _, n in runs) / args.runs:10.0f}")
     print(f"({time.perf_counter() - t0:.0f} s)")
 
 
