@@ -23,7 +23,9 @@ TOP_KEYS = {"version", "name", "description", "gates", "checks"}
 # Settings renamed since policies were first written: the error names the new key.
 RENAMED = {"noise_concurrency": "noise_floor_concurrency",
            "noise_floor": "noise_floor_concurrency (0 turns the noise-floor pass off)",
-           "sqdr_max_excess": "decay_max_excess_slope (a limit on the mean per-session recall slope; SQDR is still reported)"}
+           "sqdr_max_excess": "decay_max_excess_slope (a limit on the mean per-session recall slope; SQDR is still reported)",
+           "noise_absolute": "materiality (per critical measure: the excess over the twin that matters; no absolute "
+                             "margin keeps a small excess from firing)"}
 
 
 @dataclass(frozen=True)

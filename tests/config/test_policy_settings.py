@@ -63,6 +63,8 @@ def test_settings_are_typed_values_with_the_policy_overlaid(tmp_path) -> None:
      r"above 0.003205, the most one \(session, round\) cell can move"),
     ("  longctx:\n    sqdr_max_excess: 0.005\n", r"policy.yaml:4: .*sqdr_max_excess.*renamed to decay_max_excess_slope"),
     ("  numerics:\n    prompts: []\n", r"policy.yaml:4: gates.numerics.prompts: must be a non-empty list of strings, not \[\]"),
+    ("  shadow:\n    noise_absolute: 0.01\n", r"policy.yaml:4: .*noise_absolute.*renamed to materiality \(per critical measure"),
+    ("  shadow:\n    materiality: {errors: 0.01}\n", r"policy.yaml:\d+: gates.shadow.materiality: names no critical measure: errors"),
 ])
 def test_a_setting_that_would_judge_nothing_is_refused(tmp_path, body: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
