@@ -9,11 +9,13 @@ judges:
   `tool_parse`, `error`, `retry`, `nonfinite`) with the anytime-valid paired e-process of
   `sequential.py`, updated after every pair. A measure *fires* when its e-value crosses 1/alpha_i,
   Diffy's relative rule holds (the candidate's excess over the twin is more than `noise_relative`
-  of the two counts together) and the excess is not certainly immaterial: its anytime 95% upper
-  bound (`excess_bound.py`) is above the measure's `materiality`. No absolute margin: an excess of
-  half a point fires once the evidence is there. A crossing whose whole bound lies within the
-  materiality is *immaterial* (a real but small excess: reported, not fired). Every critical
-  measure also carries that upper bound: what a PASS rules out.
+  of the two counts together) and the excess seen is above the measure's `materiality`: beyond
+  the noise and of a size that matters. No absolute noise margin: with a materiality of half a
+  point, half a point fires once the evidence is there. A crossing with the excess seen below the
+  materiality fires nothing: *Immaterial* when its anytime 95% upper bound (`excess_bound.py`)
+  lies within the materiality (a real, small excess: the rule WARNs), *Below materiality*
+  otherwise (the rule is undecided until the bound decides). Every critical measure carries that
+  upper bound: what a PASS rules out.
   alpha is split before the replay starts (Bonferroni over e-values, valid at every look):
   `primary_share` of it to `disagreement` over all traffic (the main measure: answers that differ
   from the reference's beyond a near tie, the one most faults show in soonest), half of the rest
@@ -26,7 +28,7 @@ judges:
   shift, classified High/Low only beyond their tolerance.
 
 The slice score is Kayenta's: Pass / (Pass + High + Low) × 100 over its metrics (Nodata left
-out, Immaterial counted as Pass), and 0 when a critical measure fired.
+out, Immaterial and Below materiality counted as Pass), and 0 when a critical measure fired.
 """
 
 from __future__ import annotations
@@ -144,7 +146,6 @@ class MeasureState:
     twin_only: int = 0  # and the reverse
     eproc: PairedEProcess | None = None
     fired_at: int | None = None  # the slice's judged-pair count at the firing
-    immaterial_at: int | None = None  # eligible pairs when a crossing was last found immaterial
 
     def margin(self, t: Thresholds) -> bool:
         """Diffy's relative rule: the excess over the twin is more than `noise_relative` of the two counts."""
@@ -160,15 +161,9 @@ class MeasureState:
         return upper_bound(self.candidate_only, self.twin_only, self.eligible - self.candidate_only - self.twin_only)
 
     def material(self, margin: float) -> bool:
-        """Whether a crossing may fire: its upper bound is above the materiality. Rechecked once the
-        eligible pairs have grown by a quarter since a crossing was last found immaterial."""
-        if self.immaterial_at is not None and self.eligible < 1.25 * self.immaterial_at:
-            return False
-        bound = self.upper()
-        if bound is not None and bound <= margin:
-            self.immaterial_at = self.eligible
-            return False
-        return True
+        """Whether a crossing may fire: the excess seen is above the materiality (a real excess
+        estimated below it fires nothing: its bound decides between PASS, WARN and undecided)."""
+        return self.eligible > 0 and (self.candidate_bad - self.twin_bad) / self.eligible > margin
 
 
 @dataclass
@@ -313,11 +308,13 @@ class Analysis:
         twin_rate = st.twin_bad / st.eligible if st.eligible else None
         excess = None if not st.eligible else (st.candidate_bad - st.twin_bad) / st.eligible
         if st.eproc is not None:
-            label = "Fired" if st.fired_at is not None else ("Nodata" if not st.eligible else
-                                                              "Immaterial" if st.immaterial_at is not None else "Pass")
+            upper, margin = st.upper(), self.t.margin_of(name)
+            label = "Fired" if st.fired_at is not None else "Nodata" if not st.eligible else "Pass"
+            if label == "Pass" and st.eproc.rejected and st.margin(self.t):  # beyond the noise, estimated below materiality
+                label = "Immaterial" if upper is not None and upper <= margin else "Below materiality"
             counts = (st.candidate_only, st.twin_only, st.eligible - st.candidate_only - st.twin_only)
             return MetricResult(name, True, label, cand_rate, twin_rate, st.eligible, st.eproc.p_value, st.eproc.e_value, excess,
-                                st.fired_at, st.upper(), self.t.margin_of(name), counts)
+                                st.fired_at, upper, margin, counts)
         if not st.eligible:
             return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
         from scipy.stats import binomtest  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
@@ -352,5 +349,6 @@ class Analysis:
         if any(m.label == "Fired" for m in metrics):
             score = 0.0
         else:
-            score = round(100.0 * sum(m.label in ("Pass", "Immaterial") for m in counted) / len(counted), 2) if counted else 100.0
+            passed = sum(m.label in ("Pass", "Immaterial", "Below materiality") for m in counted)
+            score = round(100.0 * passed / len(counted), 2) if counted else 100.0
         return SliceResult(str(s.key), s.pairs, s.judged, dict(s.unjudged), tuple(metrics), score)

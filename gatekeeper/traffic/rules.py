@@ -28,7 +28,8 @@ gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
   failure rate p as about p³ failed requests; this counts the attempts the candidate needed.
 
 A rule whose evidence does not exist in this run (no JSON or tool requests were replayed) is a
-SKIP saying so, never a PASS. A rule that did not fire states what it rules out: the anytime 95%
+SKIP saying so, never a PASS. A rule fires when a measure is beyond the twin's noise (its sequential test) with the excess seen
+above its materiality (`analysis.py`). A rule that did not fire states what it rules out: the anytime 95%
 upper bound of the candidate's excess over the twin on its measures over all traffic
 (`excess_bound.py`), beside each measure's materiality; a bound wider than the materiality makes
 the PASS undecided (`detection.rule`), with about how many judged pairs would decide it. A
@@ -119,7 +120,11 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
                            f"its materiality: the candidate {m.candidate_rate:.1%} vs the twin {m.twin_rate:.1%} of "
                            f"{m.eligible} pairs, excess at most +{(m.upper or 0.0) * 100:.1f} points (materiality "
                            f"{(m.materiality or 0.0) * 100:.1f})", limit=limit)
-    reason = f"not fired: {what}: no excess over the reference's twin beyond chance in {judged} judged measurements (every slice)"
+    below = [f"{s.key} {m.name} (the candidate {m.candidate_rate:.1%} vs the twin {m.twin_rate:.1%})" for s in slices
+             for m in s.metrics if m.name in measures and m.label == "Below materiality"]
+    reason = (f"not fired: {what}: " + (f"beyond the twin's noise but estimated below its materiality in {', '.join(below)}"
+                                         if below else "no excess over the reference's twin beyond chance")
+              + f" in {judged} judged measurements (every slice)")
     decide = ""
     if to_decide is not None:
         decide = f"about {to_decide} judged pairs would decide it at the rates seen"

@@ -67,10 +67,17 @@ def test_a_vllm_without_tool_parsing_lacks_tools_and_nothing_else():
     assert missing == ["tools", "tool_parsing"], caps.notes
 
 
-def test_the_bundled_reference_promotes_vllm_as_a_url_candidate(tmp_path, vllm):
+def test_the_bundled_reference_judges_vllm_as_a_url_candidate_and_holds_only_on_what_600_pairs_cannot_decide(
+        tmp_path, vllm):
     """Default policy. vLLM's own log is the URL target's `log_file`, so gate 1 reads it too. The
     performance gate does not apply: the bundled reference is a correctness path, not a build of
-    vLLM (its speed says nothing about vLLM's)."""
+    vLLM (its speed says nothing about vLLM's).
+
+    Every check passes but one: vLLM on CPU answers about 1.5% of the replayed requests otherwise
+    than when asked again (batch variance the batch-invariant bundled twin does not have: "asked
+    again, the tokens do not part"), so gate 5 cannot rule out 3 points more changed answers
+    within the shipped sample's 600 requests (the extension included): answers_differ is undecided
+    and says how many pairs would decide it — a HOLD, never a ROLLBACK (measured 2026-12-05)."""
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"reference": "bundled:reference", "candidate": {
         "kind": "url", "url": vllm.url + "/v1", "model": "gk-tiny", "log_file": str(vllm.log_path)}}))
@@ -78,8 +85,15 @@ def test_the_bundled_reference_promotes_vllm_as_a_url_candidate(tmp_path, vllm):
     assert out.summary is not None, out.stderr
     checks = [c for g in out.summary["gates"] for c in g["checks"]]
     assert [c["id"] for c in checks if c["status"] == "ERROR"] == [], out.stderr
-    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]
-    assert out.code == 0
+    assert out.summary["verdict"] in ("PROMOTE", "HOLD"), out.summary["reasons"]
+    held = [c["id"] for c in checks if c["blocking"] and (c["status"] != "PASS" or c.get("undecided"))
+            and c["status"] != "SKIP"]
+    assert held in ([], ["shadow.rule.answers_differ"]), out.summary["reasons"]
+    if held:
+        rule = out.check("shadow.rule.answers_differ")
+        assert rule.get("undecided") and "judged pairs would decide it" in rule["reason"], rule
+        assert out.check("shadow.stage.extension")["metrics"]["requests"] > 0  # replayed on before it held
+    assert out.code == (2 if held else 0)
     skipped = {g["id"]: [c["id"] for c in g["checks"] if c["status"] == "SKIP"] for g in out.summary["gates"]}
     assert skipped.pop("performance") == ["performance.not_applicable"]
     # full batches of feature-bearing requests are sent to a URL target only where the policy allows it
