@@ -339,13 +339,13 @@ class Endpoint:
             body["stream"] = True
             body["stream_options"] = {"include_usage": True}
             resp = shaped(url, lambda: assemble_chat_stream(url, self._stream("/v1/chat/completions", body), t0))
-        resp = self._model_checked(resp)
+        resp = self._answered(resp)
         self._record(resp.e2e_s, resp.ttft_s, resp.completion_tokens)
         return resp
 
-    def _model_checked(self, resp: Any) -> Any:
-        """The response, with its exchange's 5xx retries (not a reconnection: the transport's) and a
-        protocol warning when it names another model than asked for."""
+    def _answered(self, resp: Any) -> Any:
+        """The response as answered: with its exchange's 5xx retries (not a reconnection: the
+        transport's) and a protocol warning when it names another model than asked for."""
         retries = getattr(self._exchange_state, "retries", 0)
         if retries:
             resp = replace(resp, retries=retries)
@@ -378,7 +378,7 @@ class Endpoint:
         t0 = time.perf_counter()
         data = self.post_json("/v1/completions", body)
         url = self._url("/v1/completions")
-        resp = self._model_checked(shaped(url, lambda: parse_completion(url, data, time.perf_counter() - t0)))
+        resp = self._answered(shaped(url, lambda: parse_completion(url, data, time.perf_counter() - t0)))
         self._record(resp.e2e_s, None, resp.completion_tokens)
         return resp
 

@@ -124,7 +124,7 @@ def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResul
     elif overall.judged < need:
         verdict, why = "HOLD", f"collecting: {overall.judged} of {need} pairs judged" + (
             f" ({', '.join(f'{n} {k}' for k, n in overall.unjudged.items())} not judged)" if overall.unjudged else "")
-    elif undecided := [(name, r) for name, r in rules.items() if r.limit is not None and not r.limit.within_materiality]:
+    elif undecided := [(name, r) for name, r in rules.items() if r.undecided]:
         name, r = undecided[0]
         assert r.limit is not None
         verdict, why = "HOLD", (f"undecided: {name} {r.limit.text()}, wider than the materiality"

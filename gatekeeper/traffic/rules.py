@@ -82,6 +82,11 @@ class RuleOutcome:
     to_decide: int | None = None  # a PASS whose bound is wider than the materiality: judged pairs that would decide it
     decide: str = ""  # and that, in words (or why more pairs may not)
 
+    @property
+    def undecided(self) -> bool:
+        """A PASS whose bound is wider than its materiality: not fired, and not ruled out either."""
+        return self.status is Status.PASS and self.limit is not None and not self.limit.within_materiality
+
 
 def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> RuleOutcome:
     """A rule over the slices' critical measures: FAIL naming every (slice, measure) that fired;
@@ -114,7 +119,7 @@ def pair_rule(name: str, slices: Sequence[SliceResult], stopped: str = "") -> Ru
     small = [(s.key, m) for s in slices for m in s.metrics if m.name in measures and m.label == "Immaterial"]
     limit, to_decide = _limit(overall)
     what = "; ".join(f"{m} ({MEASURES[m]})" for m in measures)
-    if small:
+    if small and (limit is None or limit.within_materiality):  # an undecided bound is not hidden behind a WARN
         key, m = small[0]
         return RuleOutcome(name, Status.WARN, f"{m.name} ({MEASURES[m.name]}) in {key} beyond the twin's noise but within "
                            f"its materiality: the candidate {m.candidate_rate:.1%} vs the twin {m.twin_rate:.1%} of "
@@ -170,9 +175,4 @@ def localise(measure: str, slices: Sequence[SliceResult]) -> str:
 
 def undecided(slices: Sequence[SliceResult]) -> list[str]:
     """The pair rules that did not fire and whose bound is still wider than their materiality."""
-    out = []
-    for name in PAIR_RULES:
-        outcome = pair_rule(name, slices)
-        if outcome.status is Status.PASS and outcome.limit is not None and not outcome.limit.within_materiality:
-            out.append(name)
-    return out
+    return [name for name in PAIR_RULES if pair_rule(name, slices).undecided]

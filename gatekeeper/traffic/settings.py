@@ -175,4 +175,4 @@ class ShadowSettings:
         """The analysis' part of the settings."""
         return Thresholds(self.alpha, self.primary_share, self.noise_relative, self.confidence,
                           self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal,
-                          {**MATERIALITY, **self.materiality})
+                          self.materiality)
