@@ -22,6 +22,7 @@ from rejudge_util import checks as check_statuses, gk_rejudge
 from run_util import gk_run
 from tokenizer_corpus import CORPUS
 from vllm_util import CANDIDATE_VERSION, GK_TINY, launch_target, running_vllm, stop_group, vllm_command
+from paths import ROOT
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.engine.tokenizer import Tokenizer
@@ -76,12 +77,17 @@ def test_the_bundled_reference_judges_vllm_as_a_url_candidate_and_holds_only_on_
     Every check passes but one: vLLM on CPU answers about 1.5% of the replayed requests otherwise
     than when asked again (batch variance the batch-invariant bundled twin does not have: "asked
     again, the tokens do not part"), so gate 5 cannot rule out 3 points more changed answers
-    within the shipped sample's 600 requests (the extension included): answers_differ is undecided
-    and says how many pairs would decide it — a HOLD, never a ROLLBACK (measured 2026-12-05)."""
+    within the shipped sample's 600 requests (the extension included, measured 2026-12-05: the
+    extension's 180 requests did not decide it): answers_differ is undecided and says how many
+    pairs would decide it — a HOLD, never a ROLLBACK. The default policy here without its
+    extension (CI time: replaying on is tested on the bundled pair, tests/gates/shadow)."""
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"reference": "bundled:reference", "candidate": {
         "kind": "url", "url": vllm.url + "/v1", "model": "gk-tiny", "log_file": str(vllm.log_path)}}))
-    out = gk_run(tmp_path / "out", "-c", str(config), timeout=1800)
+    policy = yaml.safe_load((ROOT / "gates" / "default.yaml").read_text())
+    policy["gates"]["shadow"]["extension"] = 0
+    (tmp_path / "policy.yaml").write_text(yaml.safe_dump(policy))
+    out = gk_run(tmp_path / "out", "-c", str(config), "--policy", str(tmp_path / "policy.yaml"), timeout=1800)
     assert out.summary is not None, out.stderr
     checks = [c for g in out.summary["gates"] for c in g["checks"]]
     assert [c["id"] for c in checks if c["status"] == "ERROR"] == [], out.stderr
@@ -92,7 +98,6 @@ def test_the_bundled_reference_judges_vllm_as_a_url_candidate_and_holds_only_on_
     if held:
         rule = out.check("shadow.rule.answers_differ")
         assert rule.get("undecided") and "judged pairs would decide it" in rule["reason"], rule
-        assert out.check("shadow.stage.extension")["metrics"]["requests"] > 0  # replayed on before it held
     assert out.code == (2 if held else 0)
     skipped = {g["id"]: [c["id"] for c in g["checks"] if c["status"] == "SKIP"] for g in out.summary["gates"]}
     assert skipped.pop("performance") == ["performance.not_applicable"]
