@@ -19,7 +19,13 @@ a clean pair must PROMOTE (false ROLLBACK and undecided are the costs). Scenario
 - errors +e: the candidate fails a share e more of requests;
 - 503s +e: the candidate's requests need a retry on a share e more (every answer arrives);
 - changed c: the candidate's answers differ on a share c more (valid, other text);
-- one tenant: every answer of tenant `assistant` (~18% of the traffic) differs.
+- one tenant: every answer of tenant `assistant` (~18% of the traffic) differs;
+- near ties q: the candidate's greedy answers part from the reference's at a near tie on a share q
+  (forgiven one by one, their rate judged: a declared bf16 build parts so on ~5% of the shipped
+  traffic, measured);
+- shift d: a kernel shifts every close call d nats toward the runner-up; from the statistics
+  review's toy greedy model (64 tokens, 15% close calls): 0.5 nat parts 80% of greedy answers at a
+  near tie, 1 nat 96%, 1.5 nat 99% (57% of them at a near tie, 42% confidently).
 """
 
 from __future__ import annotations
@@ -55,14 +61,20 @@ TOOL_CALLED = 0.5  # of tool requests, those the reference answers with a call (
 Outcome = Callable[[random.Random, TrafficRecord], tuple[dict[str, bool], dict[str, bool]]]
 
 
+SHIFT = {0.5: (0.80, 0.0), 1.0: (0.96, 0.0), 1.5: (0.993 * 0.575, 0.993 * 0.422)}
+"""Per systematic shift (nats): the shares of greedy answers parting at a near tie and confidently
+(the review's toy model, `../shared/reference/statistics-review-2026-12.md` §4)."""
+
+
 def _side(rng: random.Random, r: TrafficRecord, *, disagree: float = 0.0, error: float = 0.0,
-          json_break: float = 0.0, retried: float = 0.0, task_shared: bool = False) -> dict[str, bool]:
+          json_break: float = 0.0, retried: float = 0.0, task_shared: bool = False, tie: float = 0.0) -> dict[str, bool]:
     failed = rng.random() < error
     broken = wants_json(r) and rng.random() < json_break
     differs = failed or broken or rng.random() < disagree
+    tied = not differs and not r.sampled and rng.random() < tie
     return {"error": failed, "disagreement": differs, "json_parse": failed or broken,
             "task_failure": failed or broken or task_shared, "tool_parse": failed,
-            "retry": failed or rng.random() < retried}
+            "retry": failed or rng.random() < retried, "near_tie": tied}
 
 
 def scenario(name: str, value: float) -> Outcome:
@@ -88,6 +100,12 @@ def scenario(name: str, value: float) -> Outcome:
             return _side(rng, r, disagree=value, task_shared=shared_task), twin
         if name == "tenant":
             return _side(rng, r, disagree=1.0 if r.tenant == "assistant" else 0.0, task_shared=shared_task), twin
+        if name == "near-ties":
+            return _side(rng, r, tie=value, task_shared=shared_task), twin
+        if name == "shift":
+            tie, confident = SHIFT[value]
+            return _side(rng, r, disagree=0.0 if r.sampled else confident, tie=tie / (1 - confident),
+                         task_shared=shared_task), twin
         raise ValueError(name)
     return outcome
 
@@ -111,6 +129,8 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
             tools_called = bool(r.request.get("tools")) and rng.random() < TOOL_CALLED
             bad = {m: (cand[m], twin[m]) for m in ("disagreement", "task_failure", "error", "retry")}
             bad["degeneration"] = (False, False)
+            if not r.sampled:
+                bad["near_tie"] = (cand["near_tie"], twin["near_tie"])
             if wants_json(r):
                 bad["json_parse"] = (cand["json_parse"], twin["json_parse"])
             if tools_called:
@@ -147,7 +167,8 @@ def settings_of(policy: Path) -> ShadowSettings:
 
 SCENARIOS = ["clean:0", "clean:0.02", "clean:0.05", "clean:0.1", "clean:0.2", "shared-errors:0.02", "shared-503s:0.02",
              "json:0.05", "json:0.1", "json:0.2", "errors:0.01", "errors:0.02", "errors:0.05", "503s:0.02", "503s:0.05",
-             "changed:0.02", "changed:0.03", "changed:0.05", "changed:0.1", "tenant:1"]
+             "changed:0.02", "changed:0.03", "changed:0.05", "changed:0.1", "tenant:1", "near-ties:0.05",
+             "shift:0.5", "shift:1.0", "shift:1.5"]
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ class EngineCore:
         self.sequences: dict[str, Sequence] = {}
         self.grammars: Grammars | None = None  # set by the builder
         self.misalign_grammar = False  # the grammar-mask-misalign fault (optimized path only)
+        self.close_call_shift = 0.0  # the close-call-shift fault, nats (optimized path only)
 
     def add(self, seq: Sequence) -> None:
         """Accept a new sequence (with a fresh grammar matcher when its output is constrained)."""
@@ -61,7 +62,7 @@ class EngineCore:
     ) -> list[StepOutput]:
         """Sample one token per sequence from logits [S, V]; `prompt_rows` maps a row index to
         that sequence's prompt logits [T, V] when it asked for prompt logprobs."""
-        tokens, records = sample(logits, seqs, sorted(self.eos_token_ids), self.misalign_grammar)
+        tokens, records = sample(logits, seqs, sorted(self.eos_token_ids), self.misalign_grammar, self.close_call_shift)
         outputs = []
         for i, (seq, tid, rec) in enumerate(zip(seqs, tokens, records)):
             plp: list[TokenLogprob | None] | None = None

@@ -113,6 +113,16 @@ FAULTS: dict[str, Fault] = {
             "a decode batch holding a free request ahead of a constrained one (single requests are unaffected)",
         ),
         Fault(
+            "close-call-shift",
+            "docs/bug-classes.md#close-call-shift: a kernel's rounding favours the runner-up: every decode step's "
+            "second most likely token gains VALUE nats, so greedy decoding flips each close call (a gap under VALUE) "
+            "its way, and the returned logprobs show the shifted distribution",
+            "every decode step (prompt logprobs are untouched)",
+            takes_value=True,
+            default_value=1.0,
+            value_range=(0.0, 10.0),
+        ),
+        Fault(
             "tool-overflow",
             "a request offering more than VALUE tools has the tools beyond the first VALUE dropped from its prompt "
             "(a prompt-budget rule in the template path): only tenants with wide tool menus are hit",

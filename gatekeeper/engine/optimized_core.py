@@ -51,6 +51,7 @@ class OptimizedCore(EngineCore):
         )
         self.honour_eos = "eos-ignored" not in faults
         self.misalign_grammar = "grammar-mask-misalign" in faults
+        self.close_call_shift = (faults.value("close-call-shift") or 0.0) if "close-call-shift" in faults else 0.0
         self.misread_p = (faults.value("sporadic-corruption") or 0.0) if "sporadic-corruption" in faults else 0.0
         self._fault_rng = random.Random(args.seed)  # which requests the sporadic fault hits: reproducible per seed
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0

@@ -67,13 +67,18 @@ def _grammar_mask(masked: torch.Tensor, seqs: list[Sequence], misalign: bool) ->
 
 
 def sample(logits: torch.Tensor, seqs: list[Sequence], banned: list[int],
-           misalign_grammar: bool = False) -> tuple[list[int], list[TokenLogprob | None]]:
+           misalign_grammar: bool = False, close_call_shift: float = 0.0) -> tuple[list[int], list[TokenLogprob | None]]:
     """Next token and its logprob record for each row of logits [S, V] (fp32).
 
     `banned` ids (EOS and stop tokens) are masked for sequences still short of `min_tokens`;
-    constrained sequences are masked by their grammars (`misalign_grammar`: the fault).
+    constrained sequences are masked by their grammars (`misalign_grammar`: the fault);
+    `close_call_shift` (the fault, nats) is added to each row's runner-up logit.
     """
     logits = logits.float()
+    if close_call_shift:
+        logits = logits.clone()
+        rows = torch.arange(logits.shape[0])
+        logits[rows, logits.topk(2, dim=-1).indices[:, 1]] += close_call_shift
     logprobs = torch.log_softmax(logits, dim=-1)  # [S, V], raw distribution
     masked = logits
     short = [i for i, s in enumerate(seqs) if s.num_output_tokens < s.params.min_tokens]

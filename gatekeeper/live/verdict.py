@@ -14,11 +14,11 @@
 
 The live verdict is brought up to date as pairs arrive (`judgement.py`: only the new pairs are
 measured; `judge_store` judges a store from scratch, with the same JSON), and new tenants or
-kinds bring new slices. The alpha split is fixed by the first judgement: its slices share
-alpha × (1 − `RESERVE`); each slice that appears later draws on the reserve (the j-th gets
-alpha × RESERVE × 2^−j), its order kept in the store, so together they never exceed alpha and
-no test's alpha changes between looks — unless a critical measure starts to apply to a slice
-(its first JSON request, say): its group's share is then divided anew among more tests.
+kinds bring new slices. The alpha split never shrinks an alpha once given
+(`analysis.allocate_live`): the declared slices (the policy's `slice_weights`, else the first
+judgement's) share alpha × (1 − `slice_reserve`), each over every critical measure whether it
+applies yet or not; each slice discovered later draws on the reserve (the j-th gets
+alpha × slice_reserve × 2^−j), its order kept in the store, so together they never exceed alpha.
 
 `stage` names the policy's canary stage the judged count has reached (stages fill in order,
 by their budgets); the stages' tenant and kind filters are applied by `gatekeeper run --gates
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gatekeeper.traffic.analysis import SliceKey, SliceResult, Thresholds, allocate_with_reserve
+from gatekeeper.traffic.analysis import SliceKey, SliceResult, Thresholds, allocate_live
 from gatekeeper.traffic.judging import judge_pairs
 from gatekeeper.traffic import stage_rule
 from gatekeeper.traffic.rules import PAIR_RULES, pair_rule
@@ -42,7 +42,6 @@ from gatekeeper.traffic.store import PairStore
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite")
-RESERVE = 0.2  # of alpha, for the slices that appear after the first live judgement
 
 
 def default_min_pairs(s: ShadowSettings) -> int:
@@ -84,11 +83,11 @@ def latched(store: PairStore, data: dict[str, Any]) -> dict[str, Any]:
 
 def fixed_split(store: PairStore, t: Thresholds) -> Callable[[list[tuple[SliceKey, frozenset[str]]]],
                                                                dict[tuple[SliceKey, str], float]]:
-    """The alpha per (slice, measure) of the live verdict: the first judgement's slices keep
-    their split, later ones draw on the reserve, in the order the store keeps."""
+    """The alpha per (slice, measure) of the live verdict: the declared slices keep their split,
+    later ones draw on the reserve, in the order the store keeps."""
     def split(plan: list[tuple[SliceKey, frozenset[str]]]) -> dict[tuple[SliceKey, str], float]:
         order, first = store.slice_order([str(k) for k, _ in plan])
-        return allocate_with_reserve(plan, t, order, first, RESERVE)
+        return allocate_live(plan, t, order, first)
     return split
 
 

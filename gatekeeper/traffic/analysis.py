@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,15 +45,18 @@ from gatekeeper.traffic.excess_bound import upper_bound
 from gatekeeper.traffic.measures import Measures, Pair
 from gatekeeper.traffic.sequential import PairedEProcess
 
-CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite")
+CRITICAL = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite",
+            "near_tie")
 MATERIALITY: dict[str, float] = {
     "disagreement": 0.03, "task_failure": 0.03, "json_parse": 0.10, "tool_parse": 0.15, "degeneration": 0.02,
-    "nonfinite": 0.02, "error": 0.02, "retry": 0.02}
+    "nonfinite": 0.02, "error": 0.02, "retry": 0.02, "near_tie": 0.10}
 """The default excess over the twin that matters, per critical measure, as a share of the pairs it
 applies to (JSON pairs for `json_parse`, tool pairs for `tool_parse`): 3 points more answers changed
 or tasks failed, a tenth more JSON broken (the shipped traffic's ~60 JSON pairs bound a clean run at
 ~6%), 15% more tool calls broken (~40 tool pairs bound a clean run at ~9%), 2 points more
-degenerate, NaN or failed answers, or requests not answered at the first attempt. A PASS must rule
+degenerate, NaN or failed answers, or requests not answered at the first attempt, 10 points more
+answers parting at a near tie (a declared bf16 candidate parts so on a few percent of answers; a
+systematic shift of close calls on most). A PASS must rule
 out more than this (docs/detection-limits.md)."""
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
@@ -69,6 +72,10 @@ class SliceKey:
 
     def __str__(self) -> str:
         return "all" if self.dimension == "all" else f"{self.dimension}={self.value}"
+
+
+SLICE_DIMENSIONS = ("tenant", "kind", "model", "sampling")
+"""The dimensions a slice can be of, beside `all` (`slice_keys`)."""
 
 
 def slice_keys(tenant: str, kind: str, model_alias: str, sampled: bool) -> list[SliceKey]:
@@ -92,6 +99,12 @@ class Thresholds:
     score_pass: float = 75.0
     score_marginal: float = 50.0
     materiality: Mapping[str, float] = field(default_factory=lambda: dict(MATERIALITY))
+    slice_weights: Mapping[str, float] = field(default_factory=dict)
+    slice_reserve: float = 0.2
+
+    def weight_of(self, key: SliceKey) -> float:
+        """A slice's declared weight in the alpha split (1 where the policy declares none)."""
+        return self.slice_weights.get(str(key), 1.0)
 
     def margin_of(self, measure: str) -> float:
         """The materiality of a critical measure (its default where the policy names none)."""
@@ -100,37 +113,49 @@ class Thresholds:
 
 def allocate(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds) -> dict[tuple[SliceKey, str], float]:
     """alpha per (slice, critical measure), fixed before any pair is seen: the slices and the
-    measures that apply to them come from the selected requests alone."""
+    measures that apply to them come from the selected requests alone. The other slices' half of
+    what `disagreement` over all traffic leaves goes to the other slices' (slice, measure) tests,
+    each test weighted by its slice's declared weight (`slice_weights`; 1 by default: an even split)."""
     slices = list(slices)
     primary = [(k, m) for k, ms in slices if k.dimension == "all" for m in CRITICAL if m in ms and m == "disagreement"]
     overall = [(k, m) for k, ms in slices if k.dimension == "all" for m in CRITICAL if m in ms and m != "disagreement"]
-    rest = [(k, m) for k, ms in slices if k.dimension != "all" for m in CRITICAL if m in ms]
-    groups = [g for g in ([(x, t.primary_share) for x in primary[:1]],) if g]
+    rest = [(k, ms) for k, ms in slices if k.dimension != "all" and any(m in CRITICAL for m in ms)]
     left = 1.0 - (t.primary_share if primary else 0.0)
-    secondary = [g for g in (overall, rest) if g]
-    out: dict[tuple[SliceKey, str], float] = {key: t.alpha * share for g in groups for key, share in g}
-    for group in secondary:
-        for key in group:
-            out[key] = t.alpha * left / len(secondary) / len(group)
+    share = left / (bool(overall) + bool(rest)) if overall or rest else 0.0
+    out: dict[tuple[SliceKey, str], float] = {key: t.alpha * t.primary_share for key in primary[:1]}
+    for key in overall:
+        out[key] = t.alpha * share / len(overall)
+    total = sum(t.weight_of(k) * sum(m in CRITICAL for m in ms) for k, ms in rest)
+    for k, ms in rest:
+        for m in CRITICAL:
+            if m in ms:
+                out[(k, m)] = t.alpha * share * t.weight_of(k) / total
     return out
 
 
-def allocate_with_reserve(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds, order: Sequence[str],
-                          first: int, reserve: float) -> dict[tuple[SliceKey, str], float]:
+def allocate_live(slices: Iterable[tuple[SliceKey, frozenset[str]]], t: Thresholds, order: Sequence[str],
+                  first: int) -> dict[tuple[SliceKey, str], float]:
     """alpha per (slice, critical measure) for a judgement repeated as pairs arrive (the live
-    verdict): the slices of the first judgement (`order[:first]`) split alpha × (1 − reserve) as
-    `allocate` does, and the j-th slice that appeared later gets alpha × reserve × 2^−j, evenly
-    over its measures. A slice's alpha never changes once given and the whole never exceeds
-    alpha, however many slices appear (Bonferroni over a summable sequence)."""
-    slices = list(slices)
-    early = [(k, ms) for k, ms in slices if str(k) in order[:first]]
-    out = allocate(early, replace(t, alpha=t.alpha * (1 - reserve)))
+    verdict), such that an alpha once given never shrinks: every share is fixed by the policy and
+    the order slices appeared in (`order`, the first judgement's `first` of them), never by what
+    applies now. alpha × (1 − `slice_reserve`) goes to the declared slices — the policy's
+    `slice_weights` (a tenant declared there has its alpha before its first pair), else the first
+    judgement's slices, weight 1 — as `allocate` splits it, each slice's share divided by all
+    `len(CRITICAL)` measures, whether they apply yet or not (a measure that starts to apply, the
+    first JSON request of a tenant, takes the share kept for it); the j-th slice discovered later
+    gets alpha × slice_reserve × 2^−j, likewise per measure. The whole never exceeds alpha,
+    however many slices appear (Bonferroni over a summable sequence)."""
+    main, n = t.alpha * (1 - t.slice_reserve), len(CRITICAL)
+    declared = dict(t.slice_weights) or {k: 1.0 for k in order[:first] if k != "all"}
+    share = (1 - t.primary_share) / (2 if declared else 1)
+    discovered = [k for k in order if k != "all" and k not in declared]
+    out: dict[tuple[SliceKey, str], float] = {}
     for k, ms in slices:
-        if str(k) in order[:first] or not ms:
-            continue
-        j = order.index(str(k)) - first + 1
+        name = str(k)
+        per = (main * share / (n - 1) if name == "all" else main * share * declared[name] / sum(declared.values()) / n
+               if name in declared else t.alpha * t.slice_reserve * 2.0 ** -(discovered.index(name) + 1) / n)
         for m in ms:
-            out[(k, m)] = t.alpha * reserve * 2.0 ** -j / len(ms)
+            out[(k, m)] = main * t.primary_share if (name, m) == ("all", "disagreement") else per
     return out
 
 

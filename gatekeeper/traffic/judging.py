@@ -45,6 +45,10 @@ class SlicePlanner:
             self.count[key] = self.count.get(key, 0) + 1
             # task_failure applies to every request: each can be checked for a refusal where the reference answers
             self.applies.setdefault(key, {"disagreement", "task_failure", "degeneration", "error", "retry"}).update(extra)
+            # The near-tie rate is a numerical path's, not a tenant's: judged over all greedy traffic only (a
+            # declared bf16 build parts at a near tie on 16% of tool-call answers and 4% of all, measured).
+            if key.dimension == "all" and not r.sampled:
+                self.applies[key].add("near_tie")
 
     def copy(self) -> SlicePlanner:
         """An independent planner with the same counts (to plan ahead without committing)."""

@@ -8,7 +8,12 @@ reference, never with an ideal (Diffy's primary/secondary/candidate rule):
 - `disagreement`: the answer differs from the reference's (stripped text, tool names, decoded
   arguments; decoded JSON where JSON was asked for or the reference answered JSON). A greedy
   answer that gate 5's token review (`review.py`) found to part from the reference's at a near
-  tie, or to be the same tokens rendered differently, is no disagreement;
+  tie, or to be the same tokens rendered differently, is no disagreement — the candidate's and
+  the twin's alike: both are reviewed by the same rule;
+- `near_tie`: the answer parts from the reference's at a near tie (forgiven by the review). Each
+  near tie is forgiven, their rate is not: a candidate that shifts every close call toward the
+  runner-up (a kernel's systematic bias) parts at a near tie on many answers, the twin on few.
+  Judged over all greedy traffic, not per slice (a numerical path's rate, not a tenant's);
 - `task_failure`: the request's checkable outcome failed (`task.py`): JSON asked and not valid
   (against the json_schema where given), a tool call expected and none valid, a refusal where the
   reference answered, not the `expected` answer where the traffic gives one;
@@ -44,7 +49,7 @@ from gatekeeper.golden.degeneration import find_degeneration
 from gatekeeper.text import first_divergence
 from gatekeeper.traffic.format import TrafficRecord
 
-BINARY = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite",
+BINARY = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite", "near_tie",
           "finish_reason", "refusal")
 """The binary measures, each observed on the candidate and on the twin."""
 
@@ -75,6 +80,7 @@ class Pair:
     sampled: bool = False
     wants_logprobs: bool = False
     reviewed: str | None = None  # why a candidate answer that differs is no disagreement (gates/shadow/review.py)
+    twin_reviewed: str | None = None  # the same for the twin's answer, reviewed by the same rule
     json_schema: dict[str, Any] | None = None
     expected: str | None = None
 
@@ -85,6 +91,7 @@ class Pair:
                 "candidate": self.candidate.to_dict(), "reference": self.reference.to_dict(),
                 "twin": self.twin.to_dict() if self.twin is not None else None, "sampled": self.sampled,
                 "wants_logprobs": self.wants_logprobs, **({"reviewed": self.reviewed} if self.reviewed else {}),
+                **({"twin_reviewed": self.twin_reviewed} if self.twin_reviewed else {}),
                 **({"json_schema": self.json_schema} if self.json_schema is not None else {}),
                 **({"expected": self.expected} if self.expected is not None else {})}
 
@@ -97,7 +104,7 @@ class Pair:
                    tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
                    Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None,
                    bool(d.get("sampled")), bool(d.get("wants_logprobs")), d.get("reviewed") or None,
-                   d.get("json_schema"), d.get("expected"))
+                   d.get("twin_reviewed") or None, d.get("json_schema"), d.get("expected"))
 
 
 @dataclass(frozen=True)
@@ -177,17 +184,22 @@ def measure(p: Pair) -> Measures:
     want = _key(ref, as_json)
     bad: dict[str, tuple[bool, bool]] = {}
 
-    rendered_alike = p.reviewed == SAME_TOKENS  # the same generation: parser and finish-reason differences are rendering
+    # The same generation: parser and finish-reason differences are rendering (per side, the review being symmetric).
+    alike = (p.reviewed == SAME_TOKENS, p.twin_reviewed == SAME_TOKENS)
 
-    def both(name: str, test: Any, reviewed: bool = False) -> None:
-        bad[name] = (bool(test(cand)) and not reviewed, bool(test(twin)))
+    def both(name: str, test: Any, reviewed: tuple[bool, bool] = (False, False)) -> None:
+        bad[name] = (bool(test(cand)) and not reviewed[0], bool(test(twin)) and not reviewed[1])
 
     both("error", lambda a: a.failed)
     both("retry", lambda a: a.failed or a.retries > 0)
-    both("disagreement", lambda a: a.failed or _key(a, as_json) != want, p.reviewed is not None)
+    both("disagreement", lambda a: a.failed or _key(a, as_json) != want, (p.reviewed is not None, p.twin_reviewed is not None))
+    if not p.sampled:  # each near tie is forgiven, their rate is not (only greedy answers are reviewed)
+        bad["near_tie"] = (p.reviewed == NEAR_TIE, p.twin_reviewed == NEAR_TIE)
     task = task_of(p)
     # The same generation rendered differently: a tool-call parser's choice is not the engine's lost task.
-    failed = (tuple(c for c in task.failures(cand) if not (rendered_alike and c == "tool_call")), task.failures(twin))
+    def failures(a: Answer, same: bool) -> tuple[str, ...]:
+        return tuple(c for c in task.failures(a) if not (same and c == "tool_call"))
+    failed = (failures(cand, alike[0]), failures(twin, alike[1]))
     if task.checks:
         bad["task_failure"] = (bool(failed[0]), bool(failed[1]))
     both("degeneration", lambda a: not a.failed and find_degeneration(render(a)) is not None)
@@ -195,10 +207,10 @@ def measure(p: Pair) -> Measures:
         both("json_parse", lambda a: a.failed or not valid_json(a.text, p.json_schema))
     if p.tools and ref.calls:
         tools = p.tools
-        both("tool_parse", lambda a: a.failed or not valid_calls(a, tools), rendered_alike)
+        both("tool_parse", lambda a: a.failed or not valid_calls(a, tools), alike)
     if cand.nonfinite or twin.nonfinite or ref.nonfinite:
         both("nonfinite", lambda a: a.nonfinite)
-    both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason, rendered_alike)
+    both("finish_reason", lambda a: not a.failed and a.finish_reason != ref.finish_reason, alike)
     if not refused(ref):
         both("refusal", refused)
     r_ref = render(ref)

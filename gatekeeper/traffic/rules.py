@@ -18,7 +18,9 @@ gates' checks are the gate's: `gatekeeper/gates/shadow/earlier_rules.py`):
   divergence beyond the reference's own run-to-run noise is a change of behaviour that no
   checkable outcome may show — a stale KV block or a garbled batch answering fluent, wrong text;
   the check's evidence lists each confident divergence with both sides' top tokens and logprobs
-  at the first differing token;
+  at the first differing token. And (measure `near_tie`) greedy answers that part at a near tie:
+  each is forgiven, their rate is judged — a kernel that shifts every close call toward the
+  runner-up parts so on most answers, the twin on few;
 - `structured_parse_drop` (`json_parse`, `tool_parse`): JSON or tool calls stop parsing /
   validating against their schemas;
 - `garbage_rate_up` (`degeneration`, `nonfinite`): degenerate output, NaN/Inf logprobs;
@@ -50,7 +52,7 @@ TASK_SUCCESS_DOWN = "task_success_down"
 ANSWERS_DIFFER = "answers_differ"
 PAIR_RULES: dict[str, tuple[str, ...]] = {
     TASK_SUCCESS_DOWN: ("task_failure",),
-    ANSWERS_DIFFER: ("disagreement",),
+    ANSWERS_DIFFER: ("disagreement", "near_tie"),
     "structured_parse_drop": ("json_parse", "tool_parse"),
     "garbage_rate_up": ("degeneration", "nonfinite"),
     "errors_up": ("error",),
@@ -66,6 +68,7 @@ MEASURES = {
     "nonfinite": "NaN/Inf logprobs",
     "error": "failed requests",
     "retry": "requests retried after a 502/503/504, or failed",
+    "near_tie": "greedy answers that part from the reference's at a near tie",
 }
 """What each critical measure counts, as a rule's reason says it."""
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_GAP_NATS, MAX_REQUESTS, check_ranges,
                                         require, setting)
-from gatekeeper.traffic.analysis import CRITICAL, MATERIALITY, Thresholds
+from gatekeeper.traffic.analysis import CRITICAL, MATERIALITY, SLICE_DIMENSIONS, Thresholds
 from gatekeeper.stats.near_tie import DEFAULT_DRIFTS, DEFAULT_GAPS, gap_for, valid_gaps
 
 _NAMES = {"type": ["array", "null"], "minItems": 1, "items": {"type": "string"}}
@@ -93,11 +93,17 @@ class ShadowSettings:
       `score_marginal` (50), and `min_slice_requests` (20) for a slice to be judged on its own;
     - `materiality` (per critical measure, a share of the pairs it applies to; defaults in
       `analysis.MATERIALITY`: disagreement 0.03, task_failure 0.03, json_parse 0.10, tool_parse
-      0.15, degeneration 0.02, nonfinite 0.02, error 0.02): the candidate's excess over the twin
+      0.15, degeneration 0.02, nonfinite 0.02, error 0.02, retry 0.02, near_tie 0.10): the candidate's excess over the twin
       that matters. A rule PASSes only when its measures' anytime 95% upper bounds are within it
       (else it is undecided: HOLD, with the judged pairs that would decide it), and a crossing
       whose bound is within it WARNs instead of firing. There is no absolute noise margin: the
       materiality is the one margin, and the user's to set;
+    - `slice_weights` (none): slices declared with their weight in the alpha split
+      (`tenant=acme: 4`, `kind=tool: 1`; others weigh 1): a tenant that matters more gets more of
+      the power. Live (`gatekeeper shadow`), a declared slice has its alpha before its first pair,
+      and `slice_reserve` (0.2) of alpha is kept for slices discovered later (the j-th gets
+      alpha × slice_reserve × 2^−j); without declared slices, the first judgement's slices are
+      the declared ones. An alpha once given never shrinks (`analysis.allocate_live`);
     - `extension` (0; the default policy 180, the rest of its sample): requests beyond the stages'
       budgets, drawn from all the traffic they did not replay, replayed in one more stage
       (`shadow.stage.extension`) while a rule is undecided — its bound wider than its materiality
@@ -135,6 +141,8 @@ class ShadowSettings:
     extension: int = setting(0, minimum=0, maximum=MAX_REQUESTS)
     materiality: dict[str, float] = setting(factory=lambda: dict(MATERIALITY),
                                             additionalProperties={"exclusiveMinimum": 0, "maximum": 1})
+    slice_weights: dict[str, float] = setting(factory=dict, additionalProperties={"exclusiveMinimum": 0, "maximum": 1000})
+    slice_reserve: float = setting(0.2, exclusiveMinimum=0, exclusiveMaximum=1)
     stages: list[dict[str, Any]] = setting(factory=lambda: [
         {"name": "low-risk-tenant", "tenants": ["internal"], "budget": 60},
         {"name": "canary-25pct", "share": 0.25, "budget": 120},
@@ -149,6 +157,9 @@ class ShadowSettings:
         require(valid_gaps(self.near_tie_gap), "near_tie_gap", "must map dtypes (float32 at least) to non-negative gaps in nats")
         require(valid_gaps(self.near_tie_drift), "near_tie_drift",
                 "must map dtypes (float32 at least) to non-negative logprob moves in nats")
+        bad = [k for k in self.slice_weights if k.partition("=")[0] not in SLICE_DIMENSIONS or not k.partition("=")[2]]
+        require(not bad, "slice_weights", f"{', '.join(bad)}: a slice is dimension=value, the dimension one of "
+                f"{', '.join(SLICE_DIMENSIONS)} (tenant=acme, kind=tool)")
         unknown = sorted(set(self.materiality) - set(CRITICAL))
         require(not unknown, "materiality", f"names no critical measure: {', '.join(unknown)} (one of {', '.join(CRITICAL)})")
         names = [s.name for s in self.stage_plan()]
@@ -175,4 +186,4 @@ class ShadowSettings:
         """The analysis' part of the settings."""
         return Thresholds(self.alpha, self.primary_share, self.noise_relative, self.confidence,
                           self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal,
-                          self.materiality)
+                          self.materiality, self.slice_weights, self.slice_reserve)

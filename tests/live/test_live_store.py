@@ -188,34 +188,60 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
         server.shutdown()
 
 
-def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_changes_between_looks(tmp_path: Path):
-    """The live verdict's alpha split is fixed by its first judgement: a tenant that appears later
-    gets its alpha from the reserve (the j-th: alpha × reserve × 2^-j), the first slices keep
-    theirs, and the whole stays within alpha however many slices appear."""
-    from gatekeeper.traffic.analysis import SliceKey, Thresholds, allocate_with_reserve
+def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_ever_shrinks(tmp_path: Path):
+    """The live verdict's alpha split never shrinks an alpha once given: the first judgement's
+    slices (none declared) keep theirs, a tenant that appears later gets its alpha from the
+    reserve (the j-th: alpha × slice_reserve × 2^-j), a measure that starts to apply to an
+    existing slice (acme's first JSON request) takes the share kept for it and takes nothing from
+    the others, and the whole stays within alpha however many slices appear."""
+    from gatekeeper.traffic.analysis import CRITICAL, SliceKey, allocate_live
     from gatekeeper.traffic.judging import facts_of, slice_plan
     from gatekeeper.traffic.pair_of import pairs
-    from gatekeeper.live.verdict import RESERVE
 
-    def record(i: int, tenant: str):
-        return parse_record({"endpoint": "chat", "id": f"{tenant}{i}", "tenant": tenant,
-                             "request": {"messages": [{"role": "user", "content": f"q{i}"}], "temperature": 0}}, i)
+    def record(i: int, tenant: str, json_: bool = False):
+        request = {"messages": [{"role": "user", "content": f"q{i}"}], "temperature": 0,
+                   **({"response_format": {"type": "json_object"}} if json_ else {})}
+        return parse_record({"endpoint": "chat", "id": f"{tenant}{i}{json_}", "tenant": tenant, "request": request}, i)
 
     store = PairStore(tmp_path / "s.db")
-    t = Thresholds()
+    s = ShadowSettings()
+    t = s.thresholds()
     splits = []
     for look, tenant in enumerate(["acme", "beta", "gamma", "delta", "eps", "zeta"]):
         for i in range(30):
             ref = Answer(f"answer {tenant} {i}")
             store.add(record(i, tenant), ref, ref, ref)
-        assert judge_store(store, ShadowSettings(), min_pairs=60, sticky=True)["verdict"] in ("HOLD", "PROMOTE")
-        plan = slice_plan((facts_of(p) for p in pairs(store)), ShadowSettings().min_slice_requests)
+        if look == 3:  # acme's (and all's) first JSON requests: json_parse starts to apply to existing slices
+            for i in range(3):
+                store.add(record(i, "acme", json_=True), Answer("{}"), Answer("{}"), Answer("{}"))
+        assert judge_store(store, s, min_pairs=60, sticky=True)["verdict"] in ("HOLD", "PROMOTE")
+        plan = slice_plan((facts_of(p) for p in pairs(store)), s.min_slice_requests)
         order, first = store.slice_order([str(k) for k, _ in plan])
-        splits.append(allocate_with_reserve(plan, t, order, first, RESERVE))
+        splits.append(allocate_live(plan, t, order, first))
         assert sum(splits[-1].values()) <= t.alpha + 1e-12, look
     assert order[:first] == ["all"]  # one tenant at the first look: only `all` was a slice
     for before, after in zip(splits, splits[1:]):  # a slice's alpha, once given, never changes
         assert all(after[key] == a for key, a in before.items()), (before, after)
-    acme, beta = (SliceKey("tenant", "acme"), "disagreement"), (SliceKey("tenant", "beta"), "disagreement")
-    assert splits[-1][acme] > splits[-1][(SliceKey("tenant", "gamma"), "disagreement")]
-    assert splits[-1][beta] < t.alpha * RESERVE
+    acme = SliceKey("tenant", "acme")
+    assert (acme, "json_parse") in splits[-1] and (acme, "json_parse") not in splits[2]
+    assert splits[-1][(acme, "json_parse")] == splits[-1][(acme, "disagreement")]  # the share kept for it
+    assert splits[-1][(acme, "disagreement")] > splits[-1][(SliceKey("tenant", "gamma"), "disagreement")]
+    assert splits[-1][(SliceKey("tenant", "beta"), "disagreement")] == t.alpha * t.slice_reserve * 2 ** -2 / len(CRITICAL)
+
+
+def test_a_declared_tenant_has_its_alpha_before_its_first_pair_and_by_its_weight():
+    """`slice_weights`: declared slices share alpha × (1 − slice_reserve) by weight from the first
+    look; one broken tenant declared in the policy keeps its power live, however late it appears."""
+    from gatekeeper.traffic.analysis import CRITICAL, SliceKey, allocate_live
+
+    t = ShadowSettings(slice_weights={"tenant=acme": 3.0, "tenant=beta": 1.0}).thresholds()
+    ms = frozenset(CRITICAL)
+    late = allocate_live([(SliceKey("all", ""), ms), (SliceKey("tenant", "gamma"), ms), (SliceKey("tenant", "acme"), ms)],
+                         t, ["all", "tenant=gamma", "tenant=acme"], 1)
+    acme, gamma = late[(SliceKey("tenant", "acme"), "error")], late[(SliceKey("tenant", "gamma"), "error")]
+    main = t.alpha * (1 - t.slice_reserve)
+    assert acme == main * (1 - t.primary_share) / 2 * 3 / 4 / len(CRITICAL)
+    assert gamma == t.alpha * t.slice_reserve / 2 / len(CRITICAL)  # discovered: the reserve's first share
+    assert late[(SliceKey("all", ""), "disagreement")] == main * t.primary_share
+    with pytest.raises(ValueError, match="customer=acme: a slice is dimension=value"):
+        ShadowSettings(slice_weights={"customer=acme": 1.0})

@@ -80,6 +80,33 @@ def test_a_near_tie_forgives_the_difference_never_the_lost_task():
     assert m.bad["disagreement"] == (False, False) and m.bad["task_failure"] == (True, False)
 
 
+def test_the_twin_is_forgiven_by_the_same_rule_and_near_ties_are_counted_on_both_sides():
+    ref = Answer("23")
+    p = replace(_pair(Answer("24"), ref, Answer("25")), reviewed=NEAR_TIE, twin_reviewed=NEAR_TIE)
+    m = measure(p)
+    assert m.bad["disagreement"] == (False, False) and m.bad["near_tie"] == (True, True)
+    assert Pair.from_dict(json.loads(json.dumps(p.to_dict()))) == p
+    unforgiven = measure(replace(p, twin_reviewed=None))
+    assert unforgiven.bad["disagreement"] == (False, True) and unforgiven.bad["near_tie"] == (True, False)
+    assert "near_tie" not in measure(replace(p, sampled=True)).bad  # only greedy answers are reviewed
+
+
+def test_each_near_tie_is_forgiven_but_a_systematic_rate_of_them_fires():
+    """A kernel shifting every close call toward the runner-up parts at a near tie on most
+    answers: each one forgiven, the rate beyond the twin's and its materiality fires
+    answers_differ; a declared bf16 build's ~5% is within the 10-point materiality."""
+    ref = Answer("23")
+
+    def pairs(every: int, n: int = 400) -> list[Pair]:  # a near tie every `every` pairs
+        return [replace(_pair(Answer("24") if i % every == 0 else ref, ref, ref), reviewed=NEAR_TIE if i % every == 0 else None)
+                for i in range(n)]
+    shifted = pair_rule(ANSWERS_DIFFER, _run(pairs(1)))
+    assert shifted.status is Status.FAIL and f"near_tie ({MEASURES['near_tie']})" in shifted.reason, shifted.reason
+    bf16 = pair_rule(ANSWERS_DIFFER, _run(pairs(20)))  # 5%
+    assert bf16.status in (Status.PASS, Status.WARN) and not bf16.undecided, bf16.reason
+    assert bf16.limit is not None and bf16.limit.effect <= 0.10
+
+
 def test_the_record_gives_the_schema_and_the_expected_answer():
     fmt = {"type": "json_schema", "json_schema": {"name": "n", "schema": SCHEMA}}
     record = parse_record({"endpoint": "chat", "request": {**CHAT, "response_format": fmt}, "expected": '{"n": 1}'}, 1)
@@ -110,7 +137,7 @@ def test_answers_differ_and_task_success_down_each_fire_on_their_own_measure():
     slices = _run([p for pair in zip(lost, same[:20]) for p in pair] + same[20:])
     rule = pair_rule(TASK_SUCCESS_DOWN, slices)
     assert rule.status is Status.FAIL and "task_failure (requests whose checkable outcome failed)" in rule.reason
-    assert PAIR_RULES[TASK_SUCCESS_DOWN] == ("task_failure",) and PAIR_RULES[ANSWERS_DIFFER] == ("disagreement",)
+    assert PAIR_RULES[TASK_SUCCESS_DOWN] == ("task_failure",) and PAIR_RULES[ANSWERS_DIFFER] == ("disagreement", "near_tie")
 
 
 def test_a_task_rule_with_nothing_to_check_is_a_skip_saying_so():

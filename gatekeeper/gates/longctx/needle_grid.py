@@ -4,10 +4,12 @@ Every cell (length × depth) is one greedy request to each target (and, unless `
 second one to the reference at another concurrency: a cell it does not answer the same way twice
 is noise and never a regression); a cell the reference answers right and the candidate wrong is
 a regression (`longctx.needle_grid` fails beyond the policy's
-`needle_max_regressions`, 0 by default) unless, asked again of both with logprobs, the two answers
+`needle_max_regressions`, 0 by default). Where, asked again of both with logprobs, the two answers
 part at a near tie within the candidate dtype's gap (a declared bf16 build rounding a digit of a
-secret the model barely knows: noise, not judged); a confident divergence is shown with both
-sides' logprobs. A cell both get wrong is still compared with what the
+secret the model barely knows, or a cache bug that lowered the secret's logit by less than a nat),
+the cell is not forgiven: a task the reference does the candidate does not do, with the evidence
+unable to tell precision from regression — the check is undecided (HOLD) if those cells could take
+it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get wrong is still compared with what the
 reference answered (`both_fail.py`): the same answer means the cell does not suit the model (not
 judged, grey); a different answer where the reference repeats its own is a regression too
 (unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
@@ -80,7 +82,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                 for i in range(len(grid)) if not ok_ref[i] and not ok_cand[i]}
     review = [i for i in range(len(grid))
               if (ok_ref[i] and not ok_cand[i] and not noisy[i]) or outcomes.get(i) is Outcome.DIFFERS]
-    ties: dict[int, Divergence] = {}  # cells whose answers part at a near tie: noise, not judged
+    ties: dict[int, Divergence] = {}  # cells whose answers part at a near tie: not judged
     confident: dict[int, Divergence] = {}
     for i, d in zip(review, divergences(ctx, s, [grid[i].messages for i in review], limit)):
         if d is not None and d.tie:
@@ -100,7 +102,8 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                   ["length", *(f"depth {d:g}" for d in depths)], rows)
     heat = Heatmap("needle grid (reference, candidate): green the candidate answers, red a regression, "
                    "mid-colour neither answers and the candidate's answer differs from the reference's repeatable one "
-                   "(≠, a regression too), grey neither answers or the answers part at a near tie (noise)",
+                   "(≠, a regression too), grey neither answers or the answers part at a near tie (not judged; "
+                   "a secret only the reference answers, missed at a near tie, makes the check undecided)",
                    [r[0] for r in rows], [f"depth {d:g}" for d in depths],
                    [[1.0 if ok_cand[i] else None if i in ties else 0.0 if ok_ref[i] else 0.5 if outcomes.get(i) is Outcome.DIFFERS
                      else None
@@ -129,9 +132,15 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
             ctx.not_judged(o.value, sum(1 for x in outcomes.values() if x is o))
     ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i] and i not in outcomes))
     ctx.not_judged("near tie", sum(1 for i in ties if i not in outcomes))
-    status = Status.FAIL if len(regressions) > limit else Status.PASS if judged else Status.SKIP
+    missed_at_tie = [i for i in ties if ok_ref[i]]  # a task failure the reference does not share: never forgiven
+    status = (Status.FAIL if len(regressions) > limit else Status.WARN if missed_at_tie and len(regressions) + len(missed_at_tie) > limit
+              else Status.PASS if judged else Status.SKIP)
+    undecided = status is Status.WARN
     reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
               if status is Status.SKIP else "") + (
+              f"undecided: {len(missed_at_tie)} cell(s) the reference answers and the candidate misses part from it at a near "
+              f"tie — a precision change or a regression, which one ask with logprobs cannot tell apart, and a missed "
+              f"secret is never forgiven as a near tie; " if undecided else "") + (
               f"{len(regressions)} of {len(grid)} cells regress (limit {limit}): the reference answers and the candidate "
               f"does not, or neither does and the candidate's answer differs from the reference's repeatable one"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
@@ -139,19 +148,21 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               + (f"; answers differ from the reference's in {sum(differ)} cells" if any(differ) else "")
               + (f"; {sum(noisy)} cells the reference itself answers differently on a second pass (noise, not judged)"
                  if any(noisy) else "")
-              + (f"; {len(ties)} cells part from the reference at a near tie (asked again with logprobs: noise, not judged)"
-                 if ties else "")
+              + (f"; {len(ties) - len(missed_at_tie)} cells neither answers part from the reference at a near tie "
+                 "(asked again with logprobs: noise, not judged)" if len(ties) > len(missed_at_tie) else "")
               + (f"; {len(confident)} regression(s) confirmed as a confident divergence, logprobs in the evidence"
                  if confident and status is Status.FAIL else ""))
     ctx.check(NEEDLE_GRID, status, reason, {
         "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
         "both_fail": both_fail, "both_fail_differs": sum(o is Outcome.DIFFERS for o in outcomes.values()),
-        "limit": limit, "near_ties": len(ties), "confident_divergences": len(confident),
+        "limit": limit, "near_ties": len(ties), "missed_at_near_tie": len(missed_at_tie),
+        "confident_divergences": len(confident),
         "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
         "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
         "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid),
         "refused_by_both": sum(r is not None for r in refused)},
-        ev, started=t0, judged=Items(judged, "needle cells the candidate misses where the reference answers", limit + 1))
+        ev, started=t0, undecided=undecided,
+        judged=Items(judged, "needle cells the candidate misses where the reference answers", limit + 1))
 
 
 def _outcomes(outcomes: dict[int, Outcome]) -> str:

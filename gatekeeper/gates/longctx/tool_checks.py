@@ -19,6 +19,9 @@ A case neither target gets right is still compared with what the reference answe
 reference is asked twice, the second time at `noise_floor_concurrency` in reverse order): the
 same answer means the case does not suit the model (not judged); a different answer where the
 reference repeats its own is a regression, unless the two differ at a near tie (`both_fail.py`).
+A case the reference gets right and the candidate wrong is a regression; where the two, asked
+again with logprobs, part at a near tie it is not forgiven but undecided (HOLD when blocking): a
+precision change and a regression look alike there, and a lost task is never noise by fiat.
 """
 
 from __future__ import annotations
@@ -184,7 +187,8 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗",
                      "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), problems or ""])
-    status = Status.FAIL if regressions or hard or differ else Status.PASS  # nothing judged: undecided (`ctx.check`)
+    # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
+    status = Status.FAIL if regressions or hard or differ else Status.WARN if ties - {n} else Status.PASS
     evidence: list[Evidence] = [Table("tool-call cases (calls, reference, candidate, both fail or near tie, problems)",
                                       ["calls", "reference", "candidate", "both fail / review", "candidate problems"], rows)]
     if (found.keys() | parted.keys()) - {n}:
@@ -195,6 +199,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               f"{differ} of them answered differently from the reference's repeatable answer"
               + _review_note(found, n), {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
                                          "both_fail_differs": differ, "near_ties": len(ties - {n})}, evidence, started=t0,
+              undecided=status is Status.WARN,
               judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties - {n}))
     outcome = outcomes.get(n)
@@ -207,14 +212,15 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     else:
         ctx.not_judged(outcome.value if outcome is not None else "reference fails")
     bad = (ok_a and not ok_b and not tie) or outcome is Outcome.DIFFERS
-    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.PASS,
+    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.WARN if tie else Status.PASS,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
-              + (f"; asked again with logprobs the answers part at a near tie ({found[n].describe()}): noise, not judged"
+              + (f"; undecided: asked again with logprobs the answers part at a near tie ({found[n].describe()}) — a "
+                 "precision change or a regression, and a result only the candidate misses is never forgiven as a near tie"
                  if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
               {"expected": want, "reference": final_ref, "candidate": final_cand,
                "both_fail": outcome.value if outcome else None, "near_tie": tie},
-              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)],
+              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
               judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
     # targets fail the case (a malformed call), parsers legitimately differ in what they make of
@@ -251,7 +257,8 @@ def _review_note(found: dict[int, Divergence], n: int) -> str:
     """What the logprob review of the regressions among the first `n` cases found, for a reason."""
     ties = sum(1 for i, d in found.items() if i < n and d.tie)
     confident = sum(1 for i, d in found.items() if i < n and not d.tie)
-    return ((f"; {ties} regression(s) part from the reference at a near tie (asked again with logprobs: noise, not judged)"
+    return ((f"; undecided: {ties} case(s) only the candidate fails part from the reference at a near tie (asked again "
+             "with logprobs) — a precision change or a regression, and a failed task is never forgiven as a near tie"
              if ties else "")
             + (f"; {confident} confirmed as a confident divergence, logprobs in the evidence" if confident else ""))
 
@@ -324,7 +331,8 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗",
                      "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), ob.reason[:160]])
     both_fail = len(outcomes)
-    status = Status.FAIL if regressions or hard or differ else Status.PASS  # nothing judged: undecided (`ctx.check`)
+    # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
+    status = Status.FAIL if regressions or hard or differ else Status.WARN if ties else Status.PASS
     evidence: list[Evidence] = [Table("JSON-schema cases", ["reference", "candidate", "both fail / review", "candidate problem"],
                                       rows)]
     if found or parted:
@@ -335,5 +343,6 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
               + refused_note(refused),
               {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
                "both_fail_differs": differ, "near_ties": len(ties), "refused_by_both": asked - len(cases)}, evidence, started=t0,
+              undecided=status is Status.WARN,
               judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties))

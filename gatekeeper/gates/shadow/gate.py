@@ -110,6 +110,7 @@ class ShadowGate(Gate):
         """Replay stage by stage, judge as the pairs arrive, then the rules."""
         s: ShadowSettings = ctx.settings
         self.reviewed: Counter[str] = Counter()  # why differing answers were no disagreement, counted
+        self.twin_forgiven: Counter[str] = Counter()  # the same for the twin's differing answers
         self.stands: Counter[str] = Counter()  # why reviewed differences stand as disagreements, counted
         self.divergences: list[tuple[str, ...]] = []  # confident divergences with their logprobs (Review.row)
         self.task_failed: Counter[tuple[str, str]] = Counter()  # (task check, candidate / twin) failures
@@ -164,6 +165,9 @@ class ShadowGate(Gate):
         if self.reviewed:
             ctx.notes.append("shadow: candidate answers that differ from the reference's but are no disagreement (asked "
                              "again with logprobs): " + ", ".join(f"{n} {why}" for why, n in self.reviewed.most_common()))
+        if self.twin_forgiven:
+            ctx.notes.append("shadow: the reference's second answers that differ from its first but are no disagreement "
+                             "(the same review): " + ", ".join(f"{n} {why}" for why, n in self.twin_forgiven.most_common()))
         if self.stands:
             ctx.notes.append("shadow: differences that stand after the token review: "
                              + ", ".join(f"{n} {why}" for why, n in self.stands.most_common()))
@@ -186,14 +190,17 @@ class ShadowGate(Gate):
         ctx.progress(f"shadow: stage {stage.name}: {len(chosen)} requests")
         for at in range(0, len(chosen), s.chunk):
             chunk = list(chosen[at:at + s.chunk])
-            cand, ref, twin, reviewed = source(chunk, conc, noise_conc)
+            cand, ref, twin, reviewed, twin_reviewed = source(chunk, conc, noise_conc)
             latency["candidate"] += [a.e2e_s for a in cand if not a.failed]
             latency["reference"] += [a.e2e_s for a in ref if not a.failed]
             for i, (r, c, a, b) in enumerate(zip(chunk, cand, ref, twin)):
-                rv = reviewed.get(i)
-                pair = replace(pair_of(r, a, c, b), reviewed=rv.forgiven if rv else None)
+                rv, tv = reviewed.get(i), twin_reviewed.get(i)
+                pair = replace(pair_of(r, a, c, b), reviewed=rv.forgiven if rv else None,
+                               twin_reviewed=tv.forgiven if tv else None)
                 if rv is not None:
                     self._count_review(r, rv)
+                if tv is not None and tv.forgiven:
+                    self.twin_forgiven[tv.forgiven] += 1
                 measured = measure(pair)
                 for role, failed in zip(("candidate", "twin"), measured.task):
                     self.task_failed.update((check, role) for check in failed)
@@ -264,7 +271,7 @@ class ShadowGate(Gate):
             evidence.append(Table("task checks failed (every judged pair): candidate / the reference's second run",
                                   ("check", "candidate", "twin"), tuple((c, n["candidate"], n["twin"]) for c, n in failed.items())))
         if outcome.name == ANSWERS_DIFFER:
-            metrics.update(forgiven=dict(self.reviewed), stands=dict(self.stands))
+            metrics.update(forgiven=dict(self.reviewed), stands=dict(self.stands), twin_forgiven=dict(self.twin_forgiven))
             if self.divergences:
                 evidence.append(Table("confident divergences: both sides asked again with logprobs, at the first token "
                                       "where they part", ROW_COLUMNS, tuple(self.divergences)))
@@ -279,10 +286,11 @@ class ShadowGate(Gate):
                   limit=outcome.limit, decide=outcome.decide)
 
 
-Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review]]
+Answers = tuple[list[Answer], list[Answer], list[Answer | None], dict[int, Review], dict[int, Review]]
 AnswerSource = Callable[[list[TrafficRecord], int, int], Answers]
 """(candidate, reference, twin) answers for a chunk of requests at (concurrency, noise-floor concurrency),
-and the token review of the chunk's indices whose candidate answer differs (gates/shadow/review.py)."""
+and the token review of the chunk's indices whose candidate answer differs, then of those whose twin
+differs (gates/shadow/review.py)."""
 
 
 def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> AnswerSource:
@@ -301,9 +309,12 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
             twin_f = pool.submit(send_all, replica, chunk[::-1], noise_conc, s.max_tokens_cap) if replica else None
             cand, ref = cand_f.result(), ref_f.result()
             twin = (twin_f.result() if twin_f else send_all(ctx.reference, chunk[::-1], noise_conc, s.max_tokens_cap))[::-1]
-        differs = [i for i, (r, c, a) in enumerate(zip(chunk, cand, ref))
-                   if not c.failed and not a.failed and disagrees(pair_of(r, a, c, None))]
-        return cand, ref, list(twin), review(ctx, chunk, cand, ref, differs, s.max_tokens_cap, conc, gap, drift)
+        def differs(side: Sequence[Answer]) -> list[int]:
+            return [i for i, (r, c, a) in enumerate(zip(chunk, side, ref))
+                    if not c.failed and not a.failed and disagrees(pair_of(r, a, c, None))]
+        return (cand, ref, list(twin), review(ctx, chunk, cand, ref, differs(cand), s.max_tokens_cap, conc, gap, drift),
+                review(ctx, chunk, twin, ref, differs(twin), s.max_tokens_cap, noise_conc, gap, drift,
+                       other=replica or ctx.reference))
     return answers
 
 
@@ -311,7 +322,7 @@ def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> Ans
     """Answers a pair store holds (reference, candidate, twin by request id)."""
     def get(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:
         rows = [answers[r.id] for r in chunk]
-        return [c for _, c, _ in rows], [a for a, _, _ in rows], [t for _, _, t in rows], {}
+        return [c for _, c, _ in rows], [a for a, _, _ in rows], [t for _, _, t in rows], {}, {}
     return get
 
 

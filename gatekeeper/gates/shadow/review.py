@@ -6,7 +6,10 @@ one malformed call wholly as text, where the bundled engine's extracts the calls
 tools offered vLLM shows special tokens its detokenizer would otherwise skip. And a greedy answer
 can part from the reference's at a near tie (another batch, another kernel). Counting either as a
 disagreement rolls back a healthy build. So a greedy chat request whose candidate answer differs
-from the reference's is asked of both again, non-streamed, with top-k logprobs (gate 4's review):
+from the reference's is asked of both again, non-streamed, with top-k logprobs (gate 4's review).
+The reference's own second answer (the twin, the noise floor) is reviewed by the same rule when it
+differs from the reference's first: a near tie forgiven on one side only would make the twin
+noisier than the candidate and hide a candidate's confident divergences behind it.
 
 - the same tokens, one for one, and each server repeating its own first answer exactly: the same
   generation, rendered differently: not a disagreement (nor a finish-reason or tool-parse change);
@@ -74,11 +77,13 @@ def reviewable(ctx: GateContext) -> str | None:
 
 def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[Answer], ref: Sequence[Answer],
            differs: Sequence[int], max_tokens_cap: int, concurrency: int, gap: float,
-           drift: float = 0.0) -> dict[int, Review]:
+           drift: float = 0.0, other: Endpoint | None = None) -> dict[int, Review]:
     """The review of each index in `differs` (requests whose answers differ) that is a greedy chat
     request, `gap` and `drift` the near-tie limits in nats (`gatekeeper/stats/near_tie.py`);
     indices absent from the result were not reviewed (sampled, completions, or no logprobs) and
-    stand as disagreements."""
+    stand as disagreements. `cand` are the answers of `other` (the candidate by default; the
+    reference's twin is reviewed by the same rule, `other` then the server that gave it: the
+    reference or its replica), each asked again beside the reference."""
     picked = [i for i in differs if records[i].endpoint == "chat" and not records[i].sampled]
     if not picked or reviewable(ctx) is not None:
         return {}
@@ -89,7 +94,7 @@ def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[An
         return fan_out(lambda i: _ask(ep, records[i], max_tokens_cap, k), picked, concurrency)
 
     out: dict[int, Review] = {}
-    for i, r, c in zip(picked, again(ctx.reference), again(ctx.candidate)):
+    for i, r, c in zip(picked, again(ctx.reference), again(other or ctx.candidate)):
         if not isinstance(r, ChatResponse) or not isinstance(c, ChatResponse):
             out[i] = Review(None, "a request failed when asked again", None, gap, drift)
             continue

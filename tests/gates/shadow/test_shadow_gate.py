@@ -253,3 +253,17 @@ def test_a_reference_that_fails_the_replay_holds_and_no_stage_reads_as_passed(tm
     stage = out.check("shadow.stage.all")
     assert stage["status"] == "SKIP" and "not judged" in stage["reason"], stage
     assert out.summary["verdict"] == "HOLD", out.summary["reasons"]  # the reference's failure is not the candidate's
+
+
+@pytest.mark.slow  # ~20 s; the near-tie rate's decision rule is tested on pairs in tests/traffic/test_shadow_task.py
+def test_a_kernel_that_flips_close_calls_is_caught_by_its_rate_of_near_ties_though_each_is_forgiven(tmp_path, reference):
+    """A declared bf16 candidate whose sampler adds a nat to every runner-up (close-call-shift):
+    each differing answer, asked again with logprobs, parts at a near tie within bf16's gap and is
+    forgiven one by one; their rate against the reference's own second run fires answers_differ."""
+    out = gk_run(tmp_path, "--reference", reference.url, "--candidate-opt", "dtype=bf16",
+                 "--candidate-fault", "close-call-shift=1", "--gates", "startup,shadow",
+                 "--policy", _policy(tmp_path, budget=160))
+    assert out.summary["verdict"] == "ROLLBACK"
+    rule = out.check("shadow.rule.answers_differ")
+    assert rule["status"] == "FAIL" and rule["reason"].startswith("near_tie ("), rule["reason"]
+    assert rule["metrics"]["forgiven"].get("differs at a near tie", 0) >= 8, rule["metrics"]
