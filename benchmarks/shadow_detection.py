@@ -143,7 +143,7 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
         if replay(selection):
             return "ROLLBACK", analysis.pairs
     for at in range(0, len(more), s.chunk):
-        if not undecided(analysis.results()):
+        if not undecided(analysis.results(critical_only=True)):
             break
         if replay(more[at:at + s.chunk]):
             return "ROLLBACK", analysis.pairs

@@ -324,9 +324,11 @@ class Analysis:
         """Whether any critical measure of any slice has fired (the stage stops)."""
         return self.first_fired_at is not None
 
-    def results(self) -> list[SliceResult]:
-        """Every slice's metrics and score, now."""
-        return [self._result(s) for s in self.slices.values()]
+    def results(self, critical_only: bool = False) -> list[SliceResult]:
+        """Every slice's metrics and score, now; `critical_only`: the critical measures alone (what
+        the pair rules read; no fixed-horizon test is run, so it is cheap enough to ask after every
+        chunk — the score then counts those alone)."""
+        return [self._result(s, critical_only) for s in self.slices.values()]
 
     def _binary(self, name: str, st: MeasureState) -> MetricResult:
         cand_rate = st.candidate_bad / st.eligible if st.eligible else None
@@ -366,10 +368,11 @@ class Analysis:
             label = "Low" if shift < 0 else "High"
         return MetricResult(name, False, label, None, None, len(deltas), p, None, shift)
 
-    def _result(self, s: SliceState) -> SliceResult:
-        metrics = [self._binary(n, st) for n, st in s.measures.items()]
-        metrics.append(self._continuous("similarity", s.sim_delta, self.t.similarity_tolerance, "decrease"))
-        metrics.append(self._continuous("length", s.len_delta, math.log1p(self.t.length_tolerance), "either"))
+    def _result(self, s: SliceState, critical_only: bool = False) -> SliceResult:
+        metrics = [self._binary(n, st) for n, st in s.measures.items() if not critical_only or st.eproc is not None]
+        if not critical_only:
+            metrics.append(self._continuous("similarity", s.sim_delta, self.t.similarity_tolerance, "decrease"))
+            metrics.append(self._continuous("length", s.len_delta, math.log1p(self.t.length_tolerance), "either"))
         counted = [m for m in metrics if m.label != "Nodata"]
         if any(m.label == "Fired" for m in metrics):
             score = 0.0

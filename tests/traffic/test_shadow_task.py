@@ -165,3 +165,21 @@ def test_a_confident_divergence_is_shown_with_both_sides_top_tokens_and_logprobs
     assert row["reference"] == "'Paris' (-0.050)" and row["candidate"] == "'Rome' (-0.400)"
     assert row["reference top-k"] == "'Paris' -0.050, 'Lyon' -3.200"
     assert row["reference gap"] == "not in top-k" and row["candidate gap"] == "2.500" and row["near-tie gap"] == "1"
+
+
+def test_the_pair_rules_read_the_same_from_the_critical_measures_alone():
+    """The extension asks after every chunk whether a rule is still undecided; it reads the
+    critical measures alone (no fixed-horizon test), which must decide the rules as the full results do."""
+    from gatekeeper.traffic.rules import undecided
+
+    ref = Answer('{"n": 1}')
+    pairs = [_pair(Answer('{"n": 2}') if i % 25 == 0 else ref, ref, ref, json_=True, schema=SCHEMA) for i in range(120)]
+    key = SliceKey("all", "")
+    analysis = Analysis([(key, frozenset(CRITICAL))], Thresholds(alpha=0.05))
+    for p in pairs:
+        analysis.add(p, measure(p))
+    full, cheap = analysis.results(), analysis.results(critical_only=True)
+    assert {m.name for m in cheap[0].metrics} == set(CRITICAL)
+    for name in PAIR_RULES:
+        assert pair_rule(name, cheap) == pair_rule(name, full), name
+    assert undecided(cheap) == undecided(full) != []

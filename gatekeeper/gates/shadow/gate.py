@@ -147,10 +147,11 @@ class ShadowGate(Gate):
                 continue
             if self._stage(ctx, s, stage, chosen, analysis, worst, source):
                 failed = stage
-        if extension is not None and failed is None and more and (open_rules := undecided(analysis.results())):
+        if extension is not None and failed is None and more and (open_rules := undecided(analysis.results(critical_only=True))):
             ctx.notes.append(f"shadow: {', '.join(open_rules)} undecided after the stages (a bound wider than its "
                              f"materiality): replaying up to {len(more)} more requests until every rule is decided")
-            self._stage(ctx, s, extension, more, analysis, worst, source, until=lambda: not undecided(analysis.results()))
+            self._stage(ctx, s, extension, more, analysis, worst, source,
+                        until=lambda: not undecided(analysis.results(critical_only=True)))
         slices = analysis.results()
         stopped = analysis.pairs < sum(len(sel) for sel in selections)
         for name in PAIR_RULES:
