@@ -9,10 +9,10 @@ part at a near tie within the candidate dtype's gap (a declared bf16 build round
 secret the model barely knows, or a cache bug that lowered the secret's logit by less than a nat),
 the cell is not forgiven: a task the reference does the candidate does not do, with the evidence
 unable to tell precision from regression — the check is undecided (HOLD) if those cells could take
-it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get wrong is still compared with what the
-reference answered (`both_fail.py`): the same answer means the cell does not suit the model (not
-judged, grey); a different answer where the reference repeats its own is a regression too
-(unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
+it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get
+wrong is still compared with what the reference answered (`both_fail.py`): the same answer means
+the cell does not suit the model (not judged, grey); a different answer where the reference
+repeats its own is a regression too (unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
 position bug fails the long rows while the short ones pass; a cache bug fails scattered cells.
 """
 
