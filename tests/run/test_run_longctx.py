@@ -212,3 +212,18 @@ def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressio
     assert reviewed and all(row[1] == "yes" for row in reviewed[0]["data"]["rows"]), tools
 
 
+
+
+@pytest.mark.slow  # ~70 s
+def test_a_secret_only_the_reference_recalls_is_never_forgiven_as_a_near_tie(tmp_path, gk_tiny):
+    """A declared bf16 candidate whose sampler favours every runner-up by 0.3 nats
+    (close-call-shift) misses a needle the reference recalls; asked again with logprobs the two part
+    at a near tie within bf16's gap. That is a precision change or a regression one ask cannot tell
+    apart: the needle grid is undecided (HOLD), not PASS (seed 1, measured 2026-12-05)."""
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16",
+                 "--candidate-fault", "close-call-shift=0.3", "--seed", "1", *LONGCTX)
+    assert out.summary is not None, out.stderr
+    grid = out.check("longctx.needle_grid")
+    assert grid["metrics"]["missed_at_near_tie"] >= 1, grid["metrics"]
+    assert grid["status"] == "WARN" and grid["undecided"] and "never forgiven as a near tie" in grid["reason"], grid
+    assert out.summary["verdict"] != "PROMOTE"
