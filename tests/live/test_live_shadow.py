@@ -176,7 +176,7 @@ def test_recorded_traffic_replays_as_gate_5_traffic(tmp_path, servers):
     policy.write_text(f"version: 1\ngates:\n  shadow:\n    traffic: {str(out)!r}\n    min_slice_requests: 4\n"
                       # what 13 clean pairs rule out (~24 points over all, nothing of a pair or two), no less
                       "    materiality: {disagreement: 0.3, task_failure: 0.3, degeneration: 0.3, nonfinite: 0.3, error: 0.3,\n"
-                      "                  retry: 0.3, json_parse: 1.0, tool_parse: 1.0}\n"
+                      "                  retry: 0.3, json_parse: 1.0, tool_parse: 1.0, near_tie: 0.3}\n"
                       "    stages:\n      - {name: all, share: 1.0, budget: 13}\n")
     run = gk_run(tmp_path / "runs", "--gates", "shadow", "--policy", str(policy))
     assert run.summary["verdict"] == "PROMOTE", run.summary["reasons"]
