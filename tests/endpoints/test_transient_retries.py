@@ -132,7 +132,8 @@ def _clean_run_behind_503_proxies(tmp_path: Path, servers, gates: str) -> tuple:
     policy = tmp_path / "policy.yaml"
     smoke = (GK_TINY.parents[1] / "shipped" / "gates" / "smoke.yaml").read_text()
     smoke = re.sub(r"    materiality: \{[^}]*\}", "    materiality: {disagreement: 0.2, task_failure: 0.2, degeneration: 0.2, "
-                   "nonfinite: 0.2, error: 0.2, retry: 0.2, json_parse: 1.0, tool_parse: 1.0, near_tie: 0.2}", smoke)  # what 24 pairs rule out
+                   "nonfinite: 0.2, error: 0.2, retry: 0.2, json_parse: 1.0, tool_parse: 1.0, near_tie: 0.2}",
+                   smoke)  # what 24 pairs rule out
     assert "retry: 0.2" in smoke
     policy.write_text(smoke.replace(
         "      - {name: low-risk-tenant, tenants: [internal], budget: 24}\n      - {name: wide, share: 1.0, budget: 72}",

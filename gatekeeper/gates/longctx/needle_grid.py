@@ -12,8 +12,9 @@ unable to tell precision from regression — the check is undecided (HOLD) if th
 it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get
 wrong is still compared with what the reference answered (`both_fail.py`): the same answer means
 the cell does not suit the model (not judged, grey); a different answer where the reference
-repeats its own is a regression too (unless the two differ at a near tie), shown mid-colour (≠). The grid is the evidence: a rope or
-position bug fails the long rows while the short ones pass; a cache bug fails scattered cells.
+repeats its own is a regression too (unless the two differ at a near tie), shown mid-colour (≠).
+The grid is the evidence: a rope or position bug fails the long rows while the short ones pass;
+a cache bug fails scattered cells.
 """
 
 from __future__ import annotations

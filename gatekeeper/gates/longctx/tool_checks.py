@@ -257,8 +257,9 @@ def _review_note(found: dict[int, Divergence], n: int) -> str:
     """What the logprob review of the regressions among the first `n` cases found, for a reason."""
     ties = sum(1 for i, d in found.items() if i < n and d.tie)
     confident = sum(1 for i, d in found.items() if i < n and not d.tie)
-    return ((f"; undecided: {ties} case(s) only the candidate fails part from the reference at a near tie (asked again "
-             "with logprobs) — a precision change or a regression, and a failed task is never forgiven as a near tie"
+    return ((f"; {ties} case(s) only the candidate fails part from the reference at a near tie (asked again with "
+             "logprobs) — a precision change or a regression: a failed task is never forgiven as a near tie (undecided "
+             "where nothing else fails)"
              if ties else "")
             + (f"; {confident} confirmed as a confident divergence, logprobs in the evidence" if confident else ""))
 
