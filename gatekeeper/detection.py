@@ -11,7 +11,14 @@ measure's own unit, beside the policy's materiality for that measure where the p
   0.95 quantile of Beta(fail_at, n − fail_at + 1) (`scipy.stats.beta`; for fail_at = 1 it is
   1 − 0.05^(1/n): 30 judged items catch a fault hitting ≥ 9.5% of them). Zero judged items have no
   limit: the check judged nothing (undecided, `gates/interface.py`).
-- **One item judged exactly** (a golden case): any difference is caught (`exact`).
+- **Items judged exactly** (a golden case, a canary, a stated path, each probed feature): any
+  difference on them is caught (`exact`): a deterministic observation, not a sample of a rate.
+- **Tolerance checks** (gate 2's drift figures, over the positions and prompts scored): a figure
+  beyond its tolerance is caught exactly; the limit is that tolerance (the policy's, or the
+  reference's own noise floor where that is wider) (`tolerance`). Where the figure is the worst or
+  a percentile of positions, the limit is stated as a share of positions instead (`items_limit`).
+- **Tests over sessions** (gate 4's decay and recall) state the effect their test reaches with 95%
+  power at the spread the sessions showed (a normal approximation, `gates/longctx/decay.py`).
 - **Interval checks** state what they rule out: the worst end of their one-sided bound (the
   performance gate's budgets: "rules out more than 3.1% worse").
 - **Gate 5's pair rules** state the anytime 95% upper bound of the candidate's excess over the
@@ -35,8 +42,9 @@ POWER = 0.95  # the probability a stated limit is caught with
 class DetectionLimit:
     """The smallest effect on `measure` (in `unit`: "share" of items, "regression" (a fraction
     slower), "bound" (an interval's worst end: what a PASS rules out), "excess" (an anytime upper
-    bound on the candidate's excess rate over the reference's twin, gate 5), "any" (one item judged
-    exactly: any difference), or a named unit) this check would
+    bound on the candidate's excess rate over the reference's twin, gate 5), "any" (items judged
+    exactly: any difference), "tolerance" (a figure beyond `effect`, caught exactly: `measure`
+    ends with its comparison, "max |Δ logprob| above"), or a named unit) this check would
     have caught with probability `power`; `materiality`: the policy's margin for the measure, when
     it names one; `judged`: the items it rests on (0 for a designed test)."""
 
@@ -61,7 +69,9 @@ class DetectionLimit:
         if self.unit == "share":
             return f"would catch ≥ {self._size(self.effect)} of {self.measure} ({tail})"
         if self.unit == "any":
-            return f"would catch any {self.measure} (exact)"
+            return f"would catch any {self.measure} (exact" + (f", {self.judged} judged)" if self.judged > 1 else ")")
+        if self.unit == "tolerance":
+            return f"would catch {self.measure} {self.effect:.3g} (its tolerance; exact over {self.judged} judged)"
         if self.unit == "regression":
             return f"would catch a {self._size(self.effect)} regression of {self.measure} ({tail})"
         if self.unit == "bound":
@@ -103,10 +113,16 @@ class Items:
         return items_limit(self.n, self.measure, self.fail_at, self.materiality)
 
 
-def exact(measure: str) -> DetectionLimit:
-    """The limit of a check on one item judged exactly: any `measure` ("difference from the
-    reference's answer") is caught."""
-    return DetectionLimit(0.0, measure, "any", 1.0, None, 1)
+def exact(measure: str, judged: int = 1) -> DetectionLimit:
+    """The limit of a check on `judged` items judged exactly (one golden case, the canary, every
+    probed feature): any `measure` ("difference from the reference's answer") is caught."""
+    return DetectionLimit(0.0, measure, "any", 1.0, None, max(1, judged))
+
+
+def tolerance(value: float, measure: str, judged: int) -> DetectionLimit:
+    """The limit of a check that fails once a figure computed exactly over `judged` items passes
+    `value`: `measure` names the figure and its direction ("mean |Δ logprob| above")."""
+    return DetectionLimit(max(0.0, value), measure, "tolerance", 1.0, None, judged)
 
 
 def items_limit(judged: int, measure: str, fail_at: int = 1, materiality: float | None = None) -> DetectionLimit | None:
@@ -121,6 +137,20 @@ def items_limit(judged: int, measure: str, fail_at: int = 1, materiality: float 
     return DetectionLimit(effect, measure, "share", POWER, materiality, judged)
 
 
+def fisher_limit(n: int, base_failed: int, base_n: int, alpha: float, measure: str) -> DetectionLimit | None:
+    """The limit of a check that fails when a one-sided Fisher exact test finds the candidate's
+    share of `n` items failing above the baseline's `base_failed` of `base_n` at `alpha`: the
+    share reaching, with 95% probability, the fewest failures the test calls beyond chance (None
+    when no count of them would: too few items)."""
+    from scipy.stats import fisher_exact
+
+    for k in range(1, n + 1):
+        if k * base_n > base_failed * n and fisher_exact([[k, n - k], [base_failed, base_n - base_failed]],
+                                                         alternative="greater")[1] < alpha:
+            return items_limit(n, measure, k)
+    return None
+
+
 @dataclass(frozen=True)
 class Ruling:
     """A PASS or WARN the evidence cannot carry, made undecided: its new reason, and whether it
@@ -132,13 +162,17 @@ class Ruling:
 
 def rule(passed: bool, reason: str, judged: Items | None, limit: DetectionLimit | None, decide: str = "") -> Ruling | None:
     """What `ctx.check` makes of a PASS (`passed`) or WARN: undecided when nothing was judged
-    (advisory when the reference fails every item too: the model, not the candidate) or when a
+    (advisory when the reference fails every item too: the model, not the candidate), when a PASS's
+    judged items are fewer than the failures that would fail it (it could never have fired), or when a
     PASS's limit is wider than its materiality (saying first what would `decide` it, when known);
     None when it stands."""
     if judged is not None and judged.not_applicable:
         return Ruling(f"not judged: the reference fails every item too, so none could regress from it ({reason})", True)
     if judged is not None and judged.n == 0:
         return Ruling(f"undecided: nothing judged ({reason})")
+    if passed and judged is not None and judged.fail_at > judged.n:
+        return Ruling(f"undecided: {judged.n} judged could never reach the {judged.fail_at} of {judged.measure} that "
+                      f"would fail it ({reason})")
     if passed and limit is not None and not limit.within_materiality:
         return Ruling(f"undecided: {decide + ' — ' if decide else ''}{limit.text()}, wider than the materiality ({reason})")
     return None

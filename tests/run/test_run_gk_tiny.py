@@ -41,6 +41,9 @@ def test_default_run_promotes(tmp_path):
     assert list(table) == ["Deterministic", "Structured", "Numerical", "Degeneration", "Long context", "Shadow traffic"]
     assert table["Numerical"]["status"] == "PASS" and table["Degeneration"]["candidate"].startswith("0 of ")
     assert all(row["status"] != "FAIL" for row in table.values())
+    silent = [c["id"] for g in out.summary["gates"] for c in g["checks"]
+              if c["blocking"] and c["status"] == "PASS" and "detection_limit" not in c]
+    assert not silent, f"blocking PASS checks without a detection limit: {silent}"  # every PASS says what it rules out
     again = gk_rejudge(out.run_dir)  # its recorded answers judged again, no server asked: every check the same
     assert again.code == out.code and again.summary["reasons"] == out.summary["reasons"]
     assert checks(again.summary) == checks(out.summary) and again.summary["rejudged"]["carried_over"] == ["performance"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gatekeeper.detection import DetectionLimit, Items, exact, items_limit
+from gatekeeper.detection import DetectionLimit, Items, exact, fisher_limit, items_limit, tolerance
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.report.serialise import limit_json, limit_of
@@ -91,6 +91,41 @@ def test_every_kind_of_limit_fits_the_summary_schema() -> None:
     schema = load("summary.schema.json")["$defs"]["check"]["properties"]["detection_limit"]
     for limit in (items_limit(9, "answers differing"), exact("difference from the reference's answer"),
                   DetectionLimit(0.031, "output_tokens_per_s at concurrency 8", "bound"),
-                  DetectionLimit(0.05, "request seconds per output token", "regression", 0.95, 0.05)):
+                  DetectionLimit(0.05, "request seconds per output token", "regression", 0.95, 0.05),
+                  tolerance(0.01, "a mean |Δ logprob| (nats) above", 203), exact("canary answer other than 'OK'", 3)):
         assert limit is not None
         jsonschema.validate(limit_json(limit), schema)
+
+
+def test_a_pass_whose_items_could_never_reach_its_failure_count_is_undecided() -> None:
+    """Two judged items cannot show the three failures a check needs: it could never have fired."""
+    check = _ctx().check("cases", Status.PASS, "0 of 2 differ", judged=Items(2, "answers differing", fail_at=3))
+    assert check.undecided and check.status is Status.WARN
+    assert check.reason.startswith("undecided: 2 judged could never reach the 3 of answers differing")
+    reached = _ctx().check("cases", Status.PASS, "0 of 3 differ", judged=Items(3, "answers differing", fail_at=3))
+    assert reached.status is Status.PASS and not reached.undecided
+
+
+def test_exact_and_tolerance_limits_say_what_they_compare() -> None:
+    assert exact("canary answer other than 'OK'").text() == "would catch any canary answer other than 'OK' (exact)"
+    assert exact("protocol deviation", 7).text() == "would catch any protocol deviation (exact, 7 judged)"
+    stated = tolerance(0.001, "a mean |Δ logprob| (nats) above", 203)
+    assert stated.text() == "would catch a mean |Δ logprob| (nats) above 0.001 (its tolerance; exact over 203 judged)"
+    assert stated.within_materiality  # a tolerance is the policy's own margin (or the noise floor's): no materiality
+
+
+@pytest.mark.parametrize(("n", "base_failed"), [(672, 0), (672, 3), (100, 0)])
+def test_a_fisher_test_catches_a_failure_share_at_its_limit_95_percent_of_the_time(n: int, base_failed: int) -> None:
+    """Simulated through scipy's Fisher exact test itself, the baseline's count held as observed."""
+    from scipy.stats import fisher_exact
+
+    limit = fisher_limit(n, base_failed, n, 0.05, "requests failing")
+    assert limit is not None and limit.judged == n
+    rng = np.random.default_rng(3)
+    failed = rng.binomial(n, limit.effect, 2_000)
+    caught = [fisher_exact([[k, n - k], [base_failed, n - base_failed]], alternative="greater")[1] < 0.05 for k in failed]
+    assert np.mean(caught) >= 0.94
+
+
+def test_too_few_items_for_any_fisher_finding_state_no_limit() -> None:
+    assert fisher_limit(2, 0, 2, 0.05, "requests failing") is None

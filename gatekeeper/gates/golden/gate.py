@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
-from gatekeeper.detection import Items, exact
+from gatekeeper.detection import Items, exact, fisher_limit
 from gatekeeper.evidence import TextPair
 from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.gates.golden.judge import CaseJudgement, judge_case, judge_stream, passes_absolute
@@ -247,9 +247,13 @@ class GoldenGate(Gate):
                           f"(Fisher's exact test, one-sided, p={p:.2g} < {STREAM_CUT_ALPHA:g})", metrics,
                           judgement=Judgement.STATISTICAL)
             else:
-                ctx.check(checks.STREAM_CUTS, Status.PASS, f"{rates.describe()}: the server cuts streams at random on both "
-                          f"targets; the candidate within chance of the reference's rate (Fisher's exact test, one-sided, "
-                          f"p={p:.2g})", metrics, judgement=Judgement.STATISTICAL)
+                limit = fisher_limit(rates.candidate_streams, rates.reference_cut, rates.reference_streams,
+                                     STREAM_CUT_ALPHA, "the candidate's streams cut short")
+                ctx.check(checks.STREAM_CUTS, Status.PASS if limit else Status.WARN,
+                          ("" if limit else "undecided: too few streams for any count of cuts to be beyond chance; ")
+                          + f"{rates.describe()}: the server cuts streams at random on both targets; the candidate within "
+                          f"chance of the reference's rate (Fisher's exact test, one-sided, p={p:.2g})", metrics,
+                          judgement=Judgement.STATISTICAL, limit=limit, undecided=limit is None)
             ctx.judged()
         return rates
 

@@ -9,10 +9,12 @@ differs between the reference's two runs); it is ERROR when no case could be jud
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.detection import Items
 from gatekeeper.evidence import Heatmap, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Judgement, Status
@@ -128,7 +130,16 @@ class PassRates:
         else:
             why = f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)}"
             status = Status.PASS
-        ctx.check(PASS_RATE, status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE)
+        ctx.check(PASS_RATE, status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE,
+                  judged=self._items(allowed))
+
+    def _items(self, allowed: float) -> Items:
+        """What the summary judged: the cases the reference passes, a fault failing them on the
+        candidate caught once the lost ones exceed the allowed share of its judged cases."""
+        passed = sum(f.reference for f in self.families.values())
+        judged = sum(f.judged_candidate for f in self.families.values())
+        return Items(passed, "the golden cases the reference passes failing on the candidate",
+                     math.floor(allowed * judged + 1e-9) + 1)
 
 
 def _pct(x: float | None) -> str:

@@ -55,6 +55,7 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import both
 from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Judgement, Status
+from gatekeeper.detection import exact
 
 NAME = "batch_features"
 SEED = 1234
@@ -305,7 +306,8 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
                   f"alone and in a full batch ({condition})"
                   + (f"; not judged: {'; '.join(f'{f.name} ({why.removeprefix(UNJUDGED)})' for f, why in unjudged)}"
                      if unjudged else ""),
-                  metrics, [table], started=t0, judgement=Judgement.EXACT)
+                  metrics, [table], started=t0, judgement=Judgement.EXACT,
+                  limit=exact("request feature answered differently in a full batch than alone", judged))
 
 
 def _outcomes(feature: Feature, ref: list[Outcome], cand: list[Outcome]) -> tuple[Outcome, Outcome]:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gatekeeper.detection import POWER
 from gatekeeper.stats.decay_rate import sqdr
 
 RESAMPLES = 9999  # above 2^13: exact (every sign pattern) for up to 13 sessions, Monte Carlo beyond
@@ -153,3 +154,26 @@ def score(cells: list[Cell], seed: int = 0) -> Decay:
                  ref_r, cand_r, mean_diff(ref_r, cand_r), paired_p(ref_r, cand_r, seed),
                  max(effects) / n if n else float("inf"), 1 / min(sizes) / n if n else float("inf"),
                  b, w, sum(1 for c in cells if not c.agree), len(cells))
+
+
+SPREAD_BOUND = 0.8  # the limit uses this upper confidence bound of the sessions' spread, not its estimate
+
+
+def detectable(ref: list[float], cand: list[float], limit: float, alpha: float, power: float = POWER) -> float:
+    """The smallest mean of the per-session differences (reference − candidate) that a decay check
+    — FAIL when the mean is above `limit` and the test rejects — catches with `power` in a fresh
+    run: max(limit, t₁₋α/₂·se) + t_power·se with t on n − 1 degrees of freedom (the sign-flip test
+    approximated by the t-test it tracks; α/2 is Holm's share for the smaller of the two tests) and
+    se from the 80% upper confidence bound of the sessions' spread (χ²): an estimated spread is too
+    small about half the time, and the point estimate caught only 87–92% at its own limit
+    (simulated through `paired_p`; with the bound, 96%: tests/gates/longctx/test_decay_limit.py).
+    Sessions that all moved alike (spread 0) leave the limit itself."""
+    from scipy.stats import chi2, t  # at judging time, as `paired_p`
+
+    diffs = np.subtract(ref, cand)  # [sessions]
+    if len(diffs) < 2:
+        return limit
+    df = len(diffs) - 1
+    spread = float(np.std(diffs, ddof=1)) * float(np.sqrt(df / chi2.ppf(1 - SPREAD_BOUND, df)))
+    se = spread / float(np.sqrt(len(diffs)))
+    return max(limit, float(t.ppf(1 - alpha / 2, df)) * se) + float(t.ppf(power, df)) * se

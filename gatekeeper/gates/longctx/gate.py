@@ -26,6 +26,7 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import Watched
 from gatekeeper.results import Status
 from gatekeeper.gates.longctx import checks
+from gatekeeper.detection import exact
 
 _FALLBACK_CONTEXT = 2048
 _FALLBACK_BLOCK = 16
@@ -159,7 +160,7 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
                  f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
               + missing,
               {"non_finite": w.non_finite, "missing": w.missing, "answers_hit": w.answers_hit, "answers": w.answers},
-              undecided=undecided)
+              undecided=undecided, limit=exact("NaN/Inf logprob in the candidate's answers", w.answers))
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:

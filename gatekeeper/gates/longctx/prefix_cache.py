@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import time
 
-from gatekeeper.detection import Items
+from gatekeeper.detection import Items, exact
 from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.settings import LongContextSettings
@@ -97,7 +97,9 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
                + (" (the reference does not repeat its own answer: only cold = warm is judged)" if shaky else "")
                + (" (the candidate parts from the reference at a near tie: only cold = warm is judged)" if tie else ""))
               + f" ({prompt.tokens}-token prompt; {seen})",
-              {"tokens": prompt.tokens, "warm_cached_tokens": hits, **texts}, ev, started=t0)
+              {"tokens": prompt.tokens, "warm_cached_tokens": hits, **texts}, ev, started=t0,
+              limit=exact("difference between the cold and the warm answer" if shaky or tie else
+                          "difference between the cold, the warm and the reference's answer"))
 
 
 def _shared_context(counter: TokenCounter, rng: random.Random, target: int, kinds: list[str]) -> tuple[str, dict[str, str]]:

@@ -28,13 +28,13 @@ import math
 import time
 
 from gatekeeper.errors import EndpointError
-from gatekeeper.detection import Items
+from gatekeeper.detection import DetectionLimit, Items
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.near_ties import near_ties, unreviewable
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import conditions as cond
-from gatekeeper.gates.longctx.decay import Cell, Decay, score
+from gatekeeper.gates.longctx.decay import Cell, Decay, detectable, score
 from gatekeeper.gates.longctx.scrape import UsageSampler, delta, pool_tokens, scrape
 from gatekeeper.gates.longctx.sessions import Round, SessionPlan, build_session
 from gatekeeper.gates.longctx.tokens import TokenCounter
@@ -198,7 +198,9 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
         "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess,
         "regressions": d.regressions, "improvements": d.improvements, "cells": d.cells,
         "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0,
-        judgement=Judgement.STATISTICAL, undecided=undecided)
+        judgement=Judgement.STATISTICAL, undecided=undecided,
+        limit=DetectionLimit(detectable(d.ref_slopes, d.cand_slopes, limit, alpha), "faster recall decay than the "
+                             "reference's (mean per-session slope)", "recall/round", judged=d.sessions))
 
 
 def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float) -> None:
@@ -219,7 +221,9 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
         "recall_drop": d.recall_drop, "limit": limit, "p_value": d.recall_p_value, "p_holm": p_holm, "alpha": alpha,
         "sessions": d.sessions, "one_cell": d.one_cell_recall, "reference_recall": d.ref_recall,
         "candidate_recall": d.cand_recall}, [_curve(d)] if status is not Status.PASS else [],
-        judgement=Judgement.STATISTICAL, undecided=undecided)
+        judgement=Judgement.STATISTICAL, undecided=undecided,
+        limit=DetectionLimit(detectable(d.ref_recall, d.cand_recall, limit, alpha), "rounds recalled less than by the "
+                             "reference (mean per session)", judged=d.sessions))
 
 
 def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], forgiven: int) -> None:

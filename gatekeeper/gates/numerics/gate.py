@@ -13,7 +13,7 @@ import numpy as np
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.detection import Items
+from gatekeeper.detection import DetectionLimit, Items, exact, items_limit, tolerance
 from gatekeeper.evidence import Evidence, Histogram, Table, TextPair
 from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.interface import Gate, GateContext
@@ -91,7 +91,8 @@ class NumericsGate(Gate):
             return
         ctx.check(checks.SCORING, Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
                   + ("" if len(same) == len(prompts) else " (the others tokenize differently: numerics.tokenization)"),
-                  started=t0, metrics={"prompts": len(prompts), "scored": len(same), "top_k": k})
+                  started=t0, metrics={"prompts": len(prompts), "scored": len(same), "top_k": k},
+                  limit=exact("prompt the candidate cannot score teacher-forced", len(prompts)))
         self._judge(ctx, [prompts[i] for i in same], [compare(ref[i], cand[i], k) for i in same],
                     [compare(ref[i], noise[i], k) for i in same], k)
 
@@ -137,14 +138,15 @@ class NumericsGate(Gate):
                   f"{bad} NaN/Inf logprob(s) from the candidate" if bad else
                   (f"undecided: no NaN/Inf, but {missing} position(s) came back null where the reference has a logprob "
                    "(a NaN serialised as JSON null looks the same)" if undecided else "no NaN/Inf"),
-                  {"nan_inf": bad, "missing": missing}, [table] if bad or undecided else [], undecided=undecided)
+                  {"nan_inf": bad, "missing": missing}, [table] if bad or undecided else [], undecided=undecided,
+                  limit=exact("NaN/Inf logprob at the scored positions", sum(c.positions for c in cands)))
 
         def unstable(check: str, key: str, noise_value: float) -> None:
             ctx.skip(check, f"reference unstable: it disagrees with itself on {key} by {noise_value:.4g}, so the limit would be "
                             f"loosened past {most:g}x the policy's {tol[key]:g}; not judged")
 
-        def upper(check: str, key: str, value: float, noise_value: float, evidence: tuple[Evidence, ...] = (),
-                  over: str = "") -> None:
+        def upper(check: str, key: str, value: float, noise_value: float, stated: Callable[[float], DetectionLimit | None],
+                  evidence: tuple[Evidence, ...] = (), over: str = "") -> None:
             if m * noise_value > most * tol[key]:
                 unstable(check, key, noise_value)
                 return
@@ -152,9 +154,10 @@ class NumericsGate(Gate):
             status = Status.PASS if value <= limit and not bad else Status.FAIL
             ctx.check(check, status, f"{key} {value:.6g} vs limit {limit:.6g} (policy {tol[key]:g}, noise floor {noise_value:.3g})"
                       + (f" over {over}" if over else ""),
-                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence)
+                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence,
+                      limit=stated(limit))
 
-        def lower(check: str, key: str, value: float, noise_value: float, over: str) -> None:
+        def lower(check: str, key: str, value: float, noise_value: float, over: str, judged: int) -> None:
             deficit = m * (1.0 - noise_value)
             if deficit > most * (1.0 - tol[key]) or deficit >= 1.0:
                 unstable(check, key, noise_value)
@@ -163,7 +166,8 @@ class NumericsGate(Gate):
             status = Status.PASS if value >= limit and not bad else Status.FAIL
             ctx.check(check, status, f"{check} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
                       f"{noise_value:.4f}) over {over}",
-                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype})
+                      {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype},
+                      limit=tolerance(limit, f"a mean {check.replace('_', ' ')} over the prompts below", judged))
 
         moved = max(all_n, default=0.0)
         ctx.notes.append(f"noise floor: the reference scored the texts twice (concurrency {s.concurrency}, then "
@@ -173,10 +177,15 @@ class NumericsGate(Gate):
         hist = Histogram("|Δ logprob| of the reference token where the reference ranks it in its top-k", all_c[:5000],
                          "|Δ logprob| (nats)", tol["max_abs_delta"], is_key=True)
         if all_c:
-            upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0), (hist, table), ranked)
-            upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99), over=ranked)
+            n = len(all_c)
+            upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0),
+                  lambda lim: items_limit(n, f"scored positions whose |Δ logprob| exceeds {lim:.3g} nats"), (hist, table), ranked)
+            # p99 passes its limit for certain once the value at the 99th percentile's lower index does
+            upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99),
+                  lambda lim: items_limit(n, f"scored positions whose |Δ logprob| exceeds {lim:.3g} nats",
+                                          n - int(0.99 * (n - 1))), over=ranked)
             upper("mean_logprob_delta", "mean_abs_delta", float(np.mean(all_c)), float(np.mean(all_n)) if all_n else 0.0,
-                  over=ranked)
+                  lambda lim: tolerance(lim, "a mean |Δ logprob| (nats) above", n), over=ranked)
         else:
             for name in ("max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta"):
                 ctx.skip(name, f"no position where the reference ranks the scored token in its top-{k}"
@@ -185,10 +194,12 @@ class NumericsGate(Gate):
         kl_noise = [c.kl_mean for c in noises if c.kl_mean is not None]
         if kl:
             upper("kl", "kl_max", float(np.mean(kl)), float(np.mean(kl_noise)) if kl_noise else 0.0,
+                  lambda lim: tolerance(lim, "a mean top-k KL divergence over the prompts above", len(kl)),
                   over=f"{len(kl)} of {len(cands)} prompts with shared top-k tokens")
         else:
             ctx.skip("kl", "no position where both targets' top-k lists share a token (a target returned no top-k lists)")
-        upper(checks.NLL_DRIFT, "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises))
+        upper(checks.NLL_DRIFT, "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises),
+              lambda lim: tolerance(lim, "a relative drift of the mean per-token NLL over the prompts above", len(cands)))
         for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
             values = [v for c in cands if (v := getattr(c, name)) is not None]
             noise_values = [v for c in noises if (v := getattr(c, name)) is not None]
@@ -196,7 +207,7 @@ class NumericsGate(Gate):
                 ctx.skip(name, "no position where both targets return a top-k list: nothing to compare, not judged")
                 continue
             lower(name, key, float(np.mean(values)), float(np.mean(noise_values)) if noise_values else 1.0,
-                  f"{len(values)} of {len(cands)} prompts with top-k lists on both targets")
+                  f"{len(values)} of {len(cands)} prompts with top-k lists on both targets", len(values))
 
 
 def _scorer(ep: Endpoint, k: int) -> Callable[[str], CompletionResponse]:

@@ -236,7 +236,7 @@ class PerformanceGate(Gate):
                    "candidate_requests": total["candidate"], "baseline_requests": total["baseline"], "p": j.p,
                    "examples": failed["candidate"][:5]}
         ctx.check("errors_under_load", j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
-                  metrics, undecided=j.undecided, judgement=Judgement.STATISTICAL)
+                  metrics, undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
 
     def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
         """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""

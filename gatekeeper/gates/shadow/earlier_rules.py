@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from gatekeeper.detection import DetectionLimit
 from gatekeeper.gates.golden.checks import CANARY_CASE
 from gatekeeper.gates.numerics import checks as numerics
 from gatekeeper.gates.startup import checks as startup
@@ -46,7 +47,8 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         if not passed:  # both sides missed it (WARN) or it could not run (ERROR): nothing was judged
             return RuleOutcome(name, Status.SKIP, "not judged: no canary passed in this run ("
                                + ", ".join(f"{c.id} {c.status.value}" for c in found) + ")")
-        return RuleOutcome(name, Status.PASS, "the deterministic canary passed: " + ", ".join(c.id for c in passed))
+        return RuleOutcome(name, Status.PASS, "the deterministic canary passed: " + ", ".join(c.id for c in passed),
+                           limit=_stated(passed))
     if name == "logit_drift":
         checks = _checks(earlier, numerics.GATE)
         if checks is None:
@@ -59,7 +61,8 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
         drift = [c for c in checks if c.status is Status.PASS and c.id != numerics.NAN_INF]
         if not drift:  # NaN/Inf alone is no drift figure
             return RuleOutcome(name, Status.SKIP, "not judged: gate 2 judged no drift figure")
-        return RuleOutcome(name, Status.PASS, "gate 2's drift figures are within their approved tolerances")
+        return RuleOutcome(name, Status.PASS, "gate 2's drift figures are within their approved tolerances",
+                           limit=_stated(drift))
     checks = _checks(earlier, startup.GATE)
     if checks is None:
         return RuleOutcome(name, Status.SKIP, "not judged: gate 1 (startup) did not run in this run")
@@ -82,4 +85,11 @@ def earlier_rule(name: str, earlier: Sequence[GateResult]) -> RuleOutcome:
               and c.status is not Status.SKIP]
     if not judged:
         return RuleOutcome(name, Status.SKIP, "not judged: no candidate log and no stated execution path to read")
-    return RuleOutcome(name, Status.PASS, "no fallback the reference does not print; the execution path is as judged")
+    return RuleOutcome(name, Status.PASS, "no fallback the reference does not print; the execution path is as judged",
+                       limit=_stated(sorted(judged, key=lambda c: c.id != startup.PATH_CHANGE)))
+
+
+def _stated(passed: Sequence[CheckResult]) -> DetectionLimit | None:
+    """A rule read from earlier checks states what the first of them that states a limit would have
+    caught (the candidate's canary, gate 2's max |Δ logprob|, gate 1's path change)."""
+    return next((c.detection_limit for c in passed if c.detection_limit is not None), None)

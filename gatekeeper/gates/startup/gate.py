@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from gatekeeper.capabilities import FEATURES, Capabilities, lost as lost_features
+from gatekeeper.detection import exact
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.evidence import Log, Table, TextPair
@@ -83,7 +84,7 @@ class StartupGate(Gate):
                           {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
             ctx.check(checks.ready(role), Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
-                      {"startup_s": rt.startup_s})
+                      {"startup_s": rt.startup_s}, limit=exact("failure to become ready"))
             versions[role] = self._endpoints(ctx, role, ep)
         self._canary(ctx)
         for role in ctx.endpoints:
@@ -112,7 +113,8 @@ class StartupGate(Gate):
         try:
             r = ep.get("/health")
             if r.status_code == 200:
-                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", {"status_code": 200})
+                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", {"status_code": 200},
+                          limit=exact("/health answer other than 200"))
             elif r.status_code in (404, 405, 501):
                 ctx.check(f"health.{role}", Status.WARN, f"no /health endpoint (HTTP {r.status_code}): readiness is "
                           "judged by /v1/models", {"status_code": r.status_code, "missing": True})
@@ -122,7 +124,8 @@ class StartupGate(Gate):
             entries = models.get("data")
             ids = [m.get("id") for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
             if ep.model in ids:
-                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", {"status_code": status})
+                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", {"status_code": status},
+                          limit=exact(f"/v1/models list without {ep.model!r}"))
             else:
                 bad("models", f"/v1/models lists {ids}, not {ep.model!r}"
                     + (f" (HTTP {status})" if status != 200 else ""), {"status_code": status})
@@ -161,7 +164,8 @@ class StartupGate(Gate):
         else:
             missing = caps.missing()
             ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
-                      "not supported: " + ", ".join(missing), metrics, evidence)
+                      "not supported: " + ", ".join(missing), metrics, evidence,
+                      limit=exact("protocol deviation in the probed exchanges", len(FEATURES)))
 
     def _compare(self, ctx: GateContext) -> tuple[list[str], list[str]]:
         """`startup.capabilities`: one finding for every feature the reference supports and the
@@ -193,7 +197,8 @@ class StartupGate(Gate):
         else:
             ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
                       + (f" (and {', '.join(gained)})" if gained else "") + gaps,
-                      {"lost": [], "gained": gained, "neither": neither}, evidence if neither else ())
+                      {"lost": [], "gained": gained, "neither": neither}, evidence if neither else (),
+                      limit=exact("feature the reference supports and the candidate lacks", len(FEATURES)))
         return lost, neither
 
     def _canary(self, ctx: GateContext) -> None:
@@ -220,7 +225,8 @@ class StartupGate(Gate):
                 ctx.check(checks.canary("reference"), Status.PASS if ok else Status.WARN,
                           f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
                                                  "suit this model, so the candidate is judged on agreement only"),
-                          {"first_request_s": _first_request_s(resp, retried, t0), "retried": len(retried)})
+                          {"first_request_s": _first_request_s(resp, retried, t0), "retried": len(retried)},
+                          limit=exact(f"canary answer other than {s.canary_expect!r}"))
                 continue
             ref = answers.get("reference")
             ref_ok = ref == s.canary_expect
@@ -238,7 +244,8 @@ class StartupGate(Gate):
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
             ctx.check(checks.CANARY_CANDIDATE, status, reason, {"first_request_s": _first_request_s(resp, retried, t0),
-                                                           "retried": len(retried)}, evidence)
+                                                           "retried": len(retried)}, evidence,
+                      limit=exact(f"canary answer other than {s.canary_expect!r}"))
 
 
 def _first_request_s(resp: ChatResponse, retried: list[str], t0: float) -> float:

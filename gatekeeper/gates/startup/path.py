@@ -15,6 +15,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import disagreements, from_log, from_metrics, resolve
 from gatekeeper.gates.startup.checks import EXECUTION_PATH
+from gatekeeper.detection import exact
 
 
 def _pairs(path: dict[str, str]) -> str:
@@ -52,5 +53,6 @@ def check_path(ctx: GateContext) -> dict[str, dict[str, str]]:
                   f"{wrong[0][3]}}}) so the tolerances fit", metrics, evidence, advisory=True)
     else:
         ctx.check(EXECUTION_PATH, Status.PASS, "what the targets state agrees with the path they are judged by",
-                  metrics, evidence)
+                  metrics, evidence, limit=exact("stated path key other than the one judged by",
+                                                 sum(len(path) for path in observed_by_role.values())))
     return observed_by_role

@@ -28,6 +28,7 @@ from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import PATH_KEYS, canonical, resolve
 from gatekeeper.gates.startup.checks import PATH_CHANGE
+from gatekeeper.detection import DetectionLimit, exact
 
 
 def _key_changes(ctx: GateContext, observed: Mapping[str, Mapping[str, str]]) -> tuple[list[tuple[str, str, str]], int]:
@@ -109,11 +110,18 @@ def check_path_change(ctx: GateContext, s: StartupSettings, observed: Mapping[st
                   "under startup.explained_path_changes with a reason", metrics, evidence)
     elif rows:
         ctx.check(PATH_CHANGE, Status.PASS, f"{len(rows)} execution-path change(s), each explained by the policy",
-                  metrics, evidence)
+                  metrics, evidence, limit=_limit(stated, cand.log_lines if has_log else []))
     elif stated == 0 and not has_log:
         ctx.skip(PATH_CHANGE, "not judged: the targets state no path key in common and the candidate has no log "
                  "to read fallback lines from", advisory=True)
     else:
         said = f"{stated} path key(s) both state agree" if stated else "no path key stated by both"
         ctx.check(PATH_CHANGE, Status.PASS, f"{said}; no fallback line the reference does not print"
-                  if has_log else f"{said}; the candidate has no log, fallback lines not read", metrics)
+                  if has_log else f"{said}; the candidate has no log, fallback lines not read", metrics,
+                  limit=_limit(stated, cand.log_lines if has_log else []))
+
+
+def _limit(stated: int, lines: list[str]) -> DetectionLimit:
+    """What a PASS compared exactly: the path keys both state, and the candidate's log lines read."""
+    what = " or ".join(w for w, n in (("path key change", stated), ("fallback line", len(lines))) if n)
+    return exact(f"unexplained {what or 'path change'}", stated + len(lines))
