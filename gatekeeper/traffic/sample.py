@@ -96,7 +96,7 @@ def main() -> None:
     """Write the sample (atomically)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="golden_sets/traffic/sample.jsonl")
-    ap.add_argument("-n", type=int, default=600)
+    ap.add_argument("-n", type=int, default=1200)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     n = write_traffic(args.out, generate(args.n, args.seed))

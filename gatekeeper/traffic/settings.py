@@ -104,7 +104,7 @@ class ShadowSettings:
       and `slice_reserve` (0.2) of alpha is kept for slices discovered later (the j-th gets
       alpha × slice_reserve × 2^−j); without declared slices, the first judgement's slices are
       the declared ones. An alpha once given never shrinks (`analysis.allocate_live`);
-    - `extension` (0; the default policy 180, the rest of its sample): requests beyond the stages'
+    - `extension` (0; the default policy 780, the rest of its 1,200-request sample): requests beyond the stages'
       budgets, drawn from all the traffic they did not replay, replayed in one more stage
       (`shadow.stage.extension`) while a rule is undecided — its bound wider than its materiality
       — and no stage failed, stopping after the first chunk that decides every rule (the bounds

@@ -91,7 +91,7 @@ def test_records_round_trip_through_a_written_file(tmp_path):
 
 def test_the_shipped_sample_is_what_the_generator_writes():
     shipped = [json.loads(line) for line in (ROOT / "golden_sets" / "traffic" / "sample.jsonl").read_text().splitlines()]
-    assert shipped == [json.loads(json.dumps(r.to_json())) for r in generate(600, seed=0)]
+    assert shipped == [json.loads(json.dumps(r.to_json())) for r in generate(1200, seed=0)]
     tenants = {r["tenant"] for r in shipped}
     assert tenants == {"internal", "support", "agents", "data", "assistant"}
     agents = [r for r in shipped if r["tenant"] == "agents"]
