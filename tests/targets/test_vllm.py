@@ -77,10 +77,10 @@ def test_the_bundled_reference_judges_vllm_as_a_url_candidate_and_holds_only_on_
     Every check passes but one: vLLM on CPU answers about 1.5% of the replayed requests otherwise
     than when asked again (batch variance the batch-invariant bundled twin does not have: "asked
     again, the tokens do not part"), so gate 5 cannot rule out 3 points more changed answers
-    within the shipped sample's 600 requests (the extension included, measured 2026-12-05: the
-    extension's 180 requests did not decide it): answers_differ is undecided and says how many
-    pairs would decide it — a HOLD, never a ROLLBACK. The default policy here without its
-    extension (CI time: replaying on is tested on the bundled pair, tests/gates/shadow)."""
+    within the stages' 420 requests: answers_differ is undecided and says how many pairs would
+    decide it — a HOLD, never a ROLLBACK. The default policy here without its extension (CI time:
+    replaying on is tested on the bundled pair, tests/gates/shadow); with it, the run replays on to
+    1,156 of the sample's 1,200 requests and PROMOTEs (3 runs in a row, docs/detection-limits.md)."""
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"reference": "bundled:reference", "candidate": {
         "kind": "url", "url": vllm.url + "/v1", "model": "gk-tiny", "log_file": str(vllm.log_path)}}))
