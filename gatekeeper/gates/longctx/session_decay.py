@@ -200,7 +200,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
         "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0,
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_slopes, d.cand_slopes, limit, alpha), "faster recall decay than the "
-                             "reference's (mean per-session slope)", "recall/round", judged=d.sessions))
+                             "reference's, as a mean per-session slope", "recall/round", judged=d.sessions))
 
 
 def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float) -> None:
@@ -223,7 +223,7 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
         "candidate_recall": d.cand_recall}, [_curve(d)] if status is not Status.PASS else [],
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_recall, d.cand_recall, limit, alpha), "rounds recalled less than by the "
-                             "reference (mean per session)", judged=d.sessions))
+                             "reference, as a mean per session", judged=d.sessions))
 
 
 def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: list[Cell], forgiven: int) -> None:
