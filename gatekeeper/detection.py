@@ -18,7 +18,8 @@ measure's own unit, beside the policy's materiality for that measure where the p
   reference's own noise floor where that is wider) (`tolerance`). Where the figure is the worst or
   a percentile of positions, the limit is stated as a share of positions instead (`items_limit`).
 - **Tests over sessions** (gate 4's decay and recall) state the effect their test reaches with 95%
-  power at the spread the sessions showed (a normal approximation, `gates/longctx/decay.py`).
+  power in a fresh run, at an upper confidence bound of the sessions' spread (a t approximation of
+  the sign-flip test, checked by simulation: `gates/longctx/decay.py`, `detectable`).
 - **Interval checks** state what they rule out: the worst end of their one-sided bound (the
   performance gate's budgets: "rules out more than 3.1% worse").
 - **Gate 5's pair rules** state the anytime 95% upper bound of the candidate's excess over the

@@ -129,3 +129,14 @@ def test_a_fisher_test_catches_a_failure_share_at_its_limit_95_percent_of_the_ti
 
 def test_too_few_items_for_any_fisher_finding_state_no_limit() -> None:
     assert fisher_limit(2, 0, 2, 0.05, "requests failing") is None
+
+
+def test_gate_4s_nan_check_with_no_answer_watched_is_undecided_not_a_pass() -> None:
+    from gatekeeper.gates.longctx.gate import _nan_check
+    from gatekeeper.gates.longctx.traffic import Watched
+
+    ctx = _ctx()
+    ep = Endpoint("candidate", "http://127.0.0.1:9", "m")  # never asked
+    _nan_check(ctx, Watched(ep, logprobs=True))
+    check = ctx.checks[-1]
+    assert check.status is Status.WARN and check.undecided and check.detection_limit is None, check

@@ -148,6 +148,10 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
     if not w.logprobs:
         ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
+    if not w.answers:  # nothing watched: no PASS on nothing
+        ctx.check("nan_inf", Status.WARN, "undecided: no answer of the candidate's was watched for NaN/Inf logprobs",
+                  {"answers": 0}, undecided=True)
+        return
     # A null logprob is what a NaN becomes in strict JSON: where some came back null and none was
     # NaN/Inf, the check cannot say there was none (undecided, which holds the run), not a pass.
     missing = (f"; {w.missing} token(s) came with a null logprob (a NaN serialised as JSON null looks the same)"
