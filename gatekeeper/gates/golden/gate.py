@@ -12,6 +12,7 @@ import fnmatch
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
+from functools import partial
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
 from gatekeeper.detection import Items, exact, fisher_limit
@@ -21,7 +22,7 @@ from gatekeeper.gates.golden.judge import CaseJudgement, judge_case, judge_strea
 from gatekeeper.gates.golden.near_tie_review import review_near_ties
 from gatekeeper.gates.golden.pass_rates import PassRates
 from gatekeeper.gates.golden.settings import GoldenSettings
-from gatekeeper.gates.golden.stream_cuts import ALPHA as STREAM_CUT_ALPHA, CutRates, count_cuts
+from gatekeeper.gates.golden.stream_cuts import ALPHA as STREAM_CUT_ALPHA, CutRates, count_cuts, extra_rounds
 from gatekeeper.gates.interface import Gate, GateContext, Missing
 from gatekeeper.stats import noise
 from gatekeeper.stats.noise import ask_twice
@@ -225,14 +226,35 @@ class GoldenGate(Gate):
                        if pair is not None and judge_stream(cases[k], *pair, finish_reasons=no_finish).status is not Status.PASS]
             for k, answer in zip(ask, fan_out(lambda c: askers[1](c, stream=True), [cases[k] for k in ask], conc)):
                 ref_stream[k] = answer
-        cuts = self._cut_rates(ctx, cand_pairs, [_both_answered(r, refs[0][i]) if r is not None else None
-                                                 for (i, _, _), r in zip(items, ref_stream)])
+        ref_pairs = [_both_answered(r, refs[0][i]) if r is not None else None for (i, _, _), r in zip(items, ref_stream)]
+        if baseline is None and count_cuts(cand_pairs)[0] and count_cuts(ref_pairs)[0]:
+            both = [k for k, (c, r) in enumerate(zip(cand_pairs, ref_pairs)) if c is not None and r is not None]
+            more = self._restream(ctx, askers, [cases[k] for k in both], [cand_pairs[k] for k in both], [ref_pairs[k] for k in both])
+            cand_pairs, ref_pairs = cand_pairs + more[0], ref_pairs + more[1]
+        cuts = self._cut_rates(ctx, cand_pairs, ref_pairs)
         for (i, name, case), streamed, ref_s in zip(items, cand_stream, ref_stream):
             self._judge_stream(ctx, name + checks.STREAM_SUFFIX, case, streamed, cand[i], ref_s, [r[i] for r in refs], no_finish,
                                cuts is not None and cuts.shared)
 
-    def _cut_rates(self, ctx: GateContext, cand_pairs: list[tuple[ChatResponse, ChatResponse] | None],
-                   ref_pairs: list[tuple[ChatResponse, ChatResponse] | None]) -> CutRates | None:
+    @staticmethod
+    def _restream(ctx: GateContext, askers: tuple[Asker, Asker], cases: list[GoldenCase], cand_pairs: list[StreamPair | None],
+                  ref_pairs: list[StreamPair | None]) -> tuple[list[StreamPair | None], list[StreamPair | None]]:
+        """Both targets cut streams: the stream variants both answered streamed again on each, one at
+        a time, the sides alternating which goes first, until each holds `MIN_STREAMS`
+        (stream_cuts.extra_rounds); the new (streamed, plain) pairs of the candidate and of the reference.
+        One at a time: a server that cuts the stream it serves when another request waits cuts none of
+        these, so a candidate that cuts streams on its own stands out against its reference."""
+        rounds = extra_rounds(len(cases))
+        ctx.progress(f"golden: both targets cut streams; {rounds} more passes over {len(cases)} stream variants a side, one at a time")
+        plain = ([p[1] for p in cand_pairs if p is not None], [p[1] for p in ref_pairs if p is not None])
+        more: tuple[list[StreamPair | None], list[StreamPair | None]] = ([], [])
+        for r in range(rounds):
+            for side in ((1, 0) if r % 2 == 0 else (0, 1)):
+                streamed = fan_out(partial(askers[side], stream=True), cases, 1)
+                more[side].extend(_both_answered(s, p) for s, p in zip(streamed, plain[side]))
+        return more
+
+    def _cut_rates(self, ctx: GateContext, cand_pairs: list[StreamPair | None], ref_pairs: list[StreamPair | None]) -> CutRates | None:
         """`golden.stream_cuts` when both targets cut streams short (stream_cuts.py); the rates when the
         candidate cut any, else None."""
         cand_cut, cand_n = count_cuts(cand_pairs)
@@ -323,7 +345,11 @@ def _changed(a: Answer, b: Answer) -> bool:
     return not isinstance(a, ChatResponse) or not isinstance(b, ChatResponse) or render_answer(a) != render_answer(b)
 
 
-def _both_answered(streamed: Answer | None, plain: Answer) -> tuple[ChatResponse, ChatResponse] | None:
+StreamPair = tuple[ChatResponse, ChatResponse]
+"""A streamed answer and the non-streamed answer to the same case, from one target."""
+
+
+def _both_answered(streamed: Answer | None, plain: Answer) -> StreamPair | None:
     """(streamed, plain) when both are answers, else None."""
     if isinstance(streamed, ChatResponse) and isinstance(plain, ChatResponse):
         return streamed, plain

@@ -14,9 +14,15 @@ stream-variant case too, at the same concurrency, and the cuts are judged as a r
   check is a WARN pointing here; `golden.stream_cuts` compares the candidate's share of cut streams
   with the reference's by Fisher's exact test, one-sided (scipy.stats.fisher_exact,
   alternative="greater"): FAIL when the candidate cuts more beyond chance at `ALPHA`, PASS otherwise.
-
-Example: "the candidate cut 3 of 8 streams (no finish_reason, the answer's beginning or nothing), the
-reference 2 of 8: within chance of the reference's rate (Fisher's exact test, one-sided, p=0.5)".
+  One pass over a golden set holds a handful of stream variants (8 in the default set), too few for
+  any count to be beyond chance when the reference cuts half of them; so once both targets have cut,
+  each streams every stream-variant case both answered again, one request at a time, in alternating
+  order, until each side holds at least `MIN_STREAMS` streams (`extra_rounds`), a number fixed before
+  any count is read. One at a time: a server that cuts the stream it serves when another request
+  waits cuts none of these, so a candidate that cuts streams on its own stands out (the first pass,
+  at the gate's concurrency, is where cuts under load show). Where the reference cannot be asked
+  again (a recorded baseline), or the reference cuts so many that no count could be beyond chance,
+  the check is undecided, not a PASS.
 """
 
 from __future__ import annotations
@@ -26,6 +32,18 @@ from dataclasses import dataclass
 from gatekeeper.endpoints.responses import ChatResponse
 
 ALPHA = 0.01  # one blocking test per run, and only where both targets cut streams
+MIN_STREAMS = 48
+"""Streams per side the rate is judged over once both cut: with the reference cutting a quarter of
+them, a candidate cutting 61% is caught with 95% probability at `ALPHA`."""
+MAX_ROUNDS = 12
+"""Passes over the stream variants at most, the first included (a set with few stream variants stays
+below `MIN_STREAMS`, and may be undecided)."""
+
+
+def extra_rounds(cases: int) -> int:
+    """Further passes over `cases` stream variants that bring each side to `MIN_STREAMS` streams,
+    `MAX_ROUNDS` passes in all at most."""
+    return min(MAX_ROUNDS, -(-MIN_STREAMS // max(cases, 1))) - 1
 
 
 def is_cut(streamed: ChatResponse, plain: ChatResponse) -> bool:
