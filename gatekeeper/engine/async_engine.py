@@ -18,7 +18,7 @@ from typing import AsyncIterator
 
 from gatekeeper.engine.builder import build_engine
 from gatekeeper.engine.engine_args import EngineArgs
-from gatekeeper.engine.errors import EngineDeadError, EngineError, RequestError
+from gatekeeper.engine.errors import EngineCoreError, EngineDeadError, EngineError, RequestError
 from gatekeeper.engine.faults import FaultSet
 from gatekeeper.engine.output_processor import RequestState
 from gatekeeper.engine.outputs import RequestOutput
@@ -151,6 +151,8 @@ class AsyncEngine:
                     pass
                 try:
                     steps = self.core.step() if self.core.has_unfinished() else []
+                except EngineCoreError:  # the core itself failed: the loop dies with it
+                    raise
                 except Exception as e:  # fail the requests of this step, keep serving the rest
                     log.exception("engine step failed; aborting the requests it held")
                     for rid in list(self.core.sequences):

@@ -19,3 +19,8 @@ class RequestError(EngineError):
 
 class EngineDeadError(EngineError):
     """The engine loop stopped; every request fails until restart (the server answers 503)."""
+
+
+class EngineCoreError(EngineError):
+    """The engine core itself failed inside a step: the engine loop dies with it, as vLLM's engine
+    core process does (every later request then fails with EngineDeadError)."""

@@ -18,6 +18,7 @@ import torch
 
 from gatekeeper.engine.block_manager import BlockManager
 from gatekeeper.engine.engine_core import EngineCore
+from gatekeeper.engine.errors import EngineCoreError
 from gatekeeper.engine.model import ForwardOptions
 from gatekeeper.engine.paged_runner import PagedRunner
 from gatekeeper.engine.scheduler import Scheduler
@@ -54,6 +55,7 @@ class OptimizedCore(EngineCore):
         self.close_call_shift = (faults.value("close-call-shift") or 0.0) if "close-call-shift" in faults else 0.0
         self.misread_p = (faults.value("sporadic-corruption") or 0.0) if "sporadic-corruption" in faults else 0.0
         self._fault_rng = random.Random(args.seed)  # which requests the sporadic fault hits: reproducible per seed
+        self.seeded_batch_dies = "seeded-batch-dies" in faults
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
         self.num_fallback_steps = 0
         self.slowdown_seconds_total = 0.0
@@ -79,6 +81,8 @@ class OptimizedCore(EngineCore):
         seqs, is_prefill = self.scheduler.schedule()
         if not seqs:
             return []
+        if self.seeded_batch_dies and is_prefill and len(seqs) > 1 and any(q.generator is not None for q in seqs):
+            raise EngineCoreError("CPU Generator does not use offset (a seeded, sampled request prefilled beside others)")
         t0 = time.perf_counter()
         logits, prompt_rows = self.runner.run(seqs)
         if self.runner.naive_attention:

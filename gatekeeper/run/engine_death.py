@@ -16,6 +16,7 @@ _FIRST = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|\bFATAL\b|\b
 _EXCEPTION = re.compile(r"\b([A-Z]\w*(?:Error|Exception)): (.+)")
 _NOT_ROOT = ("EngineDeadError", "EngineGenerateError")
 BEFORE, AFTER = 5, 45  # lines kept around the first error line
+_VARYING = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 
 def evidence(lines: list[str], start: int) -> list[str]:
@@ -35,3 +36,9 @@ def root_cause(lines: list[str]) -> str | None:
         if m and m.group(1) not in _NOT_ROOT:
             return f"{m.group(1)}: {m.group(2)}".strip()[:300]
     return None
+
+
+def signature(cause: str) -> str:
+    """A root cause with its numbers and addresses blanked: two launches that die of one defect
+    print the same signature (request ids, token counts and pointers differ)."""
+    return _VARYING.sub("#", cause)

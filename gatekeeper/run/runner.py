@@ -31,7 +31,7 @@ from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
 from gatekeeper.run import engine_death, liveness, retry_check
-from gatekeeper.run.liveness import Liveness
+from gatekeeper.run.liveness import ROLES, Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
@@ -42,8 +42,6 @@ from gatekeeper.targets.spec import make_target
 from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.session import AnswerTape
 from gatekeeper.verdict import decide
-
-ROLES = ("reference", "candidate")
 
 
 class Runner:
@@ -63,6 +61,7 @@ class Runner:
         self._launched = threading.Lock()  # a performance round's two launches come up at once
         self._retries: tuple[RetryCount, ...] = ()  # the current gate's requests and retries per target
         self._log_marks: dict[str, int] = {}  # each target's log length when the current gate began
+        self._copy_deaths: dict[str, dict[str, str]] = {}  # per build, the root causes its other launches died of
         self._gate = ""  # the gate running now (the gate tag of the endpoints it launches)
         self.tape: AnswerTape | None = None  # every answer the targets give, kept (rejudge); the reference cache
 
@@ -324,7 +323,8 @@ class Runner:
         died = {role: d for role in ROLES if (d := endpoints[role].streak.confirm()) is not None}
         death_log = {role: engine_death.evidence(t.log_lines(), self._log_marks.get(role, 0))
                      for role in died if (t := self.targets.get(role)) is not None}
-        after = Liveness(gone, alive, tail, died, death_log)
+        liveness.note_copy_deaths(self._copy_deaths, ctx.gate_id, self._extra, self.targets)
+        after = Liveness(gone, alive, tail, died, death_log, {r: dict(c) for r, c in self._copy_deaths.items()})
         if self.tape is not None:
             self.tape.liveness(ctx.gate_id, after.to_json())
         return after

@@ -69,6 +69,8 @@ FAULT_CELLS = (
     SelftestCell("sporadic-corruption", ("sporadic-corruption=0.03",), (), ("shadow",)),
     # Each flipped close call is a near tie at bf16's gap: gate 4 counts the confident ones, gate 5 the rate of the rest.
     SelftestCell("close-call-shift", ("close-call-shift=1",), ("dtype=bfloat16",), ("longctx", "shadow")),
+    # The bundled pair runs gate 4's batch-features check on itself: the candidate's engine dies there.
+    SelftestCell("seeded-batch-dies", ("seeded-batch-dies",), (), ("longctx",)),
     SelftestCell("decode-slowdown", ("decode-slowdown=23",), (), ("performance",)),
     # Its fallback lines are an unexplained path change (gate 1); once a policy explains them,
     # the cost is the performance gate's to measure.
