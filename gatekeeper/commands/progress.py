@@ -11,6 +11,7 @@ from rich.console import Console
 from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.data import coverage_text, limits_text
 from gatekeeper.report.registry import listed_filenames
+from gatekeeper.report.identity import identify
 from gatekeeper.results import GateResult, RunResult, Status, Verdict
 
 _STYLE = {Verdict.PROMOTE: "bold green", Verdict.HOLD: "bold yellow", Verdict.ROLLBACK: "bold red"}
@@ -34,7 +35,11 @@ class Progress:
             print(f"[gatekeeper {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     def summary(self, result: RunResult, run_dir: Path) -> None:
-        """The results table (a row per gate), the verdict, its reasons and where the reports are."""
+        """Who was compared, the results table (a row per gate), the verdict, its reasons and where
+        the reports are."""
+        who = identify(result.targets)
+        if who is not None:
+            self.console.print(f"compared: {self.redact(who.line)}", markup=False)
         self.console.print("\n".join(results_table(result.gates)), markup=False)
         style = _STYLE[result.verdict]
         self.console.print(f"verdict: [{style}]{result.headline}[/{style}] (exit {result.exit_code})", markup=True)

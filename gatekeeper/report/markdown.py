@@ -22,6 +22,7 @@ from gatekeeper.report.interface import Renderer
 from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.report.viewmodel import provenance
 from gatekeeper.evidence import TextPair
+from gatekeeper.report.identity import identify
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
@@ -135,6 +136,9 @@ class MarkdownRenderer(Renderer):
         run = data.run
         v = run.verdict
         lines = [f"## gatekeeper: {_VERDICT_MARK[v]} {run.headline} (exit code {run.exit_code})", ""]
+        who = identify(run.targets)
+        if who is not None:
+            lines += [f"**{md_cell(who.line)}**", ""]
         for t in run.targets:
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")

@@ -15,6 +15,7 @@ from gatekeeper.report.data import ReportData
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.serialise import counts_json, gate_json
+from gatekeeper.report.identity import identify
 from gatekeeper.results import GateResult, RunResult, TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"
@@ -52,6 +53,7 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "verdict": run.verdict.value,
         "headline": run.headline,
+        **({"identity": who.to_json()} if (who := identify(run.targets)) is not None else {}),
         "exit_code": run.exit_code,
         "reasons": list(run.reasons),
         "partial": run.is_partial,

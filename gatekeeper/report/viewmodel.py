@@ -23,6 +23,7 @@ from gatekeeper.report.data import ReportData, StatusCounts, badge_status, cover
 from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_metric
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
+from gatekeeper.report.identity import identify
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
@@ -91,6 +92,7 @@ class RunView:
     finished_at: str
     verdict: str
     headline: str  # the verdict, with "(partial: …)" for a run that left gates out
+    identity: str  # who was compared, in one line (report/identity.py); "" without both targets
     exit_code: int
     reasons: tuple[tuple[str | None, str], ...]  # (link to the check it names, or None; text)
     more_reasons: tuple[tuple[str | None, str], ...]
@@ -238,6 +240,7 @@ def run_view(data: ReportData, other_page: str = "") -> RunView:
         finished_at=run.finished_at,
         verdict=run.verdict.value,
         headline=run.headline,
+        identity=who.line if (who := identify(run.targets)) is not None else "",
         exit_code=run.exit_code,
         reasons=tuple(_linked(r, links) for r in run.reasons[:MAX_TOP_REASONS]),
         more_reasons=tuple(_linked(r, links) for r in run.reasons[MAX_TOP_REASONS:]),
