@@ -25,6 +25,8 @@ import httpx
 from gatekeeper.redact import Redactor
 
 HOOK_TIMEOUT_S = 30.0
+# The variables a hook command finds the run in (not run options: a hook may itself run `gatekeeper`).
+HOOK_VARIABLES = ("GATEKEEPER_VERDICT", "GATEKEEPER_RUN_ID", "GATEKEEPER_RUN_DIR", "GATEKEEPER_REASONS")
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,8 @@ def _one(hook: Hook, payload: dict[str, Any], redactor: Redactor) -> HookOutcome
         except httpx.HTTPError as e:
             return HookOutcome("webhook", shown, False, redactor.text(f"{type(e).__name__}: {e}")[:300],
                                time.perf_counter() - t0)
-    env = {**os.environ, "GATEKEEPER_VERDICT": payload["verdict"], "GATEKEEPER_RUN_ID": payload["run_id"],
-           "GATEKEEPER_RUN_DIR": payload["run_dir"], "GATEKEEPER_REASONS": "\n".join(payload["reasons"])}
+    said = (payload["verdict"], payload["run_id"], payload["run_dir"], "\n".join(payload["reasons"]))
+    env = {**os.environ, **dict(zip(HOOK_VARIABLES, said, strict=True))}
     try:
         done = subprocess.run(shlex.split(hook.target), env=env, capture_output=True, text=True,
                               timeout=HOOK_TIMEOUT_S, check=False)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 from gatekeeper.config.schema_check import SchemaError, check, must_be, shown
 from gatekeeper.config.yaml_lines import load_yaml, line_of
 from gatekeeper.errors import ConfigError
-from gatekeeper.hooks import parse_hooks
+from gatekeeper.hooks import HOOK_VARIABLES, parse_hooks
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -162,8 +162,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("shadow_store", None, str, "judge gate 5 on the pairs a `gatekeeper shadow` store holds instead of "
            "replaying traffic (sets the policy's gates.shadow.store)"),
 )
-# GATEKEEPER_* variables that are not run options (the test suite's own switches).
-OTHER_VARIABLES = {"GATEKEEPER_UPDATE_GOLD", "GATEKEEPER_TEST_GK_TINY", "GATEKEEPER_CHROMIUM", "GATEKEEPER_SCREENSHOTS"}
+# GATEKEEPER_* variables that are not run options, and who reads them: resolve() ignores these (an
+# exported script cache must not stop every command); any other GATEKEEPER_* name is an error.
+NOT_OPTIONS: dict[str, str] = {
+    "GATEKEEPER_VLLM_CACHE": "scripts/vllm_cpu.sh: where the vLLM venvs are made (docs/vllm.md)",
+    "GATEKEEPER_LLAMA_CACHE": "scripts/llama_cpp.sh: where the llama.cpp venvs are made (docs/llama-cpp.md)",
+    **{name: "set by gatekeeper for a rollback hook's command (gatekeeper/hooks.py)" for name in HOOK_VARIABLES},
+    "GATEKEEPER_UPDATE_GOLD": "the test suite: rewrite the gold files",
+    "GATEKEEPER_TEST_GK_TINY": "the test suite: another gk-tiny checkpoint to test",
+    "GATEKEEPER_CHROMIUM": "the test suite: the headless browser",
+    "GATEKEEPER_SCREENSHOTS": "the test suite: where screenshots go",
+}
 BY_NAME = {o.name: o for o in OPTIONS}
 
 
@@ -184,7 +193,7 @@ def resolve(config_path: str | None, env: Mapping[str, str], flags: dict[str, An
             except (ValueError, TypeError) as e:
                 raise ConfigError(str(e), config_path, line_of(data, key), str(key)) from None
             source[opt.name] = config_path
-    known = {o.env for o in OPTIONS} | OTHER_VARIABLES
+    known = {o.env for o in OPTIONS} | set(NOT_OPTIONS)
     for name in sorted(k for k in env if k.startswith("GATEKEEPER_") and k not in known):
         near = difflib.get_close_matches(name, sorted(o.env for o in OPTIONS), n=1, cutoff=0.6)
         raise ConfigError(f"{name} is not a gatekeeper option" + (f"; did you mean {near[0]}?" if near else

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from gatekeeper.config.run_config import NOT_OPTIONS
+
 
 def _gk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("GATEKEEPER_")}
@@ -32,6 +34,17 @@ def test_bad_options_are_exit_3_before_anything_starts(args, env, message):
     r = _gk(*args, "--dry-run", env=env)
     assert r.returncode == 3 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", sorted(NOT_OPTIONS))
+def test_the_project_s_own_variables_are_not_options(name):
+    """docs/vllm.md tells people to export GATEKEEPER_VLLM_CACHE: a command run with it (or any
+    variable the scripts, hooks or tests read) works, and a misspelt option beside it is still exit 3."""
+    r = _gk("--dry-run", env={name: "/tmp/somewhere"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    r = _gk("--dry-run", env={name: "/tmp/somewhere", "GATEKEEPER_POLCY": "gates/smoke.yaml"})
+    assert r.returncode == 3 and r.stderr.strip().splitlines() == [
+        "gatekeeper: error: GATEKEEPER_POLCY is not a gatekeeper option; did you mean GATEKEEPER_POLICY?"], r.stderr
 
 
 def test_the_flag_names_its_variable_and_the_variable_works():

@@ -38,7 +38,9 @@ def test_the_documented_llama_cpp_run_promotes(tmp_path):
     page = blocks()
     (tmp_path / "scripts").symlink_to(ROOT / "scripts")
     (tmp_path / "llama.yaml").write_text(page["llama.yaml"])
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           # exported, as the page suggests: gatekeeper must ignore the script's variable (the script's default)
+           "GATEKEEPER_LLAMA_CACHE": os.environ.get("GATEKEEPER_LLAMA_CACHE", str(Path.home() / ".cache" / "gatekeeper" / "llama-cpp"))}
     for name in ("build", "run"):
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", page[name]], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=3600)
