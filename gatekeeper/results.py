@@ -227,18 +227,36 @@ class RunResult:
         return bool(self.partial or self.restricted)
 
     @property
+    def unjudged(self) -> tuple[GateResult, ...]:
+        """Gates the run did not leave out that judged nothing that blocks (every check skipped or
+        advisory: the performance gate with no baseline for a URL candidate against the bundled
+        reference): a PROMOTE's headline names them, since it answers nothing for them."""
+        return tuple(g for g in self.gates if g.excluded is None and g.checks and not any(
+            c.blocking and not c.undecided and c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in g.checks))
+
+    @property
     def headline(self) -> str:
         """The verdict as every report's headline shows it: "PROMOTE", or for a run that left gates
         out "PROMOTE (partial: 2 of 6 gates ran)", for one that chose fewer cases "PROMOTE (partial:
-        golden cases chosen by --cases json-*)"."""
+        golden cases chosen by --cases json-*)"; a PROMOTE names the gates that judged nothing
+        ("PROMOTE (performance not judged: no performance baseline …)")."""
         ran = len(self.gates) - len(self.partial)
         said = ([f"{ran} of {len(self.gates)} gates ran"] if self.partial else []) + list(self.restricted)
-        return self.verdict.value + (f" (partial: {'; '.join(said)})" if said else "")
+        head = self.verdict.value + (f" (partial: {'; '.join(said)})" if said else "")
+        if self.verdict is Verdict.PROMOTE and self.unjudged:
+            head += " (" + "; ".join(f"{g.id} not judged: {_why(g)}" for g in self.unjudged) + ")"
+        return head
 
     @property
     def exit_code(self) -> int:
         """The documented process exit code for this verdict."""
         return exit_codes.FOR_VERDICT[self.verdict.value]
+
+
+def _why(gate: GateResult) -> str:
+    """Why a gate judged nothing, from its first check ("not run: " / "not judged: " dropped), short."""
+    reason = gate.checks[0].reason.removeprefix("not run: ").removeprefix("not judged: ")
+    return reason if len(reason) <= 100 else reason[:99] + "…"
 
 
 __all__ = ["CacheUse", "CheckResult", "Coverage", "Evidence", "GateResult", "RequestTiming", "RunResult", "Status", "TargetInfo", "Verdict"]
