@@ -17,12 +17,13 @@ figures, how much was judged, and a status:
   reference's own second run (gate 5's rules).
 
 A dimension whose gate did not run says so ("not run"), one without cases "no cases", one whose
-cases were all left unjudged "not judged" — never PASS.
+cases were all left unjudged "not judged" — never PASS; one whose gate ERRORed (or where the
+candidate crashed) shows ERROR (FAIL), whatever its own figures say.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gatekeeper.gates.golden import checks as golden_checks
 from gatekeeper.gates.golden.checks import CaseFinding
@@ -35,6 +36,7 @@ from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, worst_status
 
 DETERMINISTIC = ("short_answer",)
+CRASHED = ".candidate_crashed"  # the runner's check when the candidate stopped answering during a gate (run/liveness.py)
 STRUCTURED = ("json", "tool_call")
 
 
@@ -129,7 +131,22 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
         _pct(g.judged, g.cells) if grid else "–", grid.status.value if grid else "not run",
         (grid.id,) if grid else ()))
     rows.append(_shadow_row(shadow))
-    return tuple(rows)
+    gates = {"Deterministic": golden, "Structured": golden, "Numerical": numerics, "Degeneration": golden,
+             "Long context": longctx, "Shadow traffic": shadow}
+    return tuple(_with_trouble(row, gates[row.dimension]) for row in rows)
+
+
+def _with_trouble(row: CorrectnessRow, gate: GateResult | None) -> CorrectnessRow:
+    """A row whose gate ERRORed (a gate-wide check, not one golden case, whose family's row counts
+    it), or where the candidate crashed, shows it: no "Long context PASS" beside a gate-4 ERROR.
+    The row's own figures stay; its status becomes ERROR (or FAIL for a crash) and the checks
+    behind it include the gate's."""
+    trouble = [c for c in (gate.checks if gate else ()) if (c.status is Status.ERROR and c.family is None)
+               or (c.status is Status.FAIL and c.id.endswith(CRASHED))]  # a case's own ERROR stays in its family's row
+    if not trouble or row.status == Status.ERROR.value:
+        return row
+    status = Status.ERROR if any(c.status is Status.ERROR for c in trouble) else Status.FAIL
+    return replace(row, status=status.value, checks=(*(c.id for c in trouble if c.id not in row.checks), *row.checks))
 
 
 def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:

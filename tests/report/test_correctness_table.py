@@ -40,3 +40,13 @@ def test_a_failing_streamed_variant_fails_the_structured_row():
     assert rows["Structured"].candidate == "1/1 (100%)"  # the counts stay the cases'; the variant is not a case
     ok = _check("golden.tool-weather.stream", Status.PASS, "tool_call")
     assert _rows(_run(_gate("startup"), _gate("golden", plain, ok)))["Structured"] == "PASS"
+
+
+def test_a_row_whose_gate_errored_or_saw_the_candidate_crash_says_so():
+    grid = _check("longctx.needle_grid", Status.PASS, cells=25, judged=25, reference_pass=25, candidate_pass=25)
+    error = _check("longctx.session_decay", Status.ERROR)
+    rows = {row.dimension: row for row in build_table(_run(_gate("startup"), _gate("longctx", grid, error)))}
+    assert rows["Long context"].status == "ERROR" and rows["Long context"].checks == ("longctx.session_decay", "longctx.needle_grid")
+    crashed = _check("shadow.candidate_crashed", Status.FAIL)
+    assert _rows(_run(_gate("startup"), _gate("shadow", crashed)))["Shadow traffic"] == "FAIL"
+    assert _rows(_run(_gate("startup"), _gate("longctx", grid)))["Long context"] == "PASS"
