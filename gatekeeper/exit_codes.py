@@ -12,7 +12,7 @@ PROMOTE = 0  # every blocking check passed
 ROLLBACK = 1  # a blocking check failed: a regression against the reference
 STARTUP_FAILURE = 1  # serve / golden record: the engine could not start (no verdict is involved)
 HOLD = 2  # something could not be judged: an ERROR, a blocking SKIP or undecided check, an advisory FAIL
-USAGE = 3  # a bad flag or configuration (file, line and key are named)
+USAGE = 3  # a bad flag or configuration (file, line and key are named); a dry run's unusable URL target
 INTERNAL_ERROR = 4  # gatekeeper itself crashed (a bug): no verdict, never ROLLBACK's code
 INTERRUPTED = 130  # Ctrl-C
 

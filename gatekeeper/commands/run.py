@@ -17,7 +17,8 @@ from gatekeeper.errors import GatekeeperError
 @run_options
 @click.option("--matrix", default=None, help=env_help("matrix", "Matrix file (matrices/*.yaml): run one of its cells (--cell)."))
 @click.option("--cell", default=None, help=env_help("cell", "The matrix cell to run, by id (`gatekeeper matrix plan M` lists them)."))
-@click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit.")
+@click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit "
+              "(3 when a URL target does not answer or refuses its key).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 @click.option("--resume", "resume_dir", default=None, metavar="RUN_DIR",
               help="Continue the interrupted run in RUN_DIR (it has incomplete.json): give the same options; its "
@@ -29,7 +30,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     environment variables, then these flags. With --matrix and --cell, the cell's candidate,
     declared path and policy fragments go on top, and cell.json marks the run directory as the
     cell's (docs/matrices.md). Exit codes: 0 PROMOTE, 1 ROLLBACK, 2 HOLD, 3 usage or
-    configuration error.
+    configuration error (with --dry-run also a URL target that does not answer or refuses its key).
     """
     import os
     import tempfile
@@ -70,11 +71,16 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         fail(str(e), exit_codes.USAGE, e.hint)
     if dry_run:
         from gatekeeper.run.plan import describe_plan
+        from gatekeeper.run.plan_warnings import plan_warnings
 
         if cell_run is not None:
             click.echo(f"matrix {cell_run.matrix.path} cell {cell_run.cell.id} (expected: {cell_run.expected or 'nothing'})")
-        click.echo(plan.redactor().text(describe_plan(plan, sources)))
+        found = plan_warnings(plan)  # asks each URL target for its models
+        click.echo(plan.redactor().text(describe_plan(plan, sources, found.lines)))
         discard(run_dir)
+        if found.unusable:
+            fail(plan.redactor().text("; ".join(found.unusable)), exit_codes.USAGE,
+                 "no run could use it: start the server, correct the URL or name the variable holding its key")
         sys.exit(exit_codes.OK)
     progress = Progress(plan.redactor())
     if cell_run is not None:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from gatekeeper.config.policy import Policy, load_policy
 from gatekeeper.config.run_config import BY_NAME, find_file
@@ -249,9 +249,10 @@ def check_faults(faults: tuple[str, ...] | list[str]) -> None:
         _check_engine("candidate", TargetSpec(kind="bundled", faults=tuple(faults)))
 
 
-def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
+def describe_plan(plan: RunPlan, sources: dict[str, str], warnings: Sequence[str] = ()) -> str:
     """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
-    the policy, the gates in order with their blocking rule, the golden cases, where reports go."""
+    the policy, the gates in order with their blocking rule, the golden cases, where reports go,
+    then `warnings` (`plan_warnings.py`'s, which asks URL targets), one `warning:` line each."""
     from gatekeeper.gates.golden.gate import named_cases, select_cases
 
     lines = [f"run {plan.run_id} (seed {plan.seed}, request deadline {plan.timeout_s:g} s)"]
@@ -272,6 +273,4 @@ def describe_plan(plan: RunPlan, sources: dict[str, str]) -> str:
         lines.append(f"golden: {len(cases)} cases from {', '.join(plan.golden_paths)}: {', '.join(cases)}")
     lines += [f"partial: {what} (the verdict will say so)" for what in plan.restricted]
     lines.append(f"reports: {plan.out_dir / plan.run_id}/")
-    from gatekeeper.run.plan_warnings import plan_warnings
-
-    return "\n".join(lines + [f"warning: {w}" for w in plan_warnings(plan)])
+    return "\n".join(lines + [f"warning: {w}" for w in warnings])

@@ -5,6 +5,12 @@ the speed the duration estimate of the reference's load is scaled by.
 Two requests per URL target at most: GET /v1/models, and for the reference one streamed chat
 completion of `PROBE_TOKENS` tokens. Nothing else is sent; bundled and launched targets are not
 started by a dry run, so they are not asked.
+
+A target whose models request is refused at the door — no connection, no answer within
+`PROBE_TIMEOUT_S`, or HTTP 401/403 (no key, or the wrong one) — is `unusable`: no run could ask
+it anything, so the dry run ends with exit 3 (`exit_codes.USAGE`) after printing the plan. Any
+other failed answer (a 404, a 500, a body that is not JSON) stays a warning: the run itself
+judges it.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from gatekeeper.targets.interface import TargetSpec
 
 PROBE_TOKENS = 16
 PROBE_TIMEOUT_S = 15.0
+UNUSABLE_KINDS = frozenset({"connect", "timeout", "auth"})  # EndpointError kinds no run gets past
 
 
 @dataclass(frozen=True)
@@ -35,28 +42,41 @@ class Speed:
         return f"TTFT {self.ttft_s:.3f} s, {self.per_token_s * 1000:.0f} ms per token"
 
 
-def probe(role: str, spec: TargetSpec, timed: bool) -> tuple[list[str], Speed | None]:
-    """The warnings one URL target's answers give (unreachable, 401/403 with or without a key) and,
-    when `timed`, one short streamed answer's speed (None when it could not be measured)."""
+@dataclass(frozen=True)
+class Probe:
+    """What one URL target answered a dry run.
+
+    `warning`: the one line to print about it, if any; `unusable`: that line says no run could use
+    the target (unreachable, or refusing its key: `UNUSABLE_KINDS`); `speed`: one short streamed
+    answer's speed, when asked for and measured."""
+
+    warning: str | None = None
+    unusable: bool = False
+    speed: Speed | None = None
+
+
+def probe(role: str, spec: TargetSpec, timed: bool) -> Probe:
+    """Ask one URL target for its models (unreachable? 401/403 with or without a key?) and, when
+    `timed`, for one short streamed answer to measure its speed."""
     ep = Endpoint(role, spec.url or "", spec.model or "", spec.api_key(), timeout_s=PROBE_TIMEOUT_S, transient_attempts=1,
                   key_source=spec.key_source)
     try:
         try:
             listed = ep.get_json("/v1/models").get("data") or []
         except EndpointError as e:
-            return [_why(role, spec, e)], None
+            return Probe(_why(role, spec, e), unusable=e.kind in UNUSABLE_KINDS)
         if not ep.model and isinstance(listed, list) and listed and isinstance(listed[0], dict):
             ep.model = str(listed[0].get("id", ""))
         if not timed:
-            return [], None
+            return Probe()
         try:
             ep.chat([{"role": "user", "content": "Count from one to twenty in words."}], max_tokens=PROBE_TOKENS, stream=True)
         except EndpointError as e:
-            return [f"{role}: one short chat completion failed ({e.kind}: {e.detail[:200]}); no duration estimate"], None
+            return Probe(f"{role}: one short chat completion failed ({e.kind}: {e.detail[:200]}); no duration estimate")
         t = ep.timings[-1] if ep.timings else None
         if t is None or t.ttft_s is None or t.output_tokens < 2:
-            return [], None
-        return [], Speed(t.ttft_s, (t.e2e_s - t.ttft_s) / (t.output_tokens - 1))
+            return Probe()
+        return Probe(speed=Speed(t.ttft_s, (t.e2e_s - t.ttft_s) / (t.output_tokens - 1)))
     finally:
         ep.close()
 

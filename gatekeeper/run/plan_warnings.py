@@ -6,6 +6,7 @@ answer's measured speed."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from gatekeeper.config.run_config import find_file
@@ -17,16 +18,30 @@ from gatekeeper.targets import threads
 DEFAULT_ANSWER_TOKENS = 256  # a recorded request without max_tokens: assumed this long for the estimate
 
 
-def plan_warnings(plan: RunPlan) -> list[str]:
+@dataclass(frozen=True)
+class PlanWarnings:
+    """The dry run's warnings, in the order printed, and among them the lines naming a URL target
+    no run could use (unreachable, or refusing its key): those make the dry run exit 3."""
+
+    lines: tuple[str, ...]
+    unusable: tuple[str, ...]
+
+
+def plan_warnings(plan: RunPlan) -> PlanWarnings:
     """What a user gating real servers should know before the run: an undeclared dtype (the
     tolerances assume float32), a URL target with no key variable named or refusing the request,
     a URL log file that is not there, and the load the run puts on a URL reference."""
-    found, speed = [], None
+    found: list[str] = []
+    unusable: list[str] = []
+    speed = None
     for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
         if spec.kind == "url":
-            said, timed = probe(role, spec, timed=role == "reference")
-            found += said
-            speed = speed or timed
+            asked = probe(role, spec, timed=role == "reference")
+            if asked.warning:
+                found.append(asked.warning)
+                if asked.unusable:
+                    unusable.append(asked.warning)
+            speed = speed or asked.speed
         if spec.kind != "bundled" and "dtype" not in dict(spec.declared):
             found.append(f"{role}: no dtype declared, so the tolerances assume {spec.dtype}; declare the dtype it serves "
                          f"with --{role}-declare dtype=bf16 (or fp16, fp32)")
@@ -41,7 +56,7 @@ def plan_warnings(plan: RunPlan) -> list[str]:
         found.append(line.replace("engines launched", "engines will be launched", 1))
     if plan.reference.kind == "url":
         found += reference_load(plan, speed)
-    return found
+    return PlanWarnings(tuple(found), tuple(unusable))
 
 
 def _duration(seconds: float, speed: Speed | None) -> str:

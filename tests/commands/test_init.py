@@ -32,7 +32,8 @@ def test_init_writes_a_config_a_policy_and_a_workflow_that_work(tmp_path):
     assert config["reference_key_env"] == "REFERENCE_API_KEY" and config["candidate_declare"] == {"dtype": "bf16"}
     assert "reference_declare: {dtype: bf16}" in (tmp_path / "gatekeeper.yaml").read_text()  # the hint for the undeclared one
     plan = gk(tmp_path, "run", "-c", "gatekeeper.yaml", "--dry-run", env={"REFERENCE_API_KEY": "", "CANDIDATE_API_KEY": ""})
-    assert plan.returncode == 0, plan.stderr
+    # the files load and the plan is printed; the made-up servers do not answer, so exit 3 naming both
+    assert plan.returncode == 3 and plan.stderr.count("did not answer GET /v1/models") == 2, plan.stderr
     assert "policy: gatekeeper-policy.yaml" in plan.stdout and "url http://cand.internal:8000" in plan.stdout, plan.stdout
     assert "dtype bfloat16" in next(x for x in plan.stdout.splitlines() if x.startswith("candidate: ")), plan.stdout
     actionlint = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))

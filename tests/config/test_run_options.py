@@ -66,8 +66,11 @@ def test_dry_run_prints_the_resolved_plan():
 
 
 def test_a_url_example_names_the_served_model():
-    r = _gk("--reference", "http://10.0.0.5:8000", "--candidate", "http://10.0.0.6:8000/v1/", "--model", "my-model",
+    from server_util import free_port
+
+    reference, candidate = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"
+    r = _gk("--reference", f"http://{reference}", "--candidate", f"http://{candidate}/v1/", "--model", "my-model",
             "--dry-run")
-    assert r.returncode == 0, r.stderr
-    assert "reference: url http://10.0.0.5:8000, model my-model" in r.stdout
-    assert "candidate: url http://10.0.0.6:8000, model my-model" in r.stdout
+    assert r.returncode == 3 and r.stderr.count("did not answer GET /v1/models") == 2, r.stderr  # nothing listens
+    assert f"reference: url http://{reference}, model my-model" in r.stdout
+    assert f"candidate: url http://{candidate}, model my-model" in r.stdout

@@ -4,10 +4,10 @@ the same as GATEKEEPER_* variables and run-config keys, and the warnings `--dry-
 real targets (an undeclared dtype, no key variable named, the load a URL reference will carry).
 
 Each test runs the real command line in a subprocess; most dry runs point at a port nothing
-listens on (a dry run asks a URL target only for its models, and says when it does not answer).
-The last test starts a bundled server that wants a key: a dry run says when it answers 401 without
-the key or refuses a wrong one, estimates the reference's load from one short answer's speed, and
-the key named by the flags is the one a run sends.
+listens on (a dry run asks a URL target only for its models, prints the whole plan, and exits 3
+naming each target that does not answer). The last test starts a bundled server that wants a key:
+a dry run exits 3 when it answers 401 without the key or refuses a wrong one, estimates the
+reference's load from one short answer's speed, and the key named by the flags is the one a run sends.
 """
 
 from __future__ import annotations
@@ -35,10 +35,18 @@ def gk(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -
                           env={**base, **(env or {})}, cwd=cwd)
 
 
-def dry_run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """A dry run that must succeed."""
+def dry_run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            unusable: int = 0) -> subprocess.CompletedProcess:
+    """A dry run that prints its plan: exit 0, or, when `unusable` URL targets do not answer or
+    refuse their key, exit 3 with one line on stderr naming each of them."""
     done = gk("run", "--dry-run", *args, env=env, cwd=cwd)
-    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and target_line(done.stdout, "candidate"), done.stdout + done.stderr
+    if not unusable:
+        assert done.returncode == 0, done.stderr
+        return done
+    lines = done.stderr.splitlines()
+    assert done.returncode == 3 and len(lines) == 1 and lines[0].startswith("gatekeeper: error: "), done.stderr
+    assert lines[0].count("http://") == unusable, lines
     return done
 
 
@@ -61,7 +69,7 @@ def test_the_flags_reach_the_plan(tmp_path):
     done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE + "/v1", "--model", "m",
                    "--reference-key-env", "GK_REF_KEY", "--candidate-key-env", "GK_CAND_KEY",
                    "--reference-log-command", "docker logs vllm-prod", "--candidate-log-file", str(log),
-                   env={"GK_REF_KEY": SECRET, "GK_CAND_KEY": SECRET + "-2"})
+                   env={"GK_REF_KEY": SECRET, "GK_CAND_KEY": SECRET + "-2"}, unusable=2)
     reference, candidate = target_line(done.stdout, "reference"), target_line(done.stdout, "candidate")
     assert "key from $GK_REF_KEY" in reference and "log from the command 'docker logs vllm-prod'" in reference, reference
     assert "key from $GK_CAND_KEY" in candidate and f"log from file {log}" in candidate, candidate
@@ -73,7 +81,7 @@ def test_the_variables_set_them_too(tmp_path):
     done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m",
                    env={"GATEKEEPER_CANDIDATE_KEY_ENV": "GK_CAND_KEY", "GK_CAND_KEY": SECRET,
                         "GATEKEEPER_CANDIDATE_LOG_COMMAND": "journalctl -u vllm",
-                        "GATEKEEPER_REFERENCE_LOG_FILE": str(tmp_path / "ref.log")})
+                        "GATEKEEPER_REFERENCE_LOG_FILE": str(tmp_path / "ref.log")}, unusable=2)
     assert "key from $GK_CAND_KEY" in target_line(done.stdout, "candidate")
     assert "log from the command 'journalctl -u vllm'" in target_line(done.stdout, "candidate")
     assert f"log from file {tmp_path / 'ref.log'}" in target_line(done.stdout, "reference")
@@ -86,10 +94,11 @@ def test_the_flags_win_over_the_run_config_s_target_keys(tmp_path):
     config.write_text(f"candidate: {{kind: url, url: {NOWHERE!r}, api_key_env: GK_FILE_KEY, log_command: 'docker logs a'}}\n"
                       "candidate_key_env: GK_CONFIG_KEY\n")
     env = {"GK_FILE_KEY": SECRET, "GK_CONFIG_KEY": SECRET, "GK_FLAG_KEY": SECRET}
-    in_file = target_line(dry_run("-c", str(config), "--model", "m", env=env).stdout, "candidate")
+    in_file = target_line(dry_run("-c", str(config), "--model", "m", env=env, unusable=1).stdout, "candidate")
     assert "key from $GK_CONFIG_KEY" in in_file and "log from the command 'docker logs a'" in in_file, in_file
     flagged = target_line(dry_run("-c", str(config), "--model", "m", "--candidate-key-env", "GK_FLAG_KEY",
-                                  "--candidate-log-file", "/var/log/vllm.log", env=env).stdout, "candidate")
+                                  "--candidate-log-file", "/var/log/vllm.log", env=env, unusable=1).stdout,
+                          "candidate")
     assert "key from $GK_FLAG_KEY" in flagged and "log from file /var/log/vllm.log" in flagged, flagged
     assert "docker logs a" not in flagged
 
@@ -137,14 +146,14 @@ def test_a_launch_target_s_log_is_captured_so_the_log_flags_refuse_it(tmp_path):
 def test_the_key_variable_s_value_appears_nowhere(tmp_path):
     env = {"GK_PROD_KEY": SECRET, "GATEKEEPER_REFERENCE_KEY_ENV": "GK_PROD_KEY"}
     done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--candidate-key-env", "GK_PROD_KEY",
-                   "--candidate-log-command", f"docker logs vllm --token={SECRET}", env=env, cwd=tmp_path)
+                   "--candidate-log-command", f"docker logs vllm --token={SECRET}", env=env, cwd=tmp_path, unusable=2)
     assert SECRET not in done.stdout + done.stderr
     assert "$GK_PROD_KEY" in target_line(done.stdout, "reference")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_dry_run_warns_about_real_targets_it_cannot_judge_well():
-    done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m")
+    done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", unusable=2)
     found = warnings(done.stdout)
     for role in ("reference", "candidate"):
         assert any(w.startswith(f"warning: {role}: no dtype declared") and f"--{role}-declare dtype=bf16" in w
@@ -155,10 +164,27 @@ def test_a_dry_run_warns_about_real_targets_it_cannot_judge_well():
     assert any("the performance gate" in w and "peak concurrency" in w for w in found), found
     quiet = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--reference-key-env", "K",
                     "--candidate-key-env", "K", "--reference-declare", "dtype=bf16", "--candidate-declare", "dtype=bf16",
-                    env={"K": SECRET})
+                    env={"K": SECRET}, unusable=2)
     unreachable = [w for w in warnings(quiet.stdout) if "did not answer GET /v1/models (connect" in w]
     assert len(unreachable) == 2, quiet.stdout  # one per URL target: nothing listens on the discard port
     assert [w for w in warnings(quiet.stdout) if "load on the reference" not in w and w not in unreachable] == [], quiet.stdout
+
+
+def test_a_dry_run_whose_servers_refuse_connections_exits_3():
+    """Both targets on a free loopback port nothing listens on: the plan is printed with one
+    warning per target, and the dry run exits 3 (a CI pre-check must not pass) with one line naming both."""
+    from server_util import free_port
+
+    reference, candidate = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+    done = gk("run", "--dry-run", "--reference", reference, "--candidate", candidate, "--model", "m")
+    assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
+    said = [w for w in warnings(done.stdout) if "did not answer GET /v1/models (connect" in w]
+    assert [w.split(":", 2)[1].strip() for w in said] == ["reference", "candidate"], done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gatekeeper: error: reference: " + reference), lines
+    assert f"; candidate: {candidate} did not answer" in lines[0] and "Traceback" not in done.stderr, lines
+    one = gk("run", "--dry-run", "--candidate", candidate, "--model", "m")  # a bundled reference is not asked
+    assert one.returncode == 3 and one.stderr.count("did not answer") == 1, one.stderr
 
 
 def test_the_load_on_a_url_reference_is_computed_from_the_policy(tmp_path):
@@ -180,7 +206,7 @@ gates:
     warmup_requests: 1
     sweep: [2, 6]
 """)
-    done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--policy", str(policy))
+    done = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--policy", str(policy), unusable=2)
     load = [w for w in warnings(done.stdout) if "load on the reference" in w]
     assert len(load) == 2, done.stdout
     assert "replays up to 12 recorded requests (first 5, second 7)" in load[0], load[0]
@@ -188,12 +214,12 @@ gates:
     assert "1 warm-up and 16 measured requests at concurrency 1, 3" in load[1], load[1]  # 2 levels x 4 pairs x 2
     assert "capacity sweep at concurrency 2, 6: peak concurrency 6" in load[1], load[1]
     only_startup = dry_run("--reference", NOWHERE, "--candidate", NOWHERE, "--model", "m", "--policy", str(policy),
-                           "--gates", "startup,golden")
+                           "--gates", "startup,golden", unusable=2)
     assert not any("load on the reference" in w for w in warnings(only_startup.stdout)), only_startup.stdout
 
 
 def test_a_bundled_reference_carries_no_load_warning():
-    done = dry_run("--candidate", NOWHERE, "--model", "m")
+    done = dry_run("--candidate", NOWHERE, "--model", "m", unusable=1)
     assert not any("load on the reference" in w for w in warnings(done.stdout)), done.stdout
     assert not any(w.startswith("warning: reference:") for w in warnings(done.stdout)), done.stdout
 
@@ -209,12 +235,12 @@ def test_the_key_the_flags_name_is_the_key_sent(tmp_path):
     with running_server(GK_TINY, "--profile", "optimized", "--api-key", SECRET) as server:
         assert httpx.get(server.url + "/v1/models", timeout=10).status_code == 401  # it does want the key
         targets = ("--reference", server.url, "--candidate", server.url, "--model", "gk-tiny")
-        keyless = warnings(dry_run(*targets).stdout)
+        keyless = warnings(dry_run(*targets, unusable=2).stdout)
         for role in ("reference", "candidate"):
             assert any(w.startswith(f"warning: {role}: {server.url} answers HTTP 401 without an API key")
                        and f"--{role}-key-env" in w for w in keyless), keyless
         assert not any("measured speed" in w for w in keyless), keyless
-        wrong = warnings(dry_run(*targets, "--reference-key-env", "GK_WRONG", env={"GK_WRONG": "sk-wrong"}).stdout)
+        wrong = warnings(dry_run(*targets, "--reference-key-env", "GK_WRONG", env={"GK_WRONG": "sk-wrong"}, unusable=2).stdout)
         assert any(f"reference: {server.url} refuses the key from GK_WRONG (HTTP 401)" in w for w in wrong), wrong
         keyed = dry_run(*targets, "--reference-key-env", "GK_TEST_FLAG_KEY", "--candidate-key-env", "GK_TEST_FLAG_KEY",
                         env={"GK_TEST_FLAG_KEY": SECRET})
