@@ -26,7 +26,7 @@ DTYPES = ("fp32", "bf16", "fp16")
 @click.option("--reference-dtype", type=click.Choice(DTYPES), default=None, help="The reference's dtype.")
 @click.option("--candidate-dtype", type=click.Choice(DTYPES), default=None, help="The candidate's dtype.")
 @click.option("--served-model", default=None, help="The served model id. [the first /v1/models lists]")
-@click.option("--no-keys", is_flag=True, help="The servers take no API key (the run config names no key variables).")
+@click.option("--no-keys", is_flag=True, help="The servers take no API key (no file written names a key variable, secret or key flag).")
 @click.option("--dir", "directory", type=click.Path(file_okay=False), default=".", show_default=True,
               help="The project directory the files go to (run gatekeeper from there).")
 @click.option("--force", is_flag=True, help="Overwrite files that exist.")
@@ -52,10 +52,12 @@ def init(reference: str | None, candidate: str | None, dtype: str | None, refere
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(root / name, text)
         click.echo(f"wrote {root / name}")
-    keys = "" if no_keys else "REFERENCE_API_KEY=... CANDIDATE_API_KEY=... "
-    click.echo("next: in the repository settings, set the secrets GATEKEEPER_REFERENCE_API_KEY and "
-               "GATEKEEPER_CANDIDATE_API_KEY if the servers want keys; then check the plan here: "
-               f"`{keys}gatekeeper run -c gatekeeper.yaml --dry-run`")
+    if no_keys:
+        click.echo("next: check the plan here: `gatekeeper run -c gatekeeper.yaml --dry-run`")
+    else:
+        click.echo("next: in the repository settings, set the secrets GATEKEEPER_REFERENCE_API_KEY and "
+                   "GATEKEEPER_CANDIDATE_API_KEY if the servers want keys; then check the plan here: "
+                   "`REFERENCE_API_KEY=... CANDIDATE_API_KEY=... gatekeeper run -c gatekeeper.yaml --dry-run`")
 
 
 def _url(role: str, given: str | None) -> str:

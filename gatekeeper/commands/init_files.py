@@ -4,7 +4,8 @@ a run config, a policy (the shipped default, to edit), and a GitHub Actions work
 `init_files(answers)` is pure: it returns each file's path (relative to the project directory)
 and text; the command checks, writes and verifies them. The run config names the variables the
 API keys come from (`REFERENCE_API_KEY`, `CANDIDATE_API_KEY`: the workflow maps repository
-secrets onto them), never a key.
+secrets onto them), never a key. With `keys=False` (`init --no-keys`) no file says anything about
+keys: no key variables, no secrets, no key flags.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ _TEMPLATE = SHIPPED / "ci" / "github-gate.yml"
 _URL_ENV = ("          GATEKEEPER_REFERENCE: ${{ vars.GATEKEEPER_REFERENCE_URL }}\n"
             "          GATEKEEPER_CANDIDATE: ${{ vars.GATEKEEPER_CANDIDATE_URL }}\n")
 _RUN_LINE = "gatekeeper run --out runs \\"
+# What a workflow for servers without keys leaves out: the secrets line of the header, the step's
+# key variables and the key flags (then the step has no env left at all).
+_KEY_SECRETS = ("#   secrets    GATEKEEPER_REFERENCE_API_KEY, GATEKEEPER_CANDIDATE_API_KEY (leave unset for key-less "
+                "servers)\n")
+_STEP_ENV = ("        env:\n" + _URL_ENV
+             + "          REFERENCE_API_KEY: ${{ secrets.GATEKEEPER_REFERENCE_API_KEY }}  # not GATEKEEPER_*: those names "
+               "are options\n"
+             + "          CANDIDATE_API_KEY: ${{ secrets.GATEKEEPER_CANDIDATE_API_KEY }}\n")
+_KEY_FLAGS = "\n            --reference-key-env REFERENCE_API_KEY \\\n            --candidate-key-env CANDIDATE_API_KEY\n"
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,8 @@ def run_config(a: InitAnswers) -> str:
         config["served_model"] = a.served_model
     config |= {"policy": POLICY, "out": "reports"}
     head = ("# gatekeeper run config (written by `gatekeeper init`): `gatekeeper run -c gatekeeper.yaml`.\n"
-            "# Keys are read from the variables named here, never written in this file. Options: README.md,\n"
+            + ("# Keys are read from the variables named here, never written in this file. " if a.keys else "# ")
+            + "Options: README.md,\n"
             "# `gatekeeper run --help`; check before the first run: `gatekeeper run -c gatekeeper.yaml --dry-run`.\n")
     undeclared = [role for role, d in (("reference", a.reference_dtype), ("candidate", a.candidate_dtype)) if not d]
     if undeclared:
@@ -66,12 +77,16 @@ def policy() -> str:
             "# rules and each gate's settings here (every key: gatekeeper/schemas/policy.schema.json).\n" + text)
 
 
-def workflow() -> str:
+def workflow(keys: bool = True) -> str:
     """.github/workflows/gatekeeper.yml: the shipped gate workflow (docs/ci/github-gate.yml), taking
-    the targets from the run config instead of repository variables."""
+    the targets from the run config instead of repository variables; without `keys`, with no
+    secrets, key variables or key flags."""
     text = _TEMPLATE.read_text(encoding="utf-8")
-    if _URL_ENV not in text or _RUN_LINE not in text:
+    if any(part not in text for part in (_URL_ENV, _RUN_LINE, _KEY_SECRETS, _STEP_ENV, _RUN_LINE + _KEY_FLAGS)):
         raise RuntimeError(f"{_TEMPLATE} no longer has the lines `gatekeeper init` adapts")  # a packaging bug, not the user's
+    if not keys:
+        text = (text.replace(_KEY_SECRETS, "").replace(_STEP_ENV, "")
+                .replace(_RUN_LINE + _KEY_FLAGS, "gatekeeper run -c gatekeeper.yaml --out runs\n"))
     text = text.replace(_URL_ENV, "").replace(_RUN_LINE, "gatekeeper run -c gatekeeper.yaml --out runs \\")
     return text.replace("#   variables  GATEKEEPER_REFERENCE_URL, GATEKEEPER_CANDIDATE_URL (e.g. http://vllm-ref:8000)\n",
                         "#   (the URLs are in gatekeeper.yaml, written by `gatekeeper init`)\n")
@@ -79,4 +94,4 @@ def workflow() -> str:
 
 def init_files(a: InitAnswers) -> dict[str, str]:
     """Each file `gatekeeper init` writes: path relative to the project directory → text."""
-    return {RUN_CONFIG: run_config(a), POLICY: policy(), WORKFLOW: workflow()}
+    return {RUN_CONFIG: run_config(a), POLICY: policy(), WORKFLOW: workflow(a.keys)}

@@ -5,6 +5,7 @@ without --force, and bad or missing input is one line, exit 3, nothing written."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,25 @@ def test_init_overwrites_nothing_without_force(tmp_path):
     forced = gk(tmp_path, *args, "--force")
     assert forced.returncode == 0, forced.stderr
     assert "key_env" not in (tmp_path / "gatekeeper.yaml").read_text()  # --no-keys
+
+
+def test_init_no_keys_writes_nothing_about_keys(tmp_path):
+    """`--no-keys`: the run config, the workflow and the advice printed name no key variable, secret
+    or key flag; the workflow still passes actionlint and the run config still loads."""
+    done = gk(tmp_path, "init", "--reference", "http://a:1", "--candidate", "http://b:2", "--no-keys")
+    assert done.returncode == 0, done.stderr
+    for text in ((tmp_path / FILES[0]).read_text(), (tmp_path / FILES[2]).read_text(), done.stdout):
+        assert not re.search(r"(?i)api_key|key.env|secrets\.|keys? (are|is) read|want keys", text), text
+    gate = next(s for s in yaml.safe_load((tmp_path / FILES[2]).read_text())["jobs"]["gate"]["steps"]
+                if s.get("id") == "gate")
+    assert "env" not in gate and "gatekeeper run -c gatekeeper.yaml --out runs\n" in gate["run"], gate
+    actionlint = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
+    assert actionlint, "actionlint comes with the test extra"
+    lint = subprocess.run([actionlint, "-no-color", str(tmp_path / FILES[2])], capture_output=True, text=True)
+    assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout
+    (tmp_path / "keyed").mkdir()  # the default writes them all, for contrast
+    keyed = gk(tmp_path / "keyed", "init", "--reference", "http://a:1", "--candidate", "http://b:2", "--dir", ".")
+    assert "--reference-key-env REFERENCE_API_KEY" in (tmp_path / "keyed" / FILES[2]).read_text(), keyed.stderr
 
 
 @pytest.mark.parametrize("args,said", [
