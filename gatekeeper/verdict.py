@@ -14,6 +14,8 @@ headline reads as if every question had been asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 
 
@@ -36,9 +38,11 @@ def check_verdict(c: CheckResult) -> Verdict:
     return Verdict.PROMOTE
 
 
-def decide(gates: list[GateResult], restricted: tuple[str, ...] = ()) -> tuple[Verdict, list[str]]:
+def decide(gates: list[GateResult], restricted: tuple[str, ...] = (),
+           next_step: Callable[[CheckResult], str | None] | None = None) -> tuple[Verdict, list[str]]:
     """The verdict and the reasons (the checks that decided it, most severe first; a partial
-    run's gates not run, and what its flags left out within its gates (`restricted`), first of all)."""
+    run's gates not run, and what its flags left out within its gates (`restricted`), first of all).
+    A HOLD's reasons end in "Next: …" where `next_step` names one (each step said once)."""
     partial = [partial_line(gates)] if any(g.excluded is not None for g in gates) else []
     partial += [f"PARTIAL: {what}; this verdict covers those only" for what in restricted]
     checks = [c for g in gates if g.excluded is None for c in g.checks]
@@ -47,10 +51,22 @@ def decide(gates: list[GateResult], restricted: tuple[str, ...] = ()) -> tuple[V
         return Verdict.ROLLBACK, [_line(blocking_fail[0]), *partial, *(_line(c) for c in blocking_fail[1:])]
     hold = [c for c in checks if check_verdict(c) == Verdict.HOLD]
     if hold:
-        return Verdict.HOLD, [_line(hold[0]), *partial, *(_line(c) for c in hold[1:])]
+        lines = _with_steps(hold, next_step)
+        return Verdict.HOLD, [lines[0], *partial, *lines[1:]]
     if not checks:
         return Verdict.HOLD, partial + ["no checks ran"]
     return Verdict.PROMOTE, partial + [_promote_line(checks)]
+
+
+def _with_steps(checks: list[CheckResult], next_step: Callable[[CheckResult], str | None] | None) -> list[str]:
+    """Each check's line, the first line of each distinct next step ending in "Next: …"."""
+    said: set[str] = set()
+    lines = []
+    for c in checks:
+        step = next_step(c) if next_step is not None else None
+        lines.append(_line(c) + (f" Next: {step}" if step and step not in said else ""))
+        said.add(step or "")
+    return lines
 
 
 def partial_line(gates: list[GateResult]) -> str:

@@ -363,6 +363,13 @@ class Gate(ABC):
         return None
 
     @classmethod
+    def next_step(cls, check: CheckResult, settings: Any) -> str | None:
+        """What would decide or clear a HOLD this gate's `check` caused (undecided, SKIP, ERROR),
+        as the verdict's "Next:" says it, with the setting or command; None: the generic step for
+        its status (gatekeeper/run/next_steps.py)."""
+        return None
+
+    @classmethod
     def needs_targets(cls, settings: Any) -> bool:
         """Whether, with these settings, the gate needs both targets up (`needs_ready_targets`
         unless a gate judges stored evidence: gate 5 on a pair store)."""

@@ -30,7 +30,7 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
-from gatekeeper.run import engine_death, liveness, retry_check
+from gatekeeper.run import engine_death, liveness, next_steps, retry_check
 from gatekeeper.run.liveness import ROLES, Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
@@ -149,7 +149,7 @@ class Runner:
                 ep.close()
             records.close()
             tape.close()
-        verdict, reasons = decide(gates, plan.restricted)
+        verdict, reasons = decide(gates, plan.restricted, next_steps.stepper(plan.policy))
         hooks = run_hooks([Hook(t) for t in plan.on_rollback], verdict.value, plan.run_id, self.run_dir, list(reasons),
                           redactor)
         for h in hooks:

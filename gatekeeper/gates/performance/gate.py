@@ -35,7 +35,7 @@ from gatekeeper.stats.holm import holm
 from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.perf.workload import Workload
-from gatekeeper.results import Judgement, Status, Verdict
+from gatekeeper.results import CheckResult, Judgement, Status, Verdict
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import load_traffic
 from gatekeeper.verdict import decide
@@ -113,6 +113,14 @@ class PerformanceGate(Gate):
         choose(settings.baseline, plan.candidate, plan.reference)
         if settings.source == "traffic":
             load_traffic(find_file(settings.traffic or ShadowSettings().traffic), skip_bad=True)
+
+    @classmethod
+    def next_step(cls, check: CheckResult, settings: PerformanceSettings) -> str | None:
+        """An undecided figure: more launch rounds, or a quieter machine."""
+        if not check.undecided:
+            return None
+        return (f"more measurement decides it: raise gates.performance.rounds (now {settings.rounds[0]}–{settings.rounds[1]} "
+                "launch rounds) or measure on a quieter machine (nothing else running)")
 
     def run(self, ctx: GateContext) -> None:
         """Skip unless correctness passed; else measure, compare, sweep."""

@@ -33,7 +33,7 @@ from gatekeeper.traffic.task import CHECKS
 from gatekeeper.traffic.settings import ShadowSettings, Stage
 from gatekeeper.traffic.pair_of import pair_of, wants_json
 from gatekeeper.traffic.store import PairStore
-from gatekeeper.results import Judgement, Status
+from gatekeeper.results import CheckResult, Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
@@ -105,6 +105,14 @@ class ShadowGate(Gate):
                 raise ConfigError(f"stage {stage.name!r} selects no request from {traffic.path} ({stage.describe()})",
                                   plan.policy.path, key="gates.shadow.stages")
             done.update(r.id for r in chosen)
+
+    @classmethod
+    def next_step(cls, check: CheckResult, settings: ShadowSettings) -> str | None:
+        """An undecided rule: more pairs decide it (the extension, or a larger recording)."""
+        if not check.undecided:
+            return None
+        return (f"more pairs decide it: raise gates.shadow.extension (now {settings.extension} requests replayed while a rule "
+                "is undecided) or replay a larger recording of your own traffic (gates.shadow.traffic)")
 
     def run(self, ctx: GateContext) -> None:
         """Replay stage by stage, judge as the pairs arrive, then the rules."""
