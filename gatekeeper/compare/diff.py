@@ -169,7 +169,8 @@ def _worse(a: CheckResult, b: CheckResult) -> str | None:
 
 def plan_of(run: RunSummary) -> tuple[tuple[str, str], ...]:
     """The parts of a run's plan that a comparison checks, as (name, value) for people."""
-    return (("policy", run.policy or "–"), ("golden sets", ", ".join(run.golden_sets) or "–"), ("seed", str(run.seed)),
+    return (("reference", run.reference), ("policy", run.policy or "–"), ("golden sets", ", ".join(run.golden_sets) or "–"),
+            ("seed", str(run.seed)),
             ("left out", "; ".join(run.left_out) or "nothing"),
             ("gatekeeper version", run.gatekeeper_version or "not recorded"))
 

@@ -50,6 +50,7 @@ class RunSummary:
     left_out: tuple[str, ...]  # what a partial run left out: the gates not run, then what its flags restricted
     candidate: str  # the candidate target's description, with its /version answer when it gave one
     checks: tuple[CheckResult, ...]  # in run order; no evidence
+    reference: str = "–"  # the reference, as the candidate: part of the plan (a run against another reference is not like for like)
 
     def check(self, check_id: str) -> CheckResult | None:
         """The check with this id, if the run has one."""
@@ -105,8 +106,8 @@ def _summary(path: Path, doc: dict[str, Any]) -> RunSummary:
     gates = doc["gates"]
     checks = tuple(_check(c, g["id"]) for g in gates for c in g["checks"])
     return RunSummary(path, doc["run_id"], Verdict(doc["verdict"]), _headline(doc), tuple(doc["reasons"]), doc["policy"],
-                      tuple(doc["golden_sets"]), doc["seed"], doc.get("gatekeeper_version"), _left_out(doc), _candidate(doc),
-                      checks)
+                      tuple(doc["golden_sets"]), doc["seed"], doc.get("gatekeeper_version"), _left_out(doc), _target(doc, "candidate"),
+                      checks, _target(doc, "reference"))
 
 
 def _headline(doc: dict[str, Any]) -> str:
@@ -124,11 +125,14 @@ def _left_out(doc: dict[str, Any]) -> tuple[str, ...]:
     return gates + tuple(str(r) for r in doc.get("restricted", ()))
 
 
-def _candidate(doc: dict[str, Any]) -> str:
-    target = next((t for t in doc["targets"] if t["role"] == "candidate"), None)
+def _target(doc: dict[str, Any], role: str) -> str:
+    """A target as a comparison names it: its engine (summary.json's identity, where the run wrote
+    one) or its description, and its /version answer."""
+    target = next((t for t in doc["targets"] if t["role"] == role), None)
     if target is None:
         return "–"
-    return target["description"] + (f" (version {target['version']})" if target.get("version") else "")
+    engine = doc.get("identity", {}).get(role, {}).get("engine")
+    return (f"{engine}: " if engine else "") + target["description"] + (f" (version {target['version']})" if target.get("version") else "")
 
 
 def _check(c: dict[str, Any], gate: str) -> CheckResult:

@@ -271,3 +271,17 @@ def test_compare_md_fits_a_pull_request_comment(tmp_path):
     text = markdown(c)
     assert len(text) <= MAX_MD_CHARS
     assert "compare.html and compare.json" in text
+
+
+def test_runs_against_different_references_are_not_like_for_like(tmp_path):
+    """V1 judged vLLM 0.32.0 against vLLM 0.31.0, V2 against the bundled engine: the reference is
+    part of the plan, named by the engine the identity line names."""
+    run = promote_run()
+    ref = next(t for t in run.targets if t.role == "reference")
+    vllm = dataclasses.replace(ref, kind="launch", description="launch `bash scripts/vllm_cpu.sh 0.31.0 --port {port}`",
+                               version="0.31.0", observed=(("engine_version", "0.31.0"),))
+    other = dataclasses.replace(run, targets=tuple(vllm if t.role == "reference" else t for t in run.targets))
+    c = compared(tmp_path, other, run)
+    [reference] = c.plan_differences
+    assert reference.name == "reference" and reference.a.startswith("vLLM 0.31.0: launch `bash scripts/vllm_cpu.sh 0.31.0")
+    assert reference.b.startswith("bundled engine") and "the runs differ in their plan (reference: A vLLM 0.31.0" in markdown(c)
