@@ -11,9 +11,11 @@ check is red when it would by itself make the run ROLLBACK or HOLD (`verdict.che
 - PASS passes; a WARN or an advisory undecided check passes with its status and reason in
   <system-out>; a check with a detection limit (what a PASS would have caught, `detection.py`)
   carries it as the testcase property `detection_limit`;
-- one more suite, `gatekeeper.verdict`, holds one testcase named after the headline: it fails
-  for HOLD and ROLLBACK with the reasons, so the view is red even for a HOLD no single check
-  explains (nothing ran).
+- one more suite, `gatekeeper.verdict`, holds one testcase named `verdict` whatever the verdict
+  (a name that changed with it would start a new test history in Jenkins or GitLab on every
+  change); its properties carry the verdict, the headline and the exit code, and it fails for
+  HOLD and ROLLBACK with the headline and reasons, so the view is red even for a HOLD no single
+  check explains (nothing ran).
 
 Each testcase's `time` is the check's own duration (the time since its gate's previous check)
 and `timestamp` when it was recorded; each suite's `timestamp` is when its gate started. Model
@@ -32,6 +34,8 @@ from gatekeeper.report.jsonable import dumps
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
+VERDICT_SUITE = "gatekeeper.verdict"
+VERDICT_TESTCASE = "verdict"  # stable across runs and verdicts: CI test history follows it by name
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
@@ -102,19 +106,21 @@ def _testsuite(root: ET.Element, gate: GateResult, counts: StatusCounts, timesta
 
 
 def _verdict_suite(root: ET.Element, run: RunResult) -> ET.Element:
-    """`gatekeeper.verdict`: one testcase, failing unless the run PROMOTEs."""
+    """`gatekeeper.verdict`: one testcase named `verdict`, failing unless the run PROMOTEs."""
     failed = run.verdict != Verdict.PROMOTE
-    suite = ET.SubElement(root, "testsuite", name="gatekeeper.verdict", tests="1", failures=str(int(failed)), errors="0",
+    suite = ET.SubElement(root, "testsuite", name=VERDICT_SUITE, tests="1", failures=str(int(failed)), errors="0",
                           skipped="0", time=_seconds(sum(g.duration_s for g in run.gates)),
                           timestamp=xml_text(run.started_at))
-    case = ET.SubElement(suite, "testcase", classname="gatekeeper.verdict", name=xml_text(f"verdict: {run.headline}"),
+    case = ET.SubElement(suite, "testcase", classname=VERDICT_SUITE, name=VERDICT_TESTCASE,
                          time=_seconds(sum(g.duration_s for g in run.gates)))
-    reasons = xml_text("\n".join(run.reasons))
+    props = ET.SubElement(case, "properties")
+    for name, value in (("verdict", run.verdict.value), ("headline", run.headline), ("exit_code", run.exit_code)):
+        ET.SubElement(props, "property", name=name, value=xml_text(value))
     if failed:
         ET.SubElement(case, "failure", message=xml_text(f"{run.headline}: {run.reasons[0] if run.reasons else ''}"),
-                      type=run.verdict.value.lower()).text = reasons
-    else:
-        ET.SubElement(case, "system-out").text = reasons
+                      type=run.verdict.value.lower()).text = xml_text("\n".join(run.reasons))
+    else:  # the headline first: the name no longer says the verdict
+        ET.SubElement(case, "system-out").text = xml_text("\n".join((run.headline, *run.reasons)))
     return suite
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from gatekeeper import __version__
 from gatekeeper.report import render_junit
+from gatekeeper.report.junit import VERDICT_TESTCASE
 from gatekeeper.report import render_markdown
 from gatekeeper.report import SUMMARY_FORMAT, render_summary_json
 from gatekeeper.results import RunResult, Status, Verdict
@@ -97,6 +98,29 @@ def test_junit_structure() -> None:
     assert verdict is not None and verdict.find("failure") is not None and verdict.find("failure").get("type") == "rollback"
 
 
+@pytest.mark.parametrize("run_name", sorted(RUNS))
+def test_the_verdict_testcase_keeps_its_name_whatever_the_verdict(run_name: str) -> None:
+    """CI test history (Jenkins, GitLab) follows a testcase by name: the verdict's is `verdict` for
+    every verdict and headline, the verdict is in its properties and message, and it is red exactly
+    when the run is not PROMOTE."""
+    from dataclasses import replace
+
+    run = RUNS[run_name]()
+    partial = replace(run, restricted=("at most 3 golden cases (--limit)",))  # a headline "(partial: ...)"
+    for one in (run, partial):
+        root = ET.fromstring(render_junit(one).encode("utf-8"))
+        suite = next(s for s in root.findall("testsuite") if s.get("name") == "gatekeeper.verdict")
+        (case,) = suite.findall("testcase")
+        assert case.get("name") == VERDICT_TESTCASE and case.get("classname") == "gatekeeper.verdict"
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        assert props == {"verdict": one.verdict.value, "headline": one.headline, "exit_code": str(one.exit_code)}, props
+        failure = case.find("failure")
+        assert (failure is not None) == (one.verdict != Verdict.PROMOTE)
+        said = failure.get("message") if failure is not None else case.findtext("system-out")
+        assert (said or "").startswith(one.headline), said
+    assert "partial" in partial.headline
+
+
 def _red(run: RunResult) -> set[str]:
     """The testcases a CI test view shows red (a <failure> or an <error>)."""
     root = ET.fromstring(render_junit(run).encode("utf-8"))
@@ -123,7 +147,7 @@ def test_junit_is_red_exactly_when_the_run_is_not_promote(status: Status, blocki
     verdict, reasons = decide(list(gates))
     run = replace(run, gates=gates, verdict=verdict, reasons=tuple(reasons))
     assert (verdict != Verdict.PROMOTE) == red
-    assert _red(run) == ({check.id, f"verdict: {run.headline}"} if red else set())
+    assert _red(run) == ({check.id, VERDICT_TESTCASE} if red else set())
 
 
 def test_junit_survives_control_characters_and_markup() -> None:
