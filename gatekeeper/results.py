@@ -68,6 +68,7 @@ class CheckResult:
     undecided: bool = False  # asked, but the evidence did not answer it: not judged, HOLDs when blocking
     finished_at: str = ""  # when it was recorded (ISO 8601, UTC); "" in records older than this field
     detection_limit: DetectionLimit | None = None  # what a PASS would have caught (`detection.py`)
+    near_miss: bool = False  # it passed, but close to firing: a PROMOTE's reasons name it (verdict.py)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ PROMOTE. An ERROR never yields PROMOTE: a check that could not run is not a pass
 the evidence left open is not a "no regression".
 
 A PROMOTE's reason says what it rests on: the blocking checks that passed, and beside them the
-advisory WARNs and the advisory checks left undecided. A run that left gates out (`--gates`, a
+advisory WARNs and the advisory checks left undecided; then each near miss (a check that passed
+close to firing: gate 5's sequential tests past half their threshold on a log scale), so a green
+headline never hides how close it came. A run that left gates out (`--gates`, a
 policy that disables them) is PARTIAL whatever its verdict: the first reason names the gates not
 run (the first after the check that decided a HOLD or ROLLBACK, the very first on a PROMOTE), so no
 headline reads as if every question had been asked.
@@ -55,7 +57,7 @@ def decide(gates: list[GateResult], restricted: tuple[str, ...] = (),
         return Verdict.HOLD, [lines[0], *partial, *lines[1:]]
     if not checks:
         return Verdict.HOLD, partial + ["no checks ran"]
-    return Verdict.PROMOTE, partial + [_promote_line(checks)]
+    return Verdict.PROMOTE, partial + [_promote_line(checks)] + [f"near miss: {_line(c)}" for c in checks if c.near_miss]
 
 
 def _with_steps(checks: list[CheckResult], next_step: Callable[[CheckResult], str | None] | None) -> list[str]:

@@ -138,7 +138,8 @@ def _target(doc: dict[str, Any], role: str) -> str:
 def _check(c: dict[str, Any], gate: str) -> CheckResult:
     return CheckResult(c["id"], gate, Status(c["status"]), c["blocking"], c["reason"], _numbers(c["metrics"]),
                        family=c.get("family"), duration_s=c["duration_s"], judgement=Judgement(c["judgement"]),
-                       undecided=bool(c.get("undecided", False)), finished_at=c.get("finished_at", ""))
+                       undecided=bool(c.get("undecided", False)), finished_at=c.get("finished_at", ""),
+                       near_miss=bool(c.get("near_miss", False)))
 
 
 def _numbers(value: Any) -> Any:

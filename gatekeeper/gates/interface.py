@@ -166,14 +166,16 @@ class GateContext:
         judged: Items | None = None,
         limit: DetectionLimit | None = None,
         decide: str = "",
+        near_miss: bool = False,
     ) -> CheckResult:
         """Record one check `<gate>.<name>` (`name` may be the whole id) with the policy's blocking
         rule applied (`advisory`: non-blocking whatever the policy says); `judgement` how it decided
         (the gate's default when None); `undecided`: asked, not answered by the evidence (WARN, not
         judged, HOLDs when blocking). `judged`: the items a count check judged, `limit` what it
         would have caught (`detection.py`; none judged is undecided, `detection.rule`), `decide`
-        what would decide it if that limit is wider than the materiality. Its duration is the time
-        since `started`, else since the gate's previous check."""
+        what would decide it if that limit is wider than the materiality; `near_miss`: it passed
+        close to firing (a PROMOTE's reasons name it). Its duration is the time since `started`,
+        else since the gate's previous check."""
         check_id = name if name.startswith(f"{self.gate_id}.") else f"{self.gate_id}.{name}"
         if judged is not None and limit is None:
             limit = judged.limit()
@@ -196,6 +198,7 @@ class GateContext:
             undecided=undecided,
             finished_at=utc_now(),
             detection_limit=limit,
+            near_miss=near_miss,
         )
         self.checks.append(result)
         self.record(result)

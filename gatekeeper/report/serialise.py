@@ -37,6 +37,7 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
         "finished_at": check.finished_at,
         "judgement": check.judgement.value,
         **({"undecided": True} if check.undecided else {}),
+        **({"near_miss": True} if check.near_miss else {}),
         **({"detection_limit": limit_json(check.detection_limit)} if check.detection_limit is not None else {}),
     }
     if standalone:

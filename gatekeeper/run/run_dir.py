@@ -222,4 +222,5 @@ def _check(r: dict[str, Any]) -> CheckResult:
     evidence = tuple(from_json(e["kind"], e["title"], e["data"], bool(e.get("key", False))) for e in r.get("evidence", ()))
     return CheckResult(r["id"], r["gate"], Status(r["status"]), r["blocking"], r["reason"], _number(r["metrics"]),
                        evidence, r.get("family"), r.get("duration_s", 0.0), Judgement(r["judgement"]),
-                       bool(r.get("undecided", False)), r.get("finished_at", ""), limit_of(r.get("detection_limit")))
+                       bool(r.get("undecided", False)), r.get("finished_at", ""), limit_of(r.get("detection_limit")),
+                       bool(r.get("near_miss", False)))

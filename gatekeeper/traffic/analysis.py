@@ -221,11 +221,22 @@ class MetricResult:
     upper: float | None = None  # critical: the anytime 95% upper bound of the excess over the twin
     materiality: float | None = None  # critical: the excess that matters (the policy's)
     counts: tuple[int, int, int] = (0, 0, 0)  # critical: (candidate-only, twin-only, concordant) pairs
+    alpha: float | None = None  # critical: the e-process's share of alpha (it fires at e ≥ 1/alpha)
+
+    @property
+    def near_miss(self) -> bool:
+        """A critical measure that did not fire but came close: its e-value past half its threshold
+        on a log scale (e ≥ √(1/alpha)), or an excess beyond the twin's noise estimated below the
+        materiality."""
+        if not self.critical or self.fired_at is not None:
+            return False
+        past_half = self.e_value is not None and self.alpha is not None and self.e_value >= (1 / self.alpha) ** 0.5
+        return past_half or self.label in ("Immaterial", "Below materiality")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {k: getattr(self, k) for k in ("name", "critical", "label", "candidate_rate", "twin_rate", "eligible",
-                                              "p_value", "e_value", "effect", "fired_at", "upper", "materiality")}
+                                              "p_value", "e_value", "effect", "fired_at", "upper", "materiality", "alpha")}
 
 
 @dataclass(frozen=True)
@@ -341,7 +352,7 @@ class Analysis:
                 label = "Immaterial" if upper is not None and upper <= margin else "Below materiality"
             counts = (st.candidate_only, st.twin_only, st.eligible - st.candidate_only - st.twin_only)
             return MetricResult(name, True, label, cand_rate, twin_rate, st.eligible, st.eproc.p_value, st.eproc.e_value, excess,
-                                st.fired_at, upper, margin, counts)
+                                st.fired_at, upper, margin, counts, st.alpha)
         if not st.eligible:
             return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
         from scipy.stats import binomtest  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)

@@ -15,6 +15,8 @@ from gatekeeper.results import CheckResult
 GATE = "shadow"
 RULE_PREFIX = f"{GATE}.rule."
 STAGE_PREFIX = f"{GATE}.stage."
+NEAR_MISS = f"{GATE}.near_miss"
+"""An advisory WARN: sequential tests that passed close to firing (near_miss.py)."""
 
 
 def rule(name: str) -> str:

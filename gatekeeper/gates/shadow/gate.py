@@ -33,6 +33,7 @@ from gatekeeper.traffic.task import CHECKS
 from gatekeeper.traffic.settings import ShadowSettings, Stage
 from gatekeeper.traffic.pair_of import pair_of, wants_json
 from gatekeeper.traffic.store import PairStore
+from gatekeeper.gates.shadow.near_miss import near_misses, reason as near_miss_reason
 from gatekeeper.results import CheckResult, Judgement, Status
 from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
@@ -167,6 +168,11 @@ class ShadowGate(Gate):
                                       "fired" if stopped else ""))
         for name in EARLIER_RULES:
             self._rule(ctx, earlier_rule(name, ctx.earlier))
+        misses = near_misses(slices)
+        if misses and not analysis.fired:
+            ctx.check(checks.NEAR_MISS, Status.WARN, near_miss_reason(misses),
+                      {"near_misses": [{"slice": n.slice, **n.metric.to_dict()} for n in misses]},
+                      judgement=Judgement.STATISTICAL, advisory=True, near_miss=True)
         overall = next(sl for sl in slices if sl.key == "all")
         ctx.judged(overall.judged)
         for why, n in overall.unjudged.items():
