@@ -6,8 +6,10 @@ only the measures' outcomes are simulated (`Measures`), not the answers.
     python benchmarks/shadow_detection.py [--runs 200] [--policy gates/default.yaml] [--scenarios ...]
 
 Printed per scenario: how often the gate's rules ROLLBACK (a rule FAILs), HOLD (a rule undecided:
-its bound wider than the materiality) or PROMOTE, and the pairs replayed (the policy's `extension`
-replays on while a rule is undecided). A fault must not PROMOTE (ROLLBACK or HOLD);
+its bound wider than the materiality) or PROMOTE, the pairs replayed (the policy's `extension`
+replays on while a rule is undecided), and the share of PROMOTEs that carry a near miss
+(`shadow.near_miss`: a test past half its threshold on a log scale, or beyond the noise below
+materiality). A fault must not PROMOTE (ROLLBACK or HOLD);
 a clean pair must PROMOTE (false ROLLBACK and undecided are the costs). Scenarios:
 
 - clean, twin noise q: candidate and twin each disagree with the reference on a share q of
@@ -44,6 +46,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gatekeeper.detection import rule  # noqa: E402
+from gatekeeper.gates.shadow.near_miss import near_misses  # noqa: E402
 from gatekeeper.gates.shadow.replay import stage_selection  # noqa: E402
 from gatekeeper.results import Status  # noqa: E402
 from gatekeeper.traffic.analysis import Analysis  # noqa: E402
@@ -116,10 +119,10 @@ def _facts(r: TrafficRecord) -> RequestFacts:
 
 
 def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficRecord]], more: list[TrafficRecord],
-            outcome: Outcome) -> tuple[str, int]:
-    """The rules' verdict of one simulated replay (ROLLBACK, HOLD or PROMOTE) and the pairs it
-    replayed; `more`: the extension stage's requests, replayed a chunk at a time while a rule is
-    undecided after the stages (as the gate does)."""
+            outcome: Outcome) -> tuple[str, int, bool]:
+    """The rules' verdict of one simulated replay (ROLLBACK, HOLD or PROMOTE), the pairs it
+    replayed and whether a near miss was named; `more`: the extension stage's requests, replayed a
+    chunk at a time while a rule is undecided after the stages (as the gate does)."""
     analysis = Analysis(slice_plan((_facts(r) for sel in [*stages, more] for r in sel), s.min_slice_requests),
                         s.thresholds())
 
@@ -141,21 +144,21 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
 
     for selection in stages:
         if replay(selection):
-            return "ROLLBACK", analysis.pairs
+            return "ROLLBACK", analysis.pairs, False
     for at in range(0, len(more), s.chunk):
         if not undecided(analysis.results(critical_only=True)):
             break
         if replay(more[at:at + s.chunk]):
-            return "ROLLBACK", analysis.pairs
+            return "ROLLBACK", analysis.pairs, False
     slices = analysis.results()
     verdict = "PROMOTE"
     for name in PAIR_RULES:
         out = pair_rule(name, slices)
         if out.status is Status.FAIL:
-            return "ROLLBACK", analysis.pairs
+            return "ROLLBACK", analysis.pairs, False
         if out.status is Status.PASS and rule(True, out.reason, None, out.limit) is not None:
             verdict = "HOLD"
-    return verdict, analysis.pairs
+    return verdict, analysis.pairs, bool(near_misses(slices))
 
 
 def settings_of(policy: Path) -> ShadowSettings:
@@ -191,16 +194,17 @@ def main() -> None:
     print(f"{args.policy.name}: {n} pairs in {len(stages)} stages ({json_n} JSON), extension up to {len(more)}, "
           f"{args.runs} runs a scenario; "
           f"materiality {dict(s.thresholds().materiality)}")
-    print(f"{'scenario':22} {'ROLLBACK':>9} {'HOLD':>6} {'PROMOTE':>8}   not PROMOTE   mean pairs")
+    print(f"{'scenario':22} {'ROLLBACK':>9} {'HOLD':>6} {'PROMOTE':>8}   not PROMOTE   mean pairs   near miss")
     rng = random.Random(20261205)
     t0 = time.perf_counter()
     for spec in args.scenarios:
         name, value = spec.split(":")
         runs = [one_run(rng, s, stages, more, scenario(name, float(value))) for _ in range(args.runs)]
-        counts = Counter(v for v, _ in runs)
+        counts = Counter(v for v, _, _ in runs)
         rate = {v: counts[v] / args.runs for v in ("ROLLBACK", "HOLD", "PROMOTE")}
         print(f"{spec:22} {rate['ROLLBACK']:9.1%} {rate['HOLD']:6.1%} {rate['PROMOTE']:8.1%}   "
-              f"{1 - rate['PROMOTE']:11.1%}   {sum(n for _, n in runs) / args.runs:10.0f}")
+              f"{1 - rate['PROMOTE']:11.1%}   {sum(n for _, n, _ in runs) / args.runs:10.0f}   "
+              f"{sum(near for v, _, near in runs if v == 'PROMOTE') / max(counts['PROMOTE'], 1):9.1%}")
     print(f"({time.perf_counter() - t0:.0f} s)")
 
 
