@@ -52,6 +52,10 @@ def init(reference: str | None, candidate: str | None, dtype: str | None, refere
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         write_atomic(root / name, text)
         click.echo(f"wrote {root / name}")
+    from gatekeeper.commands.init_files import WORKFLOW
+
+    click.echo(f"next: pin the gatekeeper the workflow installs: INSTALL_GATEKEEPER at the top of {root / WORKFLOW} "
+               "(a release tag of gatekeeper's repository, or a wheel kept in yours)")
     if no_keys:
         click.echo("next: check the plan here: `gatekeeper run -c gatekeeper.yaml --dry-run`")
     else:

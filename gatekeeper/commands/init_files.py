@@ -5,7 +5,13 @@ a run config, a policy (the shipped default, to edit), and a GitHub Actions work
 and text; the command checks, writes and verifies them. The run config names the variables the
 API keys come from (`REFERENCE_API_KEY`, `CANDIDATE_API_KEY`: the workflow maps repository
 secrets onto them), never a key. With `keys=False` (`init --no-keys`) no file says anything about
-keys: no key variables, no secrets, no key flags.
+keys: no key variables, no secrets, no key flags, and the workflow's header asks for nothing to be
+set in the repository's settings.
+
+The workflow is the shipped docs/ci/github-gate.yml with the `_EDITS` below: it installs the
+gatekeeper pinned in its `INSTALL_GATEKEEPER` (never the project itself), gates into
+runs/<workflow run id>-<attempt>/, keeps the reference cache in the CI cache, and runs on pull
+requests and on Run workflow with a candidate input (docs/ci-outputs.md).
 """
 
 from __future__ import annotations
@@ -21,19 +27,48 @@ POLICY = "gatekeeper-policy.yaml"
 WORKFLOW = ".github/workflows/gatekeeper.yml"
 KEY_VARIABLES = {"reference": "REFERENCE_API_KEY", "candidate": "CANDIDATE_API_KEY"}
 _TEMPLATE = SHIPPED / "ci" / "github-gate.yml"
-# The shipped workflow takes the URLs from repository variables; the written one from the run config.
+
+
+@dataclass(frozen=True)
+class _Edit:
+    """One place where the written workflow differs from the shipped one: the shipped text, and
+    what replaces it (every occurrence) with keys and without."""
+
+    shipped: str
+    keyed: str
+    keyless: str
+
+
+_INTRO = ("# GitHub Actions, written by `gatekeeper init`: gate the candidate against the reference named in\n"
+          "# gatekeeper.yaml on every pull request, and on demand (Actions → gatekeeper gate → Run workflow,\n"
+          "# optionally with another candidate URL).")
+_PIN = "Pin the gatekeeper it installs: INSTALL_GATEKEEPER under `env:` below, the one place it is set.\n"
+_SECRETS = ("#   secrets    GATEKEEPER_REFERENCE_API_KEY, GATEKEEPER_CANDIDATE_API_KEY (leave unset for key-less "
+            "servers)\n")
 _URL_ENV = ("          GATEKEEPER_REFERENCE: ${{ vars.GATEKEEPER_REFERENCE_URL }}\n"
             "          GATEKEEPER_CANDIDATE: ${{ vars.GATEKEEPER_CANDIDATE_URL }}\n")
-_RUN_LINE = "gatekeeper run --out runs \\"
-# What a workflow for servers without keys leaves out: the secrets line of the header, the step's
-# key variables and the key flags (then the step has no env left at all).
-_KEY_SECRETS = ("#   secrets    GATEKEEPER_REFERENCE_API_KEY, GATEKEEPER_CANDIDATE_API_KEY (leave unset for key-less "
-                "servers)\n")
-_STEP_ENV = ("        env:\n" + _URL_ENV
-             + "          REFERENCE_API_KEY: ${{ secrets.GATEKEEPER_REFERENCE_API_KEY }}  # not GATEKEEPER_*: those names "
-               "are options\n"
-             + "          CANDIDATE_API_KEY: ${{ secrets.GATEKEEPER_CANDIDATE_API_KEY }}\n")
-_KEY_FLAGS = "\n            --reference-key-env REFERENCE_API_KEY \\\n            --candidate-key-env CANDIDATE_API_KEY\n"
+_KEY_ENV = ("          REFERENCE_API_KEY: ${{ secrets.GATEKEEPER_REFERENCE_API_KEY }}  # not GATEKEEPER_*: those names "
+            "are options\n"
+            "          CANDIDATE_API_KEY: ${{ secrets.GATEKEEPER_CANDIDATE_API_KEY }}\n")
+_RUN = 'gatekeeper run "${args[@]}"'
+_KEY_FLAGS = " \\\n            --reference-key-env REFERENCE_API_KEY \\\n            --candidate-key-env CANDIDATE_API_KEY\n"
+_EDITS = (
+    # The header says what to set in the repository's settings: the URLs are in the run config, and
+    # without keys there is nothing to set at all.
+    _Edit("# GitHub Actions: gate one candidate server against one reference server on every pull request,\n"
+          "# and on demand (Actions → gatekeeper gate → Run workflow, optionally with another candidate URL).\n"
+          "# Copy this file to .github/workflows/ and set, under Settings → Secrets and variables → Actions:\n"
+          "#   variables  GATEKEEPER_REFERENCE_URL, GATEKEEPER_CANDIDATE_URL (e.g. http://vllm-ref:8000)\n"
+          + _SECRETS + "# Then p" + _PIN[1:],
+          _INTRO + " Set, under Settings → Secrets and variables → Actions:\n" + _SECRETS + "# Then p" + _PIN[1:],
+          _INTRO + "\n# The servers take no key: nothing to set in the repository's settings.\n# " + _PIN),
+    _Edit(_URL_ENV, "", ""),  # the URLs come from gatekeeper.yaml
+    _Edit(_KEY_ENV, _KEY_ENV, ""),
+    _Edit(_RUN + _KEY_FLAGS, 'gatekeeper run -c gatekeeper.yaml "${args[@]}"' + _KEY_FLAGS,
+          'gatekeeper run -c gatekeeper.yaml "${args[@]}"\n'),
+    # The cache is keyed by the reference's URL and the run config; here the run config holds the URL.
+    _Edit("gatekeeper-reference-${{ vars.GATEKEEPER_REFERENCE_URL }}-", "gatekeeper-reference-", "gatekeeper-reference-"),
+)
 
 
 @dataclass(frozen=True)
@@ -80,16 +115,13 @@ def policy() -> str:
 def workflow(keys: bool = True) -> str:
     """.github/workflows/gatekeeper.yml: the shipped gate workflow (docs/ci/github-gate.yml), taking
     the targets from the run config instead of repository variables; without `keys`, with no
-    secrets, key variables or key flags."""
+    secrets, key variables or key flags, and a header that asks nothing to be set."""
     text = _TEMPLATE.read_text(encoding="utf-8")
-    if any(part not in text for part in (_URL_ENV, _RUN_LINE, _KEY_SECRETS, _STEP_ENV, _RUN_LINE + _KEY_FLAGS)):
-        raise RuntimeError(f"{_TEMPLATE} no longer has the lines `gatekeeper init` adapts")  # a packaging bug, not the user's
-    if not keys:
-        text = (text.replace(_KEY_SECRETS, "").replace(_STEP_ENV, "")
-                .replace(_RUN_LINE + _KEY_FLAGS, "gatekeeper run -c gatekeeper.yaml --out runs\n"))
-    text = text.replace(_URL_ENV, "").replace(_RUN_LINE, "gatekeeper run -c gatekeeper.yaml --out runs \\")
-    return text.replace("#   variables  GATEKEEPER_REFERENCE_URL, GATEKEEPER_CANDIDATE_URL (e.g. http://vllm-ref:8000)\n",
-                        "#   (the URLs are in gatekeeper.yaml, written by `gatekeeper init`)\n")
+    for edit in _EDITS:
+        if edit.shipped not in text:  # a packaging bug, not the user's
+            raise RuntimeError(f"{_TEMPLATE} no longer has the text `gatekeeper init` adapts: {edit.shipped[:60]!r}")
+        text = text.replace(edit.shipped, edit.keyed if keys else edit.keyless)
+    return text
 
 
 def init_files(a: InitAnswers) -> dict[str, str]:

