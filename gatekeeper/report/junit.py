@@ -13,7 +13,8 @@ check is red when it would by itself make the run ROLLBACK or HOLD (`verdict.che
   carries it as the testcase property `detection_limit`;
 - one more suite, `gatekeeper.verdict`, holds one testcase named `verdict` whatever the verdict
   (a name that changed with it would start a new test history in Jenkins or GitLab on every
-  change); its properties carry the verdict, the headline and the exit code, and it fails for
+  change); its properties carry the verdict, the headline, the exit code and who was compared
+  (`identity`, report/identity.py), and it fails for
   HOLD and ROLLBACK with the headline and reasons, so the view is red even for a HOLD no single
   check explains (nothing ran).
 
@@ -31,6 +32,7 @@ import xml.etree.ElementTree as ET
 from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
 from gatekeeper.report.interface import Renderer
 from gatekeeper.report.jsonable import dumps
+from gatekeeper.report.identity import identify
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
@@ -114,7 +116,9 @@ def _verdict_suite(root: ET.Element, run: RunResult) -> ET.Element:
     case = ET.SubElement(suite, "testcase", classname=VERDICT_SUITE, name=VERDICT_TESTCASE,
                          time=_seconds(sum(g.duration_s for g in run.gates)))
     props = ET.SubElement(case, "properties")
-    for name, value in (("verdict", run.verdict.value), ("headline", run.headline), ("exit_code", run.exit_code)):
+    who = identify(run.targets)
+    for name, value in (("verdict", run.verdict.value), ("headline", run.headline), ("exit_code", run.exit_code),
+                        *((("identity", who.line),) if who is not None else ())):
         ET.SubElement(props, "property", name=name, value=xml_text(value))
     if failed:
         ET.SubElement(case, "failure", message=xml_text(f"{run.headline}: {run.reasons[0] if run.reasons else ''}"),

@@ -105,6 +105,8 @@ def test_the_verdict_testcase_keeps_its_name_whatever_the_verdict(run_name: str)
     when the run is not PROMOTE."""
     from dataclasses import replace
 
+    from gatekeeper.report.identity import identify
+
     run = RUNS[run_name]()
     partial = replace(run, restricted=("at most 3 golden cases (--limit)",))  # a headline "(partial: ...)"
     for one in (run, partial):
@@ -113,7 +115,8 @@ def test_the_verdict_testcase_keeps_its_name_whatever_the_verdict(run_name: str)
         (case,) = suite.findall("testcase")
         assert case.get("name") == VERDICT_TESTCASE and case.get("classname") == "gatekeeper.verdict"
         props = {p.get("name"): p.get("value") for p in case.iter("property")}
-        assert props == {"verdict": one.verdict.value, "headline": one.headline, "exit_code": str(one.exit_code)}, props
+        assert props == {"verdict": one.verdict.value, "headline": one.headline, "exit_code": str(one.exit_code),
+                         "identity": identify(one.targets).line}, props
         failure = case.find("failure")
         assert (failure is not None) == (one.verdict != Verdict.PROMOTE)
         said = failure.get("message") if failure is not None else case.findtext("system-out")
