@@ -12,6 +12,7 @@ from pathlib import Path
 from gatekeeper.config.policy import Policy
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.redact import Redactor
+from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.targets.interface import TargetSpec
 
 
@@ -33,6 +34,7 @@ class RunPlan:
     on_rollback: tuple[str, ...] = ()  # hook commands / webhook URLs (gatekeeper/hooks.py)
     restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit): it is partial
     reference_cache: str | None = None  # the reference answer cache's directory (None: the reference is asked everything)
+    report_links: ReportLinks = RELATIVE  # where summary.md's links point (--report-url)
 
     def redactor(self) -> Redactor:
         """What keeps this run's secrets (the targets' API keys, and anything shaped like a

@@ -55,6 +55,12 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
 
     ctx = click.get_current_context()
     values, sources = resolve(config_path, os.environ, flags)
+    if values["report_url"]:
+        from gatekeeper.cli_exit import fail
+        from gatekeeper.exit_codes import USAGE
+
+        fail("--report-url names one run directory's URL, and a matrix run writes one per cell", USAGE,
+             "give it to each cell's `gatekeeper run --cell`, as a CI job per cell does")
     m = load_matrix(path)
     with tempfile.TemporaryDirectory(prefix="gatekeeper-matrix-") as scratch:  # every cell's options, checked first
         for cell in m.cells:

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from gatekeeper.results import RunResult
+    from gatekeeper.run_plan import RunPlan
 
 
 def env_help(option: str, text: str) -> str:
@@ -62,6 +67,10 @@ RUN_OPTIONS = [
                  help=env_help("reference_cache", "Cache the reference's answers in DIR, keyed by its model, /version "
                                "and declared path: later runs against the same reference ask it only what is new "
                                "(not gate 1, not the performance gate). Off unless set.")),
+    click.option("--report-url", "report_url", default=None, metavar="BASE",
+                 help=env_help("report_url", "The http(s) URL this run directory's files are published under: "
+                               "summary.md's links become BASE/correctness.html#check-… and BASE/<file>, so they work "
+                               "in a PR comment or a job summary. [relative links]")),
     click.option("--on-rollback", "on_rollback", multiple=True, metavar="CMD|URL",
                   help=env_help("on_rollback", "A command to run, or a webhook URL to POST, when the verdict is ROLLBACK "
                             "(repeatable; never on PROMOTE or HOLD).")),
@@ -78,6 +87,16 @@ def run_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(RUN_OPTIONS):
         command = option(command)
     return command
+
+
+def link_out(plan: RunPlan, result: RunResult) -> None:
+    """With --report-url, rewrite the finished run's summary.md with links under it: the runner
+    writes every report with relative links, and summary.md is the one read away from its directory
+    (a PR comment). Without it, nothing to do."""
+    if plan.report_links.base is not None:
+        from gatekeeper.report.writer import write_reports
+
+        write_reports(result, plan.out_dir / plan.run_id, plan.redactor(), plan.report_links, linking_out_only=True)
 
 
 def discard(run_dir: Path) -> None:

@@ -14,6 +14,7 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.cli_exit import crashed, fail, json_errors
+from gatekeeper.commands.options import link_out
 from gatekeeper.errors import GatekeeperError
 
 
@@ -21,8 +22,11 @@ from gatekeeper.errors import GatekeeperError
 @click.argument("run_dir", type=click.Path(path_type=Path))
 @click.option("--policy", default=None, metavar="FILE", help="Judge under this policy instead of the run's own.")
 @click.option("--out", default=None, metavar="DIR", help="Reports go to DIR/<new-run-id>/. [the run's own parent directory]")
+@click.option("--report-url", default=None, metavar="BASE",
+              help="The http(s) URL the new run directory's files are published under: summary.md's links become "
+                   "absolute (as `gatekeeper run --report-url`; the recorded run's is not reused). [relative links]")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
-def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -> None:
+def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str | None, as_json: bool) -> None:
     """Judge a finished run's recorded answers again, under its policy or another, without
     calling any server. Every gate runs on the answers the run recorded (answers/ in RUN_DIR); a
     request the run did not make is an ERROR (HOLD), never a guess. The performance gate measures
@@ -39,6 +43,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
     if as_json:
         json_errors()
     try:
+        base = _report_url(report_url)
         if not run_dir.is_dir():
             raise ConfigError(f"{run_dir}: no such run directory")
         if (run_dir / INCOMPLETE).exists():
@@ -56,6 +61,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
             values["policy"], sources["policy"] = policy, "flag"
         values["out"] = out or str(run_dir.parent)
         values["on_rollback"], values["reference_cache"] = [], None  # a rejudge notifies no one and asks nothing
+        values["report_url"] = base  # another run directory: the recorded run's base is not its
         plan = build_plan(values, sources, new_run_id(), asks_servers=False)
         parts = fingerprint(plan, values)
     except ConfigError as e:
@@ -68,6 +74,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
                      "ERRORs, changed expectations are judged as they are now")
     try:
         result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(values, sources)).run()
+        link_out(plan, result)
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the rejudge could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code
@@ -78,6 +85,19 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, as_json: bool) -
 
         click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())
     sys.exit(result.exit_code)
+
+
+def _report_url(given: str | None) -> str | None:
+    """--report-url checked as `gatekeeper run` checks it (ConfigError naming the flag)."""
+    from gatekeeper.config.run_config import BY_NAME
+    from gatekeeper.errors import ConfigError
+
+    if given is None:
+        return None
+    try:
+        return str(BY_NAME["report_url"].value(given))
+    except ValueError as e:
+        raise ConfigError(f"--report-url: {e}") from None
 
 
 def _recorded_fingerprint(run_dir: Path) -> dict[str, str]:

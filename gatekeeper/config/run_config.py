@@ -14,6 +14,7 @@ from gatekeeper.config.schema_check import SchemaError, check, must_be, shown
 from gatekeeper.config.yaml_lines import load_yaml, line_of
 from gatekeeper.errors import ConfigError
 from gatekeeper.hooks import HOOK_VARIABLES, parse_hooks
+from gatekeeper.report_links import parse_report_url
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -156,6 +157,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("candidate_log_command", None, _as_text, "a command printing a URL candidate's log (same)", schema=_TEXT),
     Option("reference_cache", None, _as_text, "a directory caching the reference's answers across runs, keyed by its "
            "model, /version and declared path (gating several candidates asks the reference once)", schema=_TEXT),
+    Option("report_url", None, parse_report_url, "the http(s) URL the run directory's files are published under: "
+           "summary.md's links become absolute (BASE/correctness.html#check-…), so they work in a PR comment",
+           schema={"type": "string", "pattern": "^https?://[^/?#@]+(/[^?#]*)?$",
+                   "description": "an http(s) URL without user name, password, query or fragment"}),
     Option("on_rollback", [], parse_hooks, "commands to run or webhook URLs to POST when the verdict is ROLLBACK"),
     Option("matrix", None, str, "an execution-path matrix file (matrices/*.yaml): run one of its cells, named by `cell`"),
     Option("cell", None, str, "the id of the matrix cell to run (`gatekeeper matrix plan` lists them)"),

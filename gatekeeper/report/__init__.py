@@ -28,12 +28,13 @@ from gatekeeper.report.records import RecordWriter, read_records
 from gatekeeper.report.registry import RENDERERS, listed_filenames
 from gatekeeper.report.summary_json import SUMMARY_FORMAT, SummaryJsonRenderer, summary_of
 from gatekeeper.report.writer import write_reports
+from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import RunResult
 
 
-def report_data(run: RunResult) -> ReportData:
-    """The report data of one run, with the registry's report files."""
-    return build_report_data(run, listed_filenames())
+def report_data(run: RunResult, links: ReportLinks = RELATIVE) -> ReportData:
+    """The report data of one run, with the registry's report files (summary.md's links per `links`)."""
+    return build_report_data(run, listed_filenames(), links)
 
 
 def render_summary_json(run: RunResult) -> str:
@@ -51,9 +52,9 @@ def render_junit(run: RunResult) -> str:
     return JunitRenderer().render(report_data(run))
 
 
-def render_markdown(run: RunResult) -> str:
-    """summary.md's text for `run`."""
-    return MarkdownRenderer().render(report_data(run))
+def render_markdown(run: RunResult, links: ReportLinks = RELATIVE) -> str:
+    """summary.md's text for `run`, its links relative or under `links.base` (--report-url)."""
+    return MarkdownRenderer().render(report_data(run, links))
 
 
 def render_correctness_html(run: RunResult) -> str:

@@ -2,7 +2,7 @@
 
 `build_report_data(run, report_files)` computes what more than one report shows (the performance summary,
 the checks counted by status for the run and for each gate, and the names of the report
-files, so one report can point to the others) into a frozen `ReportData`. Every renderer takes
+files, so one report can point to the others, and where such links point) into a frozen `ReportData`. Every renderer takes
 that value and only formats it; none of them derives these figures again, so the reports of a
 run cannot disagree with each other.
 """
@@ -16,6 +16,7 @@ from types import MappingProxyType
 from gatekeeper.detection import DetectionLimit
 from gatekeeper.report.correctness_table import CorrectnessRow, build_table
 from gatekeeper.report.performance import PerformanceSummary, summarize_performance
+from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status
 
 StatusCounts = Mapping[Status, int]
@@ -37,6 +38,7 @@ class ReportData:
     gate_counts: tuple[StatusCounts, ...]
     report_files: tuple[str, ...]
     correctness: tuple[CorrectnessRow, ...] = ()
+    links: ReportLinks = RELATIVE  # where links that leave the report point: beside it, or under --report-url
 
     def gates(self) -> Iterable[tuple[GateResult, StatusCounts]]:
         """Each gate of the run with its checks counted by status."""
@@ -78,10 +80,10 @@ def _count_statuses(checks: Iterable[CheckResult]) -> StatusCounts:
     return MappingProxyType({s: statuses.count(s) for s in Status})
 
 
-def build_report_data(run: RunResult, report_files: tuple[str, ...]) -> ReportData:
+def build_report_data(run: RunResult, report_files: tuple[str, ...], links: ReportLinks = RELATIVE) -> ReportData:
     """Derive the report data of `run` (a pure function of its arguments); `report_files` is
     the registry's `listed_filenames()`, passed in because the registry imports the renderers,
-    which import this module."""
+    which import this module; `links` says where summary.md's links point (--report-url)."""
     return ReportData(
         run=run,
         performance=summarize_performance(run),
@@ -89,4 +91,5 @@ def build_report_data(run: RunResult, report_files: tuple[str, ...]) -> ReportDa
         gate_counts=tuple(_count_statuses(g.checks) for g in run.gates),
         report_files=report_files,
         correctness=build_table(run),
+        links=links,
     )

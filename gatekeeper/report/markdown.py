@@ -3,11 +3,12 @@
 A verdict line, the reasons, a table of gates, the checks that explain the verdict (FAIL,
 ERROR, and SKIPs the policy treats as blocking) with their reasons, each linked to its place in
 correctness.html; for a ROLLBACK, the first answer that differed, reference and candidate side by
-side; then the longer tables folded in `<details>`, and relative links to the run's other report
-files (they sit beside summary.md, as CI artifacts do). Model output and reasons can hold markdown or HTML,
-so cell text has `|`, `<`, `>`, `&`, backticks, brackets, `*`, newlines and control characters
-neutralised, `@mentions` and `#123` references defused, and long text is cut: PR comments are
-limited to 65,536 characters.
+side; then the longer tables folded in `<details>`, and links to the run's other report files:
+relative (they sit beside summary.md, as CI artifacts do), or under the URL the run directory is
+published at (`--report-url BASE`: `ReportData.links`), so that they work in a PR comment.
+Model output and reasons can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`,
+backticks, brackets, `*`, newlines and control characters neutralised, `@mentions` and `#123`
+references defused, and long text is cut: PR comments are limited to 65,536 characters.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.report.viewmodel import provenance
 from gatekeeper.evidence import TextPair
 from gatekeeper.report.identity import identify
+from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
@@ -74,9 +76,9 @@ def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:
     return (check.status == Status.SKIP or check.undecided) and check.blocking and verdict == Verdict.HOLD
 
 
-def check_link(check_id: str) -> str:
-    """The check's id as a link to its place in correctness.html."""
-    return f"[`{md_code(check_id)}`](correctness.html#check-{quote(check_id, safe='.-_')})"
+def check_link(check_id: str, links: ReportLinks = RELATIVE) -> str:
+    """The check's id as a link to its place in correctness.html (beside summary.md, or under `links.base`)."""
+    return f"[`{md_code(check_id)}`]({links.to('correctness.html', 'check-' + quote(check_id, safe='.-_'))})"
 
 
 def _details(summary: str, lines: list[str]) -> list[str]:
@@ -91,7 +93,7 @@ def _excerpt(text: str, at: int | None, width: int = 240) -> str:
     return ("…" if start else "") + cut + ("…" if start + width < len(text) else "")
 
 
-def first_difference(run: RunResult) -> list[str]:
+def first_difference(run: RunResult, links: ReportLinks = RELATIVE) -> list[str]:
     """For a ROLLBACK: the first blocking FAIL that kept both answers, side by side."""
     for c in (c for g in run.gates for c in g.checks if c.status == Status.FAIL and c.blocking):
         pair = next((e for e in c.evidence if isinstance(e, TextPair)), None)
@@ -100,7 +102,7 @@ def first_difference(run: RunResult) -> list[str]:
         at = pair.divergence if pair.divergence is not None else \
             next((i for i, (a, b) in enumerate(zip(pair.reference, pair.candidate)) if a != b),
                  min(len(pair.reference), len(pair.candidate)))
-        lines = ["", "### First differing answer", "", f"{check_link(c.id)}: {md_cell(pair.title)}"]
+        lines = ["", "### First differing answer", "", f"{check_link(c.id, links)}: {md_cell(pair.title)}"]
         if pair.prompt:
             lines += ["", f"Prompt: {md_cell(_excerpt(pair.prompt, len(pair.prompt), 200))}"]
         return lines + ["", f"| Reference | Candidate (differs from character {at}) |", "|---|---|",
@@ -130,6 +132,7 @@ class MarkdownRenderer(Renderer):
 
     name = "markdown"
     filename = "summary.md"
+    links_out = True
 
     def render(self, data: ReportData) -> str:
         """summary.md's text; its footer points to the run's other report files."""
@@ -170,11 +173,11 @@ class MarkdownRenderer(Renderer):
             lines.append("|---|---|---|---|")
             for c in listed[:MAX_LISTED_CHECKS]:
                 blocking = "blocking" if c.blocking else "advisory"
-                lines.append(f"| {check_link(c.id)} | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
+                lines.append(f"| {check_link(c.id, data.links)} | {_STATUS_MARK[c.status]} | {blocking} | {md_cell(c.reason)} |")
             if len(listed) > MAX_LISTED_CHECKS:
                 lines += ["", f"…and {len(listed) - MAX_LISTED_CHECKS} more (see summary.json)."]
         if v == Verdict.ROLLBACK:
-            lines += first_difference(run)
+            lines += first_difference(run, data.links)
 
         if data.correctness:
             lines += _details(f"Correctness: {len(data.correctness)} dimensions", [
@@ -186,7 +189,7 @@ class MarkdownRenderer(Renderer):
         if stages:
             lines += _details("Shadow traffic: stages and rollback rules", [
                 "| Check | Status | Reason |", "|---|---|---|",
-                *(f"| {check_link(c.id)} | {_STATUS_MARK[c.status]} | {md_cell(c.reason)} |" for c in stages)])
+                *(f"| {check_link(c.id, data.links)} | {_STATUS_MARK[c.status]} | {md_cell(c.reason)} |" for c in stages)])
 
         gate = performance_gate(run)
         if gate is not None:
@@ -201,7 +204,7 @@ class MarkdownRenderer(Renderer):
                 "| Target | Startup | TTFT p50 | E2E p50 | E2E p95 | Output tok/s | Requests | Meaningful |",
                 "|---|---:|---:|---:|---:|---:|---:|---|", *(_perf_row(p) for p in perf.targets)])
         others = [name for name in data.report_files if name != self.filename]
-        footer = "Full reports: " + ", ".join(f"[{name}]({name})" for name in others) + ".\n"
+        footer = "Full reports: " + ", ".join(f"[{name}]({data.links.to(name)})" for name in others) + ".\n"
         text = "\n".join(lines)
         if len(text) > MAX_TOTAL_CHARS:
             text = text[: text.rfind("\n", 0, MAX_TOTAL_CHARS)] + "\n\n…(cut to fit a PR comment)"

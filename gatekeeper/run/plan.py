@@ -23,6 +23,7 @@ from gatekeeper.config.run_config import BY_NAME, find_file
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
 from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
+from gatekeeper.report_links import ReportLinks
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import TargetSpec, normalise_dtype
 from gatekeeper.targets.spec import parse_declared, parse_target
@@ -114,6 +115,7 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
         on_rollback=tuple(values["on_rollback"]),
         restricted=tuple(restricted),
         reference_cache=values.get("reference_cache") or None,
+        report_links=ReportLinks(values.get("report_url") or None),
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)

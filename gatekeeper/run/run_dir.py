@@ -41,7 +41,7 @@ INCOMPLETE = "incomplete.json"
 PLAN = "plan.json"
 PLAN_FORMAT = "gatekeeper.run.plan/1"
 ALWAYS_RERUN = frozenset({"startup"})
-_NOT_PLAN = frozenset({"out", "resume", "reference_cache"})  # options that say where, not what
+_NOT_PLAN = frozenset({"out", "resume", "reference_cache", "report_url"})  # options that say where, not what
 
 
 def mark_incomplete(run_dir: Path, run_id: str, started_at: str) -> None:

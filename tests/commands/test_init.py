@@ -99,7 +99,8 @@ def test_the_init_workflow_installs_gatekeeper_and_gates_into_a_directory_of_its
     itself; the gate step runs into runs/<run id>-<attempt>/ beside an earlier run a persistent
     runner kept, hands on exactly its own run directory, passes the reference cache and the
     Run workflow's candidate; the CI cache around it is keyed on the run config and policy and
-    saved even when the verdict fails the job; a self-hosted runner is explained."""
+    saved even when the verdict fails the job; a self-hosted runner is explained; REPORT_URL, when
+    set, becomes --report-url."""
     done = gk(tmp_path, "init", "--reference", "http://ref.internal:8000", "--candidate", "http://cand.internal:8000",
               "--no-keys")
     assert done.returncode == 0 and "INSTALL_GATEKEEPER" in done.stdout, done.stdout + done.stderr
@@ -138,7 +139,8 @@ def test_the_init_workflow_installs_gatekeeper_and_gates_into_a_directory_of_its
     (old / "summary.md").write_text("an earlier run\n")
     gated = run_step(workflow, "gate", tmp_path, tmp_path, {
         "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "2", "CANDIDATE_INPUT": "bundled:reference",
-        "GATEKEEPER_REFERENCE": "bundled:reference", "GATEKEEPER_GATES": "startup"})  # the URLs answer nothing here
+        "GATEKEEPER_REFERENCE": "bundled:reference", "GATEKEEPER_GATES": "startup",  # the URLs answer nothing here
+        "REPORT_URL": "https://reports.example/gatekeeper/4242-2"})
     assert gated.code == 0 and gated.outputs["exit_code"] == "0", gated.stderr
     run_dir = tmp_path / gated.outputs["run_dir"]
     assert run_dir.parent == tmp_path / "runs" / "4242-2" and (run_dir / "summary.md").is_file(), gated.outputs
@@ -147,6 +149,8 @@ def test_the_init_workflow_installs_gatekeeper_and_gates_into_a_directory_of_its
     assert "reference_cache" in summary, summary.keys()  # --reference-cache reached the run
     shown = run_step(workflow, "Job summary", tmp_path, tmp_path, {
         "RUN_DIR": gated.outputs["run_dir"], "GITHUB_STEP_SUMMARY": str(tmp_path / "step-summary")})
-    assert shown.code == 0 and (tmp_path / "step-summary").read_text().startswith("## gatekeeper: ✅ PROMOTE")
+    said = (tmp_path / "step-summary").read_text()
+    assert shown.code == 0 and said.startswith("## gatekeeper: ✅ PROMOTE"), said
+    assert "[summary.json](https://reports.example/gatekeeper/4242-2/summary.json)" in said, said  # REPORT_URL: --report-url
     upload = step(workflow, "Upload the run directory (reports, records, logs)")
     assert upload["with"]["path"] == "${{ steps.gate.outputs.run_dir }}"
