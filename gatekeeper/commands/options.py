@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import click
-
-if TYPE_CHECKING:
-    from gatekeeper.results import RunResult
-    from gatekeeper.run_plan import RunPlan
 
 
 def env_help(option: str, text: str) -> str:
@@ -87,16 +81,6 @@ def run_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(RUN_OPTIONS):
         command = option(command)
     return command
-
-
-def link_out(plan: RunPlan, result: RunResult) -> None:
-    """With --report-url, rewrite the finished run's summary.md with links under it: the runner
-    writes every report with relative links, and summary.md is the one read away from its directory
-    (a PR comment). Without it, nothing to do."""
-    if plan.report_links.base is not None:
-        from gatekeeper.report.writer import write_reports
-
-        write_reports(result, plan.out_dir / plan.run_id, plan.redactor(), plan.report_links, linking_out_only=True)
 
 
 def discard(run_dir: Path) -> None:

@@ -14,7 +14,6 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.cli_exit import crashed, fail, json_errors
-from gatekeeper.commands.options import link_out
 from gatekeeper.errors import GatekeeperError
 
 
@@ -74,7 +73,6 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
                      "ERRORs, changed expectations are judged as they are now")
     try:
         result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(values, sources)).run()
-        link_out(plan, result)
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the rejudge could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code

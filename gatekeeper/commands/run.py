@@ -9,7 +9,7 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.cli_exit import crashed, fail, json_errors
-from gatekeeper.commands.options import discard, env_help, link_out, run_options
+from gatekeeper.commands.options import discard, env_help, run_options
 from gatekeeper.errors import GatekeeperError
 
 
@@ -89,7 +89,6 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
                  + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
     try:
         result = Runner(plan, progress, parts, resumable, PlanOptions(values, sources)).run()
-        link_out(plan, result)
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: exit INTERNAL_ERROR, the run dir stays incomplete

@@ -30,9 +30,6 @@ class Renderer(ABC):
     """Identifier of the report, e.g. "summary_json"; the key of its path in `write_reports`."""
     filename: ClassVar[str]
     """The file the report is written to inside the run's directory, e.g. "summary.json"."""
-    links_out: ClassVar[bool] = False
-    """Whether its links follow `ReportData.links` (summary.md, read alone in a PR comment); the
-    pages link to each other beside themselves."""
 
     @abstractmethod
     def render(self, data: ReportData) -> str:

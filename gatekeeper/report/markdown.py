@@ -132,7 +132,6 @@ class MarkdownRenderer(Renderer):
 
     name = "markdown"
     filename = "summary.md"
-    links_out = True
 
     def render(self, data: ReportData) -> str:
         """summary.md's text; its footer points to the run's other report files."""

@@ -19,23 +19,21 @@ from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import RunResult
 
 
-def write_reports(run: RunResult, out_dir: Path, redactor: Redactor = NONE, links: ReportLinks = RELATIVE,
-                  linking_out_only: bool = False) -> dict[str, Path]:
+def write_reports(run: RunResult, out_dir: Path, redactor: Redactor = NONE, links: ReportLinks = RELATIVE) -> dict[str, Path]:
     """Render and write all reports for `run` into `out_dir` (created if missing), their links
     out of the run directory following `links`.
 
     Returns the written paths by renderer name: summary_json, junit, markdown,
     correctness_html, performance_html. summary.json goes first: it is what CI reads. Every
-    file's text passes through `redactor` before it is written. With `linking_out_only`, only
-    the reports whose links follow `links` (`Renderer.links_out`: summary.md) are written: a run
-    given --report-url rewrites those once the runner has written every report with relative links.
+    file's text passes through `redactor` before it is written; the reports read away from the
+    run directory (summary.md) link under `links` (--report-url).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     data = build_report_data(run, listed_filenames(), links)
     written: dict[str, Path] = {}
     failures: list[tuple[str, BaseException]] = []
-    for renderer in (r for r in RENDERERS if r.links_out or not linking_out_only):
+    for renderer in RENDERERS:
         try:
             written[renderer.name] = write_atomic(out_dir / renderer.filename, redactor.text(renderer.render(data)))
         except Exception as e:  # a renderer bug must not cost the other reports; re-raised below

@@ -171,7 +171,7 @@ class Runner:
             reference_cache=tape.cache_stats,
             rejudged_from=self._rejudged_from(),
         )
-        write_reports(result, self.run_dir, redactor)
+        write_reports(result, self.run_dir, redactor, plan.report_links)
         redactor.tree(self.run_dir)  # a last sweep: the logs are masked as written (targets/watchdog.py)
         mark_complete(self.run_dir)
         return result
