@@ -216,6 +216,7 @@ class RunResult:
     restricted: tuple[str, ...] = ()  # what the run's flags left out within its gates (--cases, --limit)
     reference_cache: CacheUse | None = None  # how the reference answer cache served the run (None: not used)
     rejudged_from: str | None = None  # the run whose recorded answers this one judged (gatekeeper rejudge)
+    redone: tuple[str, ...] = ()  # gates a resumed finished run asked again (`--resume RUN --redo GATE`)
 
     @property
     def partial(self) -> tuple[GateResult, ...]:

@@ -56,6 +56,9 @@ class Progress:
         if result.rejudged_from:
             self.console.print(f"re-judged the answers run {result.rejudged_from} recorded; no server was asked"
                                + (f"; carried over as measured: {', '.join(reused)}" if reused else ""), markup=False)
+        elif result.redone:
+            self.console.print(f"redone: {', '.join(result.redone)} asked again on fresh targets; kept from the earlier "
+                               f"run: {', '.join(reused) or 'nothing'}", markup=False)
         elif reused:
             ran = [g.id for g in result.gates if not g.reused]
             self.console.print(f"resumed: {len(reused)} gate(s) from the interrupted run ({', '.join(reused)}); "

@@ -23,7 +23,11 @@ from gatekeeper.errors import GatekeeperError
 @click.option("--resume", "resume_dir", default=None, metavar="RUN_DIR",
               help="Continue the interrupted run in RUN_DIR (it has incomplete.json): give the same options; its "
                    "finished gates are reused, the rest run again, one report is written.")
-def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str | None, **flags) -> None:
+@click.option("--redo", "redo", default=None, metavar="GATE[,GATE]",
+              help="With --resume: ask these gates again on fresh targets (gate 1 always runs), keeping every other "
+                   "gate's records; a finished run may be resumed so. summary.json names the gates redone.")
+def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str | None, redo: str | None,
+        **flags) -> None:
     """Run the gates on a candidate beside a reference and decide PROMOTE / HOLD / ROLLBACK.
 
     Options come from built-in defaults, then the run config (-c), then GATEKEEPER_<OPTION>
@@ -47,6 +51,8 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         json_errors()
     if resume_dir and dry_run:
         fail("--resume and --dry-run do not go together", exit_codes.USAGE)
+    if redo is not None and not resume_dir:
+        fail("--redo needs --resume RUN_DIR: the run whose gates to ask again", exit_codes.USAGE)
     run_id = Path(resume_dir).name if resume_dir else new_run_id()
     run_dir: Path | None = None
     cell_run = None
@@ -64,7 +70,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         parts = None if dry_run else fingerprint(plan, values)  # hashing the model and code: not for a dry run
         if resume_dir:
             assert parts is not None  # --resume and --dry-run were refused together above
-            resumable = check_resumable(Path(resume_dir), parts)
+            resumable = check_resumable(Path(resume_dir), parts, redo_gates(redo))
     except ConfigError as e:
         if run_dir is not None and not resume_dir:
             discard(run_dir)
@@ -103,3 +109,19 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
         click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())  # redacted when written
     sys.exit(result.exit_code)
+
+
+def redo_gates(redo: str | None) -> tuple[str, ...]:
+    """The gate ids --redo names, checked against the registry (ConfigError naming an unknown one)."""
+    if redo is None:
+        return ()
+    from gatekeeper.gates.registry import select
+
+    names = tuple(n.strip() for n in redo.split(",") if n.strip())
+    if not names:
+        from gatekeeper.errors import ConfigError
+
+        raise ConfigError("names no gate (--redo GATE[,GATE])", key="--redo")
+    select(list(names))  # unknown ids: exit 3 naming them
+    return names
+

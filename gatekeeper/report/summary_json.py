@@ -68,7 +68,7 @@ def summary_of(data: ReportData) -> dict[str, Any]:
         "gates": [gate_json(g, counts) for g, counts in data.gates()],
         "performance": data.performance.to_dict(),
         "hooks": [h.to_dict() for h in run.hooks],
-        **(_rejudged(run) if run.rejudged_from else _resumed(run.gates)),
+        **(_rejudged(run) if run.rejudged_from else _resumed(run.gates, run.redone)),
         **({"reference_cache": dataclasses.asdict(run.reference_cache)} if run.reference_cache else {}),
     }
 
@@ -78,12 +78,14 @@ def _rejudged(run: RunResult) -> dict[str, Any]:
     return {"rejudged": {"from": run.rejudged_from, "carried_over": [g.id for g in run.gates if g.reused]}}
 
 
-def _resumed(gates: tuple[GateResult, ...]) -> dict[str, Any]:
+def _resumed(gates: tuple[GateResult, ...], redone: tuple[str, ...]) -> dict[str, Any]:
     """For a resumed run (`gatekeeper run --resume`): which gates came from the interrupted run's
-    records and which ran now; nothing for a run that was not resumed."""
-    if not any(g.reused for g in gates):
+    records, which ran now, and which of those a finished run asked again (`--redo`); nothing for a
+    run that was not resumed."""
+    if not any(g.reused for g in gates) and not redone:
         return {}
-    return {"resumed": {"reused": [g.id for g in gates if g.reused], "ran": [g.id for g in gates if not g.reused]}}
+    return {"resumed": {"reused": [g.id for g in gates if g.reused], "ran": [g.id for g in gates if not g.reused and g.excluded is None],
+                        **({"redone": list(redone)} if redone else {})}}
 
 
 class SummaryJsonRenderer(Renderer):

@@ -13,7 +13,9 @@
   1 establishes about them (versions, execution path, capabilities) must hold for this launch.
 
 Reused gates are marked (`GateResult.reused`), and summary.json lists which gates were reused and
-which ran.
+which ran. `--resume DIR --redo GATE[,GATE]` continues a finished run too: the named gates are
+asked again on fresh targets (with gate 1), every other gate's records are kept, and one report is
+written whose summary.json names the gates redone.
 """
 
 from __future__ import annotations
@@ -131,17 +133,28 @@ class Resumable:
     gates: Mapping[str, GateResult]
     timings: Mapping[str, tuple[RequestTiming, ...]]
     records: tuple[dict[str, Any], ...]  # the lines of the reused gates, as read
+    redone: tuple[str, ...] = ()  # gates of a finished run asked again (--redo), not reused
 
 
-def check_resumable(run_dir: Path, parts: Mapping[str, str]) -> Resumable:
+def without(resumable: Resumable, redo: tuple[str, ...]) -> Resumable:
+    """`resumable` with the `redo` gates set aside: they run again on fresh targets."""
+    keep = {g: r for g, r in resumable.gates.items() if g not in redo}
+    records = tuple(r for r in resumable.records if r.get("id" if r.get("format") == GATE_FORMAT else "gate") in keep)
+    return Resumable(resumable.run_dir, keep, {g: t for g, t in resumable.timings.items() if g in keep}, records, redo)
+
+
+def check_resumable(run_dir: Path, parts: Mapping[str, str], redo: tuple[str, ...] = ()) -> Resumable:
     """The finished gates of the interrupted run in `run_dir`, after checking it is one and that
-    it was made by the same plan (ConfigError, exit 3, naming what differs)."""
+    it was made by the same plan (ConfigError, exit 3, naming what differs). With `redo` (gate
+    ids), a finished run may be continued too: those gates are asked again, the rest reused."""
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {run_dir}: no such run directory")
     if not (run_dir / INCOMPLETE).exists():
         done = (run_dir / "summary.json").exists()
-        raise ConfigError(f"--resume {run_dir}: " + ("the run is complete (summary.json); nothing to resume" if done
-                                                     else f"not an interrupted run ({INCOMPLETE} is missing)"))
+        if not (done and redo):
+            raise ConfigError(f"--resume {run_dir}: " + ("the run is complete (summary.json); nothing to resume" if done
+                                                         else f"not an interrupted run ({INCOMPLETE} is missing)"),
+                              hint="to ask some of its gates again: --resume RUN_DIR --redo GATE[,GATE]" if done else None)
     try:
         recorded = json.loads((run_dir / PLAN).read_text(encoding="utf-8"))
         before = recorded["fingerprint"]
@@ -152,7 +165,7 @@ def check_resumable(run_dir: Path, parts: Mapping[str, str]) -> Resumable:
     if changed:
         raise ConfigError(f"--resume {run_dir}: the plan differs from the interrupted run's in: {', '.join(changed)}",
                           hint="give the same options, files and gatekeeper version as the run had")
-    return finished_gates(run_dir)
+    return without(finished_gates(run_dir), redo) if redo else finished_gates(run_dir)
 
 
 def finished_gates(run_dir: Path) -> Resumable:

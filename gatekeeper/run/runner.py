@@ -113,7 +113,8 @@ class Runner:
             keep_reused_records(self.resume)
             set_aside_logs(self.run_dir)
             self.progress(f"resuming {self.run_dir}: {len(self.resume.gates)} finished gate(s) reused"
-                          + (f" ({', '.join(self.resume.gates)})" if self.resume.gates else ""))
+                          + (f" ({', '.join(self.resume.gates)})" if self.resume.gates else "")
+                          + (f"; asking again: {', '.join(self.resume.redone)}" if self.resume.redone else ""))
         redactor = plan.redactor()
         records = RecordWriter(self.run_dir / "records.jsonl", redactor)
         endpoints: dict[str, TapedEndpoint] = {}
@@ -170,6 +171,7 @@ class Runner:
             restricted=plan.restricted,
             reference_cache=tape.cache_stats,
             rejudged_from=self._rejudged_from(),
+            redone=self.resume.redone if self.resume is not None else (),
         )
         write_reports(result, self.run_dir, redactor, plan.report_links)
         redactor.tree(self.run_dir)  # a last sweep: the logs are masked as written (targets/watchdog.py)
