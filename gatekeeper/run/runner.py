@@ -150,7 +150,7 @@ class Runner:
                 ep.close()
             records.close()
             tape.close()
-        verdict, reasons = decide(gates, plan.restricted, next_steps.stepper(plan.policy))
+        verdict, reasons = decide(gates, plan.restricted, next_steps.stepper(plan.policy, self.run_dir))
         hooks = run_hooks([Hook(t) for t in plan.on_rollback], verdict.value, plan.run_id, self.run_dir, list(reasons),
                           redactor)
         for h in hooks:

@@ -19,7 +19,7 @@ def _check(check_id: str, status: Status, blocking: bool = True, undecided: bool
 
 
 def test_each_cause_of_a_hold_gets_its_step_once():
-    step = stepper(load_policy(DEFAULT, settings_types()))
+    step = stepper(load_policy(DEFAULT, settings_types()), Path("reports/r1"))
     rule = _check("shadow.rule.answers_differ", Status.WARN, undecided=True)
     rule2 = _check("shadow.rule.json_parse", Status.WARN, undecided=True)
     figure = _check("performance.c1.tpot_p50_s", Status.WARN, undecided=True)
@@ -28,9 +28,9 @@ def test_each_cause_of_a_hold_gets_its_step_once():
     skip = _check("golden.tool-weather", Status.SKIP)
     coverage = _check("longctx.coverage", Status.FAIL, blocking=False)
     shared = _check("shadow.candidate_crashed", Status.ERROR, reason="… a defect both builds share … Next: re-run")
-    assert "gates.shadow.extension (now 780" in step(rule) and "--gates startup,shadow" in step(rule)
-    assert "gates.performance.rounds (now 3–12" in step(figure) and "--gates startup,performance" in step(figure)
-    assert "correctness.html#check-longctx.session_decay" in step(error) and "--gates startup,longctx" in step(error)
+    assert "gates.shadow.extension (now 780" in step(rule) and "--resume reports/r1 --redo shadow`" in step(rule)
+    assert "gates.performance.rounds (now 3–12" in step(figure) and "--redo performance`" in step(figure)
+    assert "correctness.html#check-longctx.session_decay" in step(error) and "--redo longctx`" in step(error)
     assert "read reference.log" in step(gone)
     assert 'checks: [{match: "golden.tool-weather", blocking: false}]' in step(skip)
     assert "not judged" in step(coverage)
