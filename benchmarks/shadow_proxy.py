@@ -1,9 +1,10 @@
 """Gate 5 against real faults on the wire: the bundled candidate behind a real HTTP proxy that
-breaks a share of its JSON answers, changes a share of its answers, or answers a share of its
-requests 503 (retried by the client), and a bundled reference with its replica — the default
-policy's stages and extension, `gatekeeper run --gates shadow`, a few seeds in a row.
+breaks a share of its JSON answers, changes a share of its answers or every answer of one tenant
+(known by its requests' messages), or answers a share of its requests 503 (retried by the client),
+and a bundled reference with its replica — the default policy's stages and extension,
+`gatekeeper run --gates shadow`, a few seeds in a row.
 
-    python benchmarks/shadow_proxy.py [--seeds 3] [--scenarios json:0.1 changed:0.03 503s:0.02 clean:0]
+    python benchmarks/shadow_proxy.py [--seeds 3] [--scenarios json:0.1 changed:0.03 503s:0.02 tenant:1 clean:0]
 
 Printed per run: the verdict, the rule that decided it (FAIL or undecided), the pairs replayed and
 the wall time. A fault must not PROMOTE; the clean proxy (`clean:0`, passing everything) must.
@@ -31,14 +32,25 @@ from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 NON_STREAMED = 0.89  # of the shipped traffic's answers (and of its JSON answers: 79 of 87)
+TENANT = "assistant"  # `tenant:1`: every non-streamed answer of this tenant (~20% of the sample) changed
 
 
 def rewriter(kind: str, rate: float, seed: int):
-    """`rewrite(path, body)` for fault_proxy: break JSON (cut the answer in half where it is a
-    JSON object) or change the answer (other, valid text) on a seeded share of answers."""
+    """`rewrite(path, body, request)` for fault_proxy: break JSON (cut the answer in half where it
+    is a JSON object) or change the answer (other, valid text) on a seeded share of answers; for
+    `tenant`, change every answer to a request of tenant TENANT (known by its messages)."""
     rng, lock = random.Random(f"{seed}:{kind}"), threading.Lock()
+    broken = tenant_requests(TENANT) if kind == "tenant" else set()
 
-    def rewrite(path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def rewrite(path: str, body: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        if kind == "tenant":
+            if _messages_key(request) not in broken:
+                return body
+            for choice in body.get("choices") or []:
+                msg = choice.get("message") or {}
+                if isinstance(msg.get("content"), str):
+                    msg["content"] = _changed(msg["content"])
+            return body
         for choice in body.get("choices") or []:
             msg = choice.get("message") or {}
             text = msg.get("content")
@@ -55,6 +67,16 @@ def rewriter(kind: str, rate: float, seed: int):
     return rewrite
 
 
+def tenant_requests(tenant: str) -> set[str]:
+    """The message lists of the shipped sample's requests from `tenant` (what the wire shows of it)."""
+    records = (json.loads(line) for line in (ROOT / "golden_sets" / "traffic" / "sample.jsonl").read_text().splitlines())
+    return {_messages_key(r["request"]) for r in records if r.get("tenant") == tenant}
+
+
+def _messages_key(request: dict[str, Any]) -> str:
+    return json.dumps(request.get("messages"), sort_keys=True)
+
+
 def _changed(text: str) -> str:
     """Another answer of the same kind: JSON stays valid JSON, text stays text."""
     try:
@@ -67,9 +89,10 @@ def _changed(text: str) -> str:
 def one(seed: int, kind: str, rate: float, reference_url: str, candidate_url: str, out: Path) -> tuple[str, str, int, float]:
     """One gate-5 run through the proxy; (verdict, deciding rule, pairs replayed, seconds)."""
     mode = "unavailable_random" if kind == "503s" else "pass"
-    rewrite = rewriter(kind, rate, seed) if kind in ("json", "changed") else None
+    rewrite = rewriter(kind, rate, seed) if kind in ("json", "changed", "tenant") else None
     t0 = time.perf_counter()
-    with fault_proxy(candidate_url, mode, rewrite=rewrite, rate=rate if kind == "503s" else 0.0, seed=seed) as proxy:
+    with fault_proxy(candidate_url, mode, rewrite=rewrite, rate=rate if kind == "503s" else 0.0, seed=seed,
+                     rewrite_sees_request=True) as proxy:
         res = gk_run(out, "--reference", reference_url, "--candidate", proxy + "/v1", "--gates", "shadow",
                      "--seed", str(seed), timeout=1800)
     wall = time.perf_counter() - t0

@@ -51,7 +51,9 @@ class _Handler(BaseHTTPRequestHandler):
             with httpx.Client(timeout=120) as http:
                 r = http.post(self.server.upstream + self.path, content=body,
                               headers={"content-type": self.headers.get("content-type", "application/json")})
-            out = json.dumps(rewrite(self.path, r.json())).encode() if r.status_code == 200 else r.content
+            sent = json.loads(body or b"{}") if self.server.rewrite_sees_request else None
+            out = (json.dumps(rewrite(self.path, r.json(), sent) if sent is not None else rewrite(self.path, r.json())).encode()
+                   if r.status_code == 200 else r.content)
             self._reply(r.status_code, out)
             return
         with httpx.Client(timeout=120) as http:
@@ -210,8 +212,10 @@ class _ProxyServer(ThreadingHTTPServer):
 
     def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
                  rewrite: Callable[[str, dict], dict] | None = None, rate: float = 0.0, seed: int | str = 0,
-                 injected: list | None = None, port: int = 0, version: str | None = None) -> None:
+                 injected: list | None = None, port: int = 0, version: str | None = None,
+                 rewrite_sees_request: bool = False) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
+        self.rewrite_sees_request = rewrite_sees_request
         self.version = version
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
         self.rewrite = rewrite
@@ -236,7 +240,7 @@ class _ProxyServer(ThreadingHTTPServer):
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None, *,
                 rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0,
-                version: str | None = None) -> Iterator[str]:
+                version: str | None = None, rewrite_sees_request: bool = False) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
@@ -246,11 +250,13 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     server does to the stream it serves when another request waits; each appended to `injected`) or
     reject_json_schema (a request with `response_format: json_schema` answers 500 with llama-cpp-python's validation
     message and a traceback path naming the proxy's port); `rewrite(path, body)`
-    edits every non-streamed JSON answer; seeded_batch_dies (a POST carrying `seed` while another is in flight
+    edits every non-streamed JSON answer (`rewrite(path, body, request)` with `rewrite_sees_request`:
+    the request's JSON too); seeded_batch_dies (a POST carrying `seed` while another is in flight
     kills the "engine": it and every later POST answer 500, GET /health 503, as vLLM 0.31/0.32's CPU engine does
     on a seeded request split by chunked prefill); engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
     API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose."""
-    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version)
+    srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version,
+                       rewrite_sees_request)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:
