@@ -281,7 +281,8 @@ class GoldenGate(Gate):
 
     def _judge_stream(self, ctx: GateContext, name: str, case: GoldenCase, streamed: Answer, plain: Answer,
                       ref_stream: Answer | None, refs: list[Answer], no_finish: str | None, cuts_shared: bool) -> None:
-        started = time.perf_counter()
+        # its time is its stream's (the streams went out together, judged after): the request, then the judging
+        started = time.perf_counter() - (streamed.e2e_s if isinstance(streamed, ChatResponse) else 0.0)
         refusal = refused_alike(streamed, plain, *refs)
         if refusal is not None:  # the case's request feature, refused by both targets: not judged, not an ERROR
             ctx.refused_by_both(name, refusal, family=case.family)

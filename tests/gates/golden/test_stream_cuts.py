@@ -87,6 +87,7 @@ def test_streams_both_targets_cut_at_random_are_judged_against_the_references_ra
     streams = {k: v for k, v in _statuses(out, ".stream").items()}
     cut = [k for k, v in streams.items() if v == "WARN" and "judged as a rate by golden.stream_cuts" in out.check(k)["reason"]]
     assert len(cut) == 4 and set(streams.values()) <= {"PASS", "WARN"}, streams
+    assert all(out.check(k)["duration_s"] > 0 for k in streams)  # each its stream's time, not 0 (JUnit shows it)
     assert out.summary["verdict"] != "ROLLBACK", out.summary["reasons"]
 
 
