@@ -96,9 +96,11 @@ def judge(ctx: GateContext, after: Liveness) -> bool:
 
 def note_copy_deaths(known: dict[str, dict[str, str]], gate_id: str, extra: Sequence[Endpoint],
                      targets: Mapping[str, Target]) -> None:
-    """Add to `known` the root causes the engines a gate launched beside the run's own died of
-    (gate 4's batch-features copies, a performance round's launches), per build: `reference-batch`
-    is the reference's. The first gate a cause was seen in is kept."""
+    """Add to `known` the root causes the engines a gate launched beside the run's own died of, per
+    build, the build read from the launch's role: `reference-batch` and `candidate-batch` (gate 4's
+    batch-features copies), `reference-replica` (gate 5's twin), `candidate-for-performance-N`; the
+    performance gate's `baseline-N` is not read as the reference's (that gate runs last: nothing
+    after it could be blamed). The first gate a cause was seen in is kept."""
     for ep in extra:
         base, target = ep.role.split("-")[0], targets.get(ep.role)
         if base in ROLES and target is not None and ep.streak.confirm() is not None:
