@@ -27,3 +27,8 @@ def gk_rejudge(run_dir: Path, *args: str, out: Path | None = None) -> RunOutcome
 def checks(summary: dict) -> dict[str, tuple[str, bool, str]]:
     """Every check of a summary by id: (status, blocking, reason)."""
     return {c["id"]: (c["status"], c["blocking"], c["reason"]) for g in summary["gates"] for c in g["checks"]}
+
+
+def comparable_reasons(out: RunOutcome) -> list[str]:
+    """A run's verdict reasons with its own directory written `<RUN>`: a "Next:" names the run to resume."""
+    return [r.replace(str(out.run_dir), "<RUN>") for r in out.summary["reasons"]]
