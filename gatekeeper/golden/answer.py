@@ -4,7 +4,8 @@ Reference comparison, stream-versus-non-stream agreement and the report's side-b
 need one canonical rendering of a chat response: the text, stripped, followed by each tool call
 as `name(arguments)` with the arguments re-serialised from their decoded JSON (sorted keys), so
 two answers that differ only in argument whitespace or key order compare equal, and arguments
-that are not JSON show up verbatim.
+that are not JSON show up verbatim. A side-by-side pair shows both answers' parallel calls in
+one canonical order (`render_pair`, `call_order.py`), so a pure order swap shows no difference.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import json
 import re
 from typing import Any
 
-from gatekeeper.endpoints.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
+from gatekeeper.golden.call_order import CANONICAL_NOTE, in_canonical_order
 
 _FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*?)\n?```", re.S)
 
@@ -32,17 +34,32 @@ def clip(text: str, limit: int = 80) -> str:
 
 def render_calls(response: ChatResponse) -> list[str]:
     """Each tool call as `name(args)`, args canonical JSON when they parse, raw otherwise."""
-    out = []
-    for call in response.tool_calls:
-        parsed = call.parsed
-        args = call.arguments if parsed is None else json.dumps(parsed, sort_keys=True, ensure_ascii=False)
-        out.append(f"{call.name}({args})")
-    return out
+    return [_render_call(call) for call in response.tool_calls]
+
+
+def _render_call(call: ToolCall) -> str:
+    parsed = call.parsed
+    args = call.arguments if parsed is None else json.dumps(parsed, sort_keys=True, ensure_ascii=False)
+    return f"{call.name}({args})"
 
 
 def render_answer(response: ChatResponse) -> str:
-    """Text then tool calls, one per line: what the report shows and similarity is computed on."""
+    """Text then tool calls, one per line: what similarity is computed on and judgements compare."""
     return "\n".join([response.text.strip(), *render_calls(response)]).strip()
+
+
+def render_pair(reference: ChatResponse, candidate: ChatResponse) -> tuple[str, str]:
+    """Both answers as `render_answer` renders them, for a side-by-side text: where both made
+    more than one call, the calls in canonical order on both sides, and a last line saying so when
+    that moved any (`call_order.py`). For the report only: judging keeps `render_answer`."""
+    ref_calls, cand_calls, moved = in_canonical_order(reference.tool_calls, candidate.tool_calls,
+                                                      lambda c: (c.name, c.arguments))
+    note = [CANONICAL_NOTE] if moved else []
+
+    def shown(response: ChatResponse, calls: list[ToolCall]) -> str:
+        return "\n".join([response.text.strip(), *map(_render_call, calls), *note]).strip()
+
+    return shown(reference, ref_calls), shown(candidate, cand_calls)
 
 
 def answer_key(response: ChatResponse, as_json: bool = False) -> Any:

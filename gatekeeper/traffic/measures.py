@@ -45,6 +45,7 @@ from typing import Any
 
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.task import NOT_JSON, Task, json_schema_of, parsed_json, refused, valid_calls, valid_json
+from gatekeeper.golden.call_order import CANONICAL_NOTE, in_canonical_order
 from gatekeeper.golden.degeneration import find_degeneration
 from gatekeeper.text import first_divergence
 from gatekeeper.traffic.format import TrafficRecord
@@ -143,8 +144,21 @@ def _decoded(args: str) -> Any:
 
 
 def render(a: Answer) -> str:
-    """Text then tool calls, one per line (what similarity is computed on and reports show)."""
+    """Text then tool calls, one per line (what similarity and the first divergence are computed on)."""
     return "\n".join([a.text.strip(), *(f"{n}({args})" for n, args in a.calls)]).strip()
+
+
+def render_pair(reference: Answer, candidate: Answer) -> tuple[str, str]:
+    """Both answers as `render` renders them, for the report's side-by-side text: where both made
+    more than one call, the calls in canonical order on both sides, and a last line saying so when
+    that moved any (`golden/call_order.py`), so a pure order swap shows no difference."""
+    ref_calls, cand_calls, moved = in_canonical_order(reference.calls, candidate.calls, lambda c: c)
+    note = [CANONICAL_NOTE] if moved else []
+
+    def shown(a: Answer, calls: list[tuple[str, str]]) -> str:
+        return "\n".join([a.text.strip(), *(f"{n}({args})" for n, args in calls), *note]).strip()
+
+    return shown(reference, ref_calls), shown(candidate, cand_calls)
 
 
 def similarity(a: str, b: str) -> float:

@@ -26,7 +26,7 @@ from gatekeeper.gates.golden.stream_cuts import ALPHA as STREAM_CUT_ALPHA, CutRa
 from gatekeeper.gates.interface import Gate, GateContext, Missing
 from gatekeeper.stats import noise
 from gatekeeper.stats.noise import ask_twice
-from gatekeeper.golden.answer import render_answer
+from gatekeeper.golden.answer import render_answer, render_pair
 from gatekeeper.golden.baseline import Baseline, load_baseline
 from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
 from gatekeeper.golden.request import Asker
@@ -337,7 +337,7 @@ def _missing(baseline: Baseline, case_id: str, run: int) -> EndpointError:
 
 
 def _pair(title: str, case: GoldenCase, reference: ChatResponse, candidate: ChatResponse) -> TextPair:
-    ref_text, cand_text = render_answer(reference), render_answer(candidate)
+    ref_text, cand_text = render_pair(reference, candidate)
     return TextPair(title, ref_text, cand_text, first_divergence(ref_text, cand_text), case.prompt_text)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from gatekeeper.detection import Items
@@ -41,13 +42,14 @@ from gatekeeper.gates.longctx import tool_review
 from gatekeeper.gates.longctx.tool_review import key
 from gatekeeper.stats.noise import ask_twice
 from gatekeeper.golden.structured import JsonSchema
+from gatekeeper.golden.call_order import CANONICAL_NOTE, in_canonical_order
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.endpoints.fanout import fan_out, raise_first
 from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, kept, refused_by_both, refused_each, refused_note, text
-from gatekeeper.endpoints.responses import ChatResponse
+from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
 from gatekeeper.gates.longctx.checks import JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM
 
@@ -91,10 +93,21 @@ def _calls_ok(a: Answer, expected: list[dict[str, Any]], tools: list[dict[str, A
     return m.ok, "; ".join(m.problems), False
 
 
-def _render(a: Answer) -> str:
+def _render_pair(a: Answer, b: Answer) -> tuple[str, str]:
+    """Two answers' text and calls for a side-by-side text; where both made more than one call,
+    in canonical order on both sides with a note when that moved any (`golden/call_order.py`)."""
+    if not isinstance(a, ChatResponse) or not isinstance(b, ChatResponse):
+        return _render(a), _render(b)
+    a_calls, b_calls, moved = in_canonical_order(a.tool_calls, b.tool_calls, lambda c: (c.name, c.arguments))
+    note = f"\n{CANONICAL_NOTE}" if moved else ""
+    return _render(a, a_calls) + note, _render(b, b_calls) + note
+
+
+def _render(a: Answer, calls: Sequence[ToolCall] | None = None) -> str:
+    """An answer's text then its calls (`calls`: in that order), or the error of a failed request."""
     if not isinstance(a, ChatResponse):
         return str(a)
-    return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in a.tool_calls)
+    return text(a) + "".join(f"\n{c.name}({c.arguments})" for c in (a.tool_calls if calls is None else calls))
 
 
 def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int) -> None:
@@ -239,7 +252,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
                f"{n - len(quirks)} of {n} streamed tool-call answers judged, each equal to its non-streamed one"
                if len(quirks) < n else f"none of {n} streamed tool-call answers judged") + quirk_text,
               {"cases": n, "differ": len(diff), "differ_both_fail": len(quirks)},
-              [TextPair("non-streamed vs streamed (candidate)", _render(cand[shown[0]]), _render(streamed[shown[0]]), 0, None)]
+              [TextPair("non-streamed vs streamed (candidate)", *_render_pair(cand[shown[0]], streamed[shown[0]]), 0, None)]
               if shown else [], judged=Items(n - len(quirks), "streamed tool-call answers differing from the non-streamed",
                                              reference_fails_all=True))
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from gatekeeper.evidence import Table, TextPair
 from gatekeeper.traffic.analysis import SliceResult
-from gatekeeper.traffic.measures import Measures, Pair, render
+from gatekeeper.text import first_divergence
+from gatekeeper.traffic.measures import Measures, Pair, render_pair
 
 WORST_PAIRS = 5
 _ORDER = itertools.count()
@@ -27,9 +28,11 @@ def keep_worst(heap: list[tuple[float, int, Pair, Measures]], pair: Pair, m: Mea
 
 
 def pair_evidence(pair: Pair, m: Measures) -> TextPair:
-    """A pair's answers side by side, headed by its similarity to the reference's (and the twin's)."""
+    """A pair's answers side by side, headed by its similarity to the reference's (and the twin's);
+    parallel calls in one order on both sides (`render_pair`), the first divergence found in what is shown."""
+    ref_text, cand_text = render_pair(pair.reference, pair.candidate)
     return TextPair(f"{pair.id} ({pair.tenant}, {pair.kind}): similarity {m.similarity:.2f} (twin {m.twin_similarity:.2f})",
-                    render(pair.reference), render(pair.candidate), m.divergence, None)
+                    ref_text, cand_text, first_divergence(ref_text, cand_text), None)
 
 
 def slice_table(slices: Sequence[SliceResult]) -> Table:
