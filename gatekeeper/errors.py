@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from gatekeeper import exit_codes
 
@@ -57,6 +58,25 @@ class TargetError(GatekeeperError):
             self.hint = hint
 
 
+@dataclass(frozen=True)
+class RequestFacts:
+    """Where a failed request stood, for the evidence a report shows beside its ERROR: the target
+    (`role`) and the gate that asked, what was asked (`request`, a short description; `key` and
+    `occurrence` find its line in the run's answers/<role>.jsonl), when it was sent (UTC) and how
+    long it ran, the transient answers retried first, and the lines the target's log gained while
+    it was in flight (a launched target's; none for a URL)."""
+
+    role: str
+    gate: str
+    request: str
+    key: str
+    occurrence: int
+    started_at: str
+    elapsed_s: float
+    retries: int = 0
+    log: tuple[str, ...] = ()
+
+
 class EndpointError(GatekeeperError):
     """An HTTP exchange with an endpoint failed; `kind` classifies it for the report.
 
@@ -64,13 +84,14 @@ class EndpointError(GatekeeperError):
     not the JSON shape expected), "stream" (SSE cut or garbled), "unsupported" (the endpoint
     says it does not do this: 404/405/501 or a 400 naming the feature). `retries_done`: the client
     already applied its bounded retry to this answer (gatekeeper/endpoints/retry.py), so asking again would
-    multiply the bound.
+    multiply the bound. `facts`: where the request stood when it failed (`RequestFacts`), when known.
     """
 
     def __init__(self, kind: str, url: str, message: str, status: int | None = None, *, retries_done: bool = False):
         super().__init__(f"{kind} error at {url}" + (f" (HTTP {status})" if status else "") + f": {message}")
         self.kind, self.url, self.status, self.detail = kind, url, status, message
         self.retries_done = retries_done
+        self.facts: RequestFacts | None = None  # set by the recording endpoint that saw it fail (tape/endpoint.py)
 
     @property
     def refusal(self) -> bool:

@@ -82,6 +82,13 @@ class Coverage:
     unjudged: tuple[tuple[str, int], ...] = ()
     min_share: float = 0.0
     not_asked: tuple[tuple[str, int], ...] = ()  # items outside coverage: they need a capability neither target has
+    lost_to: tuple[tuple[str, int], ...] = ()  # per unjudged reason, the failed requests that lost its items
+
+    def unjudged_text(self) -> str:
+        """The unjudged items by reason, e.g. "125 lost to 1 failed request, 2 reference unstable"."""
+        lost = dict(self.lost_to)
+        return ", ".join(f"{n} lost to {lost[why]} failed request{'s' if lost[why] != 1 else ''}" if why in lost
+                         else f"{n} {why}" for why, n in self.unjudged)
 
     @property
     def total(self) -> int:

@@ -32,6 +32,7 @@ from gatekeeper.detection import DetectionLimit, Items, rule
 from gatekeeper.errors import EndpointError, gist
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.evidence import Evidence
+from gatekeeper.gates.request_evidence import request_evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import TargetSpec
@@ -63,6 +64,7 @@ class Tally:
     judged: int = 0
     unjudged: dict[str, int] = field(default_factory=dict)
     not_asked: dict[str, int] = field(default_factory=dict)
+    lost_to: dict[str, int] = field(default_factory=dict)  # per reason, the failed requests that lost its items
     counted: bool = False  # the gate counted its items itself (else coverage is derived from its checks)
 
 
@@ -167,6 +169,7 @@ class GateContext:
         limit: DetectionLimit | None = None,
         decide: str = "",
         near_miss: bool = False,
+        failed: Iterable[EndpointError] = (),
     ) -> CheckResult:
         """Record one check `<gate>.<name>` (`name` may be the whole id) with the policy's blocking
         rule applied (`advisory`: non-blocking whatever the policy says); `judgement` how it decided
@@ -174,7 +177,8 @@ class GateContext:
         judged, HOLDs when blocking). `judged`: the items a count check judged, `limit` what it
         would have caught (`detection.py`; none judged is undecided, `detection.rule`), `decide`
         what would decide it if that limit is wider than the materiality; `near_miss`: it passed
-        close to firing (a PROMOTE's reasons name it). Its duration is the time since `started`,
+        close to firing (a PROMOTE's reasons name it); `failed`: the requests whose failure
+        decided it (their facts and log lines lead its evidence). Its duration is the time since `started`,
         else since the gate's previous check."""
         check_id = name if name.startswith(f"{self.gate_id}.") else f"{self.gate_id}.{name}"
         if judged is not None and limit is None:
@@ -191,7 +195,7 @@ class GateContext:
             blocking=self.blocking_rule(check_id) and not advisory,
             reason=reason,
             metrics=dict(metrics or {}),
-            evidence=tuple(evidence),
+            evidence=(*request_evidence(failed), *evidence),
             family=family,
             duration_s=since_last if started is None else time.perf_counter() - started,
             judgement=judgement or self.judgement,
@@ -206,7 +210,8 @@ class GateContext:
 
     def error_check(self, name: str, error: EndpointError, family: str | None = None) -> CheckResult:
         """Record a check that could not run because an endpoint failed (status ERROR)."""
-        return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family)
+        return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family,
+                          failed=(error,))
 
     def refused_by_both(self, name: str, refusal: EndpointError, items: int = 1, family: str | None = None) -> CheckResult:
         """Record a check whose requests both targets refused alike (a feature neither serves, found at
@@ -287,19 +292,22 @@ class GateContext:
         if n:
             self.tally.not_asked[why] = self.tally.not_asked.get(why, 0) + n
 
-    def not_judged(self, reason: str, n: int = 1) -> None:
+    def not_judged(self, reason: str, n: int = 1, requests: int | None = None) -> None:
         """Count `n` items this gate could not judge, and why (e.g. "reference fails too",
-        "reference unstable", "capability missing", "request failed")."""
+        "reference unstable", "capability missing", "request failed"); `requests`: the failed
+        requests that lost them (coverage says "125 lost to 1 failed request")."""
         self.tally.counted = True
         if n:
             self.tally.unjudged[reason] = self.tally.unjudged.get(reason, 0) + n
+            if requests is not None:
+                self.tally.lost_to[reason] = self.tally.lost_to.get(reason, 0) + requests
 
     def coverage(self, min_share: float) -> Coverage:
         """What the gate judged: its own counts, or — for a gate that counts nothing itself — one
         item per check (PASS, WARN and FAIL judged; SKIP, ERROR and undecided checks not)."""
         if self.tally.counted:
             return Coverage(self.tally.judged, tuple(sorted(self.tally.unjudged.items())), min_share,
-                            tuple(sorted(self.tally.not_asked.items())))
+                            tuple(sorted(self.tally.not_asked.items())), tuple(sorted(self.tally.lost_to.items())))
         unjudged: dict[str, int] = {}
         for c in self.checks:
             if c.status in (Status.SKIP, Status.ERROR) or c.undecided:
@@ -313,7 +321,7 @@ class GateContext:
         gate that judged too little holds the run (an advisory FAIL is HOLD), it never rolls a
         candidate back."""
         coverage = self.coverage(min_share)
-        unjudged = ", ".join(f"{n} {why}" for why, n in coverage.unjudged)
+        unjudged = coverage.unjudged_text()
         share = "nothing" if coverage.share is None else f"{coverage.judged} of {coverage.total} items ({coverage.share:.0%})"
         not_asked = ", ".join(f"{n} as {why}" for why, n in coverage.not_asked)
         reason = (f"judged {share}" + (f"; not judged: {unjudged}" if unjudged else "")
@@ -323,6 +331,8 @@ class GateContext:
                    "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
         if coverage.not_asked:
             metrics["not_asked"] = dict(coverage.not_asked)
+        if coverage.lost_to:
+            metrics["lost_to_failed_requests"] = dict(coverage.lost_to)
         result = CheckResult(f"{self.gate_id}.coverage", self.gate_id, Status.PASS if coverage.enough else Status.FAIL,
                              False, reason, metrics, judgement=Judgement.TOLERANCE)
         self.checks.append(result)

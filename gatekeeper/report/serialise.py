@@ -71,6 +71,8 @@ def coverage_json(coverage: Coverage) -> dict[str, Any]:
                            "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
     if coverage.not_asked:
         out["not_asked"] = dict(coverage.not_asked)
+    if coverage.lost_to:
+        out["lost_to"] = dict(coverage.lost_to)
     return out
 
 

@@ -191,7 +191,9 @@ def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
     for gate_id, end in ends.items():
         checks = tuple(_check(r) for r in lines if r.get("format") == RECORD_FORMAT and r.get("gate") == gate_id)
         cov = end.get("coverage")
-        coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"])
+        coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"],
+                                                     tuple(cov.get("not_asked", {}).items()),
+                                                     tuple(cov.get("lost_to", {}).items()))
         gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
                                     checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
                                     reused=True, excluded=end.get("excluded"), started_at=end.get("started_at", ""),

@@ -71,9 +71,12 @@ class Runner:
                           Path(self.plan.reference_cache) if self.plan.reference_cache else None,
                           redact=self.plan.redactor().text)
 
-    def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec) -> TapedEndpoint:
+    def _endpoint(self, role: str, base_url: str, model: str, api_key: str | None, spec: TargetSpec,
+                  log_path: str | None = None) -> TapedEndpoint:
         assert self.tape is not None
-        return self.tape.endpoint(role, base_url, model, api_key, self.plan.timeout_s, spec.key_source)
+        ep = self.tape.endpoint(role, base_url, model, api_key, self.plan.timeout_s, spec.key_source)
+        ep.log_path = Path(log_path) if log_path else None  # a failed request's evidence quotes its lines
+        return ep
 
     def _served_model(self, role: str, s: Started, spec: TargetSpec, target: Target) -> str:
         """The model id a started target is sent."""
@@ -130,7 +133,7 @@ class Runner:
                 model = self._served_model(role, s, spec, target)
                 if role == "reference" and s.ready:
                     self._open_cache(s.base_url, model, spec, target)
-                endpoints[role] = self._endpoint(role, s.base_url, model, target.api_key(), spec)
+                endpoints[role] = self._endpoint(role, s.base_url, model, target.api_key(), spec, s.log_path)
                 runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
                                                target.log_lines(), target.alive, target.has_log(),
                                                getattr(target, "log_error", None), spec.assumed_path())
@@ -275,7 +278,7 @@ class Runner:
         self.progress(f"{role} ready in {s.startup_s:.1f} s")
         model = served_model(s.base_url, spec, target.api_key())
         with self._launched:
-            ep = self._endpoint(role, s.base_url, model, target.api_key(), spec)
+            ep = self._endpoint(role, s.base_url, model, target.api_key(), spec, s.log_path)
             if self.tape is not None:
                 self.tape.started(role, s, model, None)
             ep.gate = self._gate

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
 
 
@@ -21,7 +21,8 @@ def encode(value: Any) -> dict[str, Any]:
     """The JSON form of an endpoint method's result (or of the EndpointError it raised)."""
     if isinstance(value, EndpointError):
         return {"type": "error", "kind": value.kind, "url": value.url, "detail": value.detail, "status": value.status,
-                "retries_done": value.retries_done}
+                "retries_done": value.retries_done,
+                "facts": dataclasses.asdict(value.facts) if value.facts is not None else None}
     if isinstance(value, ChatResponse):
         return {"type": "chat", **dataclasses.asdict(value)}
     if isinstance(value, CompletionResponse):
@@ -44,8 +45,12 @@ def decode(data: dict[str, Any]) -> Any:
     kind = data["type"]
     fields = {k: v for k, v in data.items() if k != "type"}
     if kind == "error":
-        return EndpointError(fields["kind"], fields["url"], fields["detail"], fields["status"],
-                             retries_done=bool(fields.get("retries_done")))
+        error = EndpointError(fields["kind"], fields["url"], fields["detail"], fields["status"],
+                              retries_done=bool(fields.get("retries_done")))
+        facts = fields.get("facts")  # absent in recordings made before facts were kept
+        if isinstance(facts, dict):
+            error.facts = RequestFacts(**{**facts, "log": tuple(facts.get("log") or ())})
+        return error
     if kind == "chat":
         fields["tool_calls"] = tuple(ToolCall(**t) for t in fields["tool_calls"])
         if fields["logprobs"] is not None:

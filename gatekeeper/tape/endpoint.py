@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import httpx
 
 from gatekeeper.endpoints.client import Endpoint
-from gatekeeper.errors import EndpointError
+from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.tape.codec import decode, encode
+from gatekeeper.tape.failure import describe, log_mark, log_since, utc_now
 from gatekeeper.tape.key import request_key
 
 T = TypeVar("T")
@@ -67,6 +70,7 @@ class TapedEndpoint(Endpoint):
         self._count_lock = threading.Lock()
         self._local = threading.local()
         self.cacheable = True  # set per gate by the runner (`Gate.reference_cacheable`)
+        self.log_path: Path | None = None  # a launched target's log: a failed request's evidence quotes it
 
     @contextlib.contextmanager
     def periodic(self) -> Iterator[None]:
@@ -112,9 +116,13 @@ class TapedEndpoint(Endpoint):
             raise EndpointError("unrecorded", self.base_url, f"the recorded run has no answer to this {method} request "
                                 "(it did not ask it): nothing can be judged without asking the server")
         self._local.inside = True
+        sent_at, mark, t0 = utc_now(), log_mark(self.log_path), time.perf_counter()
         try:
             value = call()
         except EndpointError as e:
+            e.facts = RequestFacts(self.role, self.gate, describe(method, args, kwargs), key, occurrence, sent_at,
+                                   round(time.perf_counter() - t0, 3), getattr(self._exchange_state, "retries", 0),
+                                   log_since(self.log_path, mark))
             self._keep(asked, encode(e), False)
             raise
         finally:

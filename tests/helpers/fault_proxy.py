@@ -140,6 +140,13 @@ class _Handler(BaseHTTPRequestHandler):
                 srv.misbehaving = srv.dead
             counted = not srv.misbehaving
             srv.inflight += counted
+            once = srv.fail_once is not None and not srv.failed_the_one and srv.fail_once(body)
+            srv.failed_the_one = srv.failed_the_one or once
+        if once:  # the one request `fail_once` picked: an HTTP 500 the client does not retry
+            with srv.lock:
+                srv.inflight -= counted
+            self._reply(500, b'{"error": {"message": "internal error", "type": "InternalServerError", "code": 500}}')
+            return
         if self._unavailable_now("POST"):
             self._reply(503, _UNAVAILABLE)
             return
@@ -213,8 +220,9 @@ class _ProxyServer(ThreadingHTTPServer):
     def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
                  rewrite: Callable[[str, dict], dict] | None = None, rate: float = 0.0, seed: int | str = 0,
                  injected: list | None = None, port: int = 0, version: str | None = None,
-                 rewrite_sees_request: bool = False) -> None:
+                 rewrite_sees_request: bool = False, fail_once: Callable[[bytes], bool] | None = None) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
+        self.fail_once, self.failed_the_one = fail_once, False
         self.rewrite_sees_request = rewrite_sees_request
         self.version = version
         self.upstream, self.mode, self.after, self.hang_s = upstream, mode, after, hang_s
@@ -240,7 +248,8 @@ class _ProxyServer(ThreadingHTTPServer):
 def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None, *,
                 rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0,
-                version: str | None = None, rewrite_sees_request: bool = False) -> Iterator[str]:
+                version: str | None = None, rewrite_sees_request: bool = False,
+                fail_once: Callable[[bytes], bool] | None = None) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
@@ -254,9 +263,10 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     the request's JSON too); seeded_batch_dies (a POST carrying `seed` while another is in flight
     kills the "engine": it and every later POST answer 500, GET /health 503, as vLLM 0.31/0.32's CPU engine does
     on a seeded request split by chunked prefill); engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
-    API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose."""
+    API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose.
+    With `fail_once(body)`, the first POST whose body it accepts answers HTTP 500 (one failed request, whatever the mode)."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version,
-                       rewrite_sees_request)
+                       rewrite_sees_request, fail_once)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

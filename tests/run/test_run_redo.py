@@ -12,8 +12,10 @@ import sys
 import pytest
 
 from gatekeeper.report.records import GATE_FORMAT, read_records
-from paths import ROOT
+from fault_proxy import fault_proxy
+from paths import GK_TINY, ROOT
 from run_util import gk_run
+from server_util import running_server
 
 pytest.importorskip("torch")
 
@@ -53,3 +55,32 @@ def test_bad_redo_is_exit_3_with_one_line(tmp_path, args, says):
     done = _gk(*OPTIONS, *(a.replace("{run}", str(run_dir)) for a in args))
     assert done.returncode == 3 and says in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow  # two runs of gates 1, 2 and 4 against a real server behind a real proxy: about two minutes
+def test_a_hold_for_one_failed_request_is_redone_into_a_verdict_without_the_other_gates(tmp_path):
+    """One reference request of gate 4 fails (an HTTP 500 from the proxy, which the client does not
+    retry): the run HOLDs on that gate's ERROR, whose evidence names the request and whose coverage
+    says what it lost; `--resume RUN --redo longctx` asks gate 4 again and the run gets its verdict."""
+    asks_a_needle = lambda body: b"What is the secret" in body and b'"max_tokens"' in body  # noqa: E731 — a gate-4 chat
+    with running_server(GK_TINY) as upstream, fault_proxy(upstream.url, "pass", fail_once=asks_a_needle) as url:
+        options = ("--policy", str(ROOT / "gates/smoke.yaml"), "--gates", "startup,numerics,longctx",
+                   "--reference", url, "--candidate", upstream.url, "--seed", "5")
+        first = gk_run(tmp_path / "out", *options)
+        assert first.code == 2 and first.summary["verdict"] == "HOLD", first.summary and first.summary["reasons"]
+        errors = [c for c in first.gate("longctx")["checks"] if c["status"] == "ERROR"]
+        assert errors and all("HTTP 500" in c["reason"] for c in errors), [c["reason"] for c in errors]
+        records = {r["id"]: r for r in read_records(first.run_dir / "records.jsonl") if r.get("id") == errors[0]["id"]}
+        evidence = records[errors[0]["id"]]["evidence"][0]  # the failed request leads the evidence
+        assert evidence["title"] == "the failed request (reference)", evidence
+        facts = dict(evidence["data"]["rows"])
+        assert facts["target"] == "reference" and facts["gate"] == "longctx" and facts["request"].startswith("chat")
+        coverage = first.check("longctx.coverage")["reason"]
+        assert "lost to 1 failed request" in coverage, coverage
+        assert any("--redo longctx" in r for r in first.summary["reasons"]), first.summary["reasons"]
+        numerics = [r for r in read_records(first.run_dir / "records.jsonl") if r.get("gate") == "numerics"]
+        again = _gk(*options, "--resume", str(first.run_dir), "--redo", "longctx")
+    summary = json.loads((first.run_dir / "summary.json").read_text())
+    assert again.returncode == 0 and summary["verdict"] == "PROMOTE", summary["reasons"]
+    assert summary["resumed"]["redone"] == ["longctx"] and "numerics" in summary["resumed"]["reused"], summary["resumed"]
+    assert [r for r in read_records(first.run_dir / "records.jsonl") if r.get("gate") == "numerics"] == numerics

@@ -159,7 +159,7 @@ class GoldenGate(Gate):
             return
         if isinstance(cand, EndpointError):
             ctx.error_check(name, cand, family=case.family)
-            ctx.not_judged("request failed")
+            ctx.not_judged("request failed", 1, requests=1)
             rates.add(case.family, None, None, Status.ERROR)
             return
         good_refs = [r for r in refs if isinstance(r, ChatResponse)]
@@ -167,9 +167,9 @@ class GoldenGate(Gate):
             # Without every reference pass there is no noise floor: an ERROR, never "noise".
             err = next(r for r in refs if isinstance(r, EndpointError))
             which = " could not answer" if not good_refs else "'s noise-floor pass failed on this case"
-            ctx.not_judged("reference request failed")
+            ctx.not_judged("reference request failed", 1, requests=1)
             ctx.check(name, Status.ERROR, f"the reference{which}, so the case cannot be judged: {err}",
-                      {"error_kind": err.kind, "role": "reference"}, family=case.family)
+                      {"error_kind": err.kind, "role": "reference"}, family=case.family, failed=(err,))
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
         ref_ok = [passes_absolute(case, r) for r in good_refs]
@@ -289,11 +289,11 @@ class GoldenGate(Gate):
             return
         if isinstance(streamed, EndpointError):
             ctx.error_check(name, streamed, family=case.family)
-            ctx.not_judged("request failed")
+            ctx.not_judged("request failed", 1, requests=1)
             return
         if isinstance(plain, EndpointError):
             ctx.check(name, Status.ERROR, "no non-streamed answer to compare with (its request failed)", family=case.family)
-            ctx.not_judged("request failed")
+            ctx.not_judged("request failed", 1, requests=1)
             return
         good = [r for r in refs if isinstance(r, ChatResponse)]
         pair = (ref_stream, good[0]) if isinstance(ref_stream, ChatResponse) and good else None

@@ -246,7 +246,7 @@ def _copies(ctx: GateContext) -> tuple[Endpoint, Endpoint] | None:
             cand = pool.submit(launch, "candidate-batch", specs["candidate"])
             return ref.result(), cand.result()
     except EndpointError as e:
-        ctx.not_judged("request failed", len(FEATURES))
+        ctx.not_judged("request failed", len(FEATURES), 0)
         ctx.check(NAME, Status.ERROR, f"a copy of a target for this check did not start: {e}")
         return None
 

@@ -25,6 +25,7 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
     Answer,
     chat,
+    failed_requests,
     first_error,
     kept,
     refused_by_both,
@@ -64,7 +65,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     err = first_error([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
     if err is not None:
         ctx.error_check("block_boundary", err)
-        ctx.not_judged("request failed", len(flat))
+        ctx.not_judged("request failed", len(flat), failed_requests([x[1] for x in flat], [x[2] for x in flat], ref2_flat))
         ctx.not_judged("both fail identically", asked - len(flat))
         return
     noisy = unstable([x[1] for x in flat], None if ref2 is None else ref2_flat)

@@ -34,6 +34,7 @@ from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import (
     chat,
+    failed_requests,
     first_error,
     kept,
     refused_by_both,
@@ -71,7 +72,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     err = first_error(kept(ref, refused), kept(cand, refused), kept(ref2 or [], refused))  # a failed noise-floor request: an error
     if err is not None:
         ctx.error_check("needle_grid", err)
-        ctx.not_judged("request failed", len(grid))
+        ctx.not_judged("request failed", len(grid), failed_requests(ref, cand, ref2 or []))
         return
     noisy = unstable(ref, ref2)
     ctx.notes.append(noise.describe("needle grid", sum(noisy), len(grid), conc, s.noise_floor_concurrency))

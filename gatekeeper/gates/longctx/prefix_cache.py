@@ -31,6 +31,7 @@ from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.gates.longctx.traffic import (
     cached_tokens,
     chat,
+    failed_requests,
     first_error,
     kept,
     refused_by_both,
@@ -67,7 +68,7 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     err = first_error([ref, ref2, cold, warm])
     if err is not None:
         ctx.error_check("prefix_cache.cold_warm", err)
-        ctx.not_judged("request failed")
+        ctx.not_judged("request failed", 1, failed_requests([ref, ref2, cold, warm]))
         return
     shaky = text(ref) != text(ref2)
     # A candidate that parts from the reference at a near tie: only cold = warm is judged.
@@ -152,7 +153,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check("prefix_cache.shared_prefix", err)
-        ctx.not_judged("request failed", len(items))
+        ctx.not_judged("request failed", len(items), failed_requests(ref, cand, ref2 or []))
         return
     rows, mismatches = [], 0
     shaky_items = unstable(ref, ref2)

@@ -114,7 +114,8 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
     if not failed:
         return set()
     cells = sum(len(sessions[i]) for i in failed)
-    ctx.not_judged("request failed", cells)
+    ctx.not_judged("request failed", cells, sum(1 for answers in (ref_ans, cand_ans) for i in failed
+                                                   for a in answers[i] if isinstance(a, EndpointError)))
     by_role = {role: sum(1 for r, _ in failed.values() if r == role) for role in ("reference", "candidate")}
     first_role, first = next(iter(failed.values()))
     what = (f"{len(failed)} of {len(sessions)} sessions ({cells} requests) set aside because a request failed after its "
@@ -122,7 +123,8 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
     ctx.notes.append(f"longctx: session decay: {what}")
     if len(sessions) - len(failed) < MIN_SESSIONS_LEFT:
         ctx.check("session_decay", Status.ERROR, f"too few sessions left to judge: {what}",
-                  {"error_kind": first.kind, "role": first_role, "sessions_set_aside": len(failed)}, started=started)
+                  {"error_kind": first.kind, "role": first_role, "sessions_set_aside": len(failed)}, started=started,
+                  failed=[e for _, e in failed.values()])
         return None
     return set(failed)
 

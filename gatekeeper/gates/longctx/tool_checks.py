@@ -48,7 +48,8 @@ from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.endpoints.fanout import fan_out, raise_first
-from gatekeeper.gates.longctx.traffic import Answer, both, chat, first_error, kept, refused_by_both, refused_each, refused_note, text
+from gatekeeper.gates.longctx.traffic import (Answer, both, chat, failed_requests, first_error, kept, refused_by_both,
+                                              refused_each, refused_note, text)
 from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
 from gatekeeper.gates.longctx.checks import JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM
@@ -169,7 +170,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     if err is not None:
         for check in (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM):
             ctx.error_check(check, err)
-        ctx.not_judged("request failed", 2 * n + 1)
+        ctx.not_judged("request failed", 2 * n + 1, failed_requests(ref, cand, streamed, ref2 or []))
         return
     outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
                           [i for i, ((_, tools, expected), a, b) in enumerate(zip(cases, ref, cand))
@@ -319,7 +320,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
         ctx.error_check(JSON_SCHEMA, err)
-        ctx.not_judged("request failed", len(cases))
+        ctx.not_judged("request failed", len(cases), failed_requests(ref, cand, ref2 or []))
         return
     checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
                for (_, schema, _), a, b in zip(cases, ref, cand)]

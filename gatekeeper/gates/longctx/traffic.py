@@ -131,6 +131,11 @@ def first_error(*groups: list[Answer]) -> EndpointError | None:
     return next((a for g in groups for a in g if isinstance(a, EndpointError)), None)
 
 
+def failed_requests(*groups: list[Answer]) -> int:
+    """How many requests among the answer lists failed (coverage says how many items they lost)."""
+    return sum(1 for g in groups for a in g if isinstance(a, EndpointError))
+
+
 class Watched:
     """The candidate's endpoint as gate 4 uses it: every chat asks for the chosen tokens'
     logprobs (when the target offers them) and NaN/Inf among them is counted, so a poisoned

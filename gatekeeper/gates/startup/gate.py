@@ -139,7 +139,8 @@ class StartupGate(Gate):
                 bad("models", "/v1/models or /version did not return JSON", {"error_kind": e.kind})
             else:
                 prefix = "reference unusable: " if role == "reference" else ""
-                ctx.check(f"health.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
+                ctx.check(f"health.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status},
+                          failed=(e,))
         return None
 
     def _probe(self, ctx: GateContext, role: str) -> None:
@@ -215,7 +216,8 @@ class StartupGate(Gate):
                                                       max_tokens=s.canary_max_tokens), retried)
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
-                ctx.check(checks.canary(role), Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status})
+                ctx.check(checks.canary(role), Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status},
+                          failed=(e,))
                 continue
             if retried:
                 ctx.notes.append(f"startup: the {role}'s canary was retried after a transient failure ({retried[0]})")
