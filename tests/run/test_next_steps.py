@@ -22,14 +22,16 @@ def test_each_cause_of_a_hold_gets_its_step_once():
     step = stepper(load_policy(DEFAULT, settings_types()), Path("reports/r1"))
     rule = _check("shadow.rule.answers_differ", Status.WARN, undecided=True)
     rule2 = _check("shadow.rule.json_parse", Status.WARN, undecided=True)
-    figure = _check("performance.c1.tpot_p50_s", Status.WARN, undecided=True)
+    figure = _check("performance.c1.tpot_p50_s", Status.WARN, undecided=True)  # a guardrail: measured once per level
+    primary = _check("performance.primary", Status.WARN, undecided=True)  # decided in launch rounds
     error = _check("longctx.session_decay", Status.ERROR)
     gone = _check("golden.reference_unusable", Status.ERROR)
     skip = _check("golden.tool-weather", Status.SKIP)
     coverage = _check("longctx.coverage", Status.FAIL, blocking=False)
     shared = _check("shadow.candidate_crashed", Status.ERROR, reason="… a defect both builds share … Next: re-run")
     assert "gates.shadow.extension (now 780" in step(rule) and "--resume reports/r1 --redo shadow`" in step(rule)
-    assert "gates.performance.rounds (now 3–12" in step(figure) and "--redo performance`" in step(figure)
+    assert "gates.performance.level_requests (now 96" in step(figure) and "--redo performance`" in step(figure)
+    assert "gates.performance.rounds (now 3–12" in step(primary) and "level_requests" not in step(primary)
     assert "correctness.html#check-longctx.session_decay" in step(error) and "--redo longctx`" in step(error)
     assert "read reference.log" in step(gone)
     assert 'checks: [{match: "golden.tool-weather", blocking: false}]' in step(skip)

@@ -116,11 +116,14 @@ class PerformanceGate(Gate):
 
     @classmethod
     def next_step(cls, check: CheckResult, settings: PerformanceSettings) -> str | None:
-        """An undecided figure: more launch rounds, or a quieter machine."""
+        """An undecided figure: the primary is decided in launch rounds (more of them), a guardrail
+        in one measurement per level (more requests per level); either, on a quieter machine."""
         if not check.undecided:
             return None
-        return (f"more measurement decides it: raise gates.performance.rounds (now {settings.rounds[0]}–{settings.rounds[1]} "
-                "launch rounds) or measure on a quieter machine (nothing else running)")
+        more = (f"raise gates.performance.rounds (now {settings.rounds[0]}–{settings.rounds[1]} launch rounds)"
+                if check.id == checks.PRIMARY else
+                f"raise gates.performance.level_requests (now {settings.level_requests} requests per side at each level)")
+        return f"more measurement decides it: {more} or measure on a quieter machine (nothing else running)"
 
     def run(self, ctx: GateContext) -> None:
         """Skip unless correctness passed; else measure, compare, sweep."""
