@@ -58,7 +58,8 @@ class GateView:
     id: str
     stage: int
     title: str
-    description: tuple[tuple[tuple[str, bool], ...], ...]  # paragraphs of (text, is_code) runs
+    lead: tuple[tuple[str, bool], ...]  # the description's first paragraph, as (text, is_code) runs
+    about: tuple[tuple[tuple[str, bool], ...], ...]  # its other paragraphs, folded under "about this gate"
     status: str
     stopped_run: bool
     duration: str
@@ -206,11 +207,13 @@ def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
 
 def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
     """One gate's section; `counts` are its checks by status."""
+    described = tuple(code_spans(p) for p in paragraphs(g.description))
     return GateView(
         id=g.id,
         stage=g.stage,
         title=g.title,
-        description=tuple(code_spans(p) for p in paragraphs(g.description)),
+        lead=described[0] if described else (),
+        about=described[1:],
         status=g.status.value,
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
