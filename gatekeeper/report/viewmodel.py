@@ -6,8 +6,9 @@ charts. Nothing here writes HTML except the charts (charts.py), which escape the
 
 Both pages read top to bottom in the order a reviewer asks: the verdict and its reasons, the page's
 table (docs/bug-classes.md#report-tables), the key charts (key_charts.py), the failures — the checks
-that went against the run (`verdict.check_verdict`), shown in full once — and then every gate, its
-other checks as before, its passing ones folded.
+that went against the run (`verdict.check_verdict`), one card per cause (signature.py): two examples
+in full, the rest folded as one line each — and then every gate, its other checks as before, its
+passing ones folded.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_met
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
 from gatekeeper.report.identity import identify
+from gatekeeper.report.signature import group_failures, signature
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
 _PASSED = (Status.PASS, Status.WARN)
 MAX_TOP_REASONS = 3  # the verdict box shows these; the rest fold away under <details>
 MAX_REASON_CHARS = 180  # the verdict box keeps each reason to two lines; the check has it whole
+MAX_LINE_CHARS = 120  # a folded check's reason, on one line at 1280 px
+NUM_EXAMPLES = 2  # checks a failures card with one cause shows in full; the rest fold to a line each
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,41 @@ class CheckView:
 
 
 @dataclass(frozen=True)
+class FoldedCheck:
+    """A check of a failures card beyond its examples: one line, its anchor kept."""
+
+    id: str
+    badge: str
+    blocking: str
+    line: str  # its reason, cut to one line
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """One failures card: the checks of one gate that went against the run for one cause
+    (signature.py). A group of one is the check's ordinary card; a larger one shows `examples` in
+    full and `rest` folded, and names the `cause` its checks' reasons share."""
+
+    anchor: str  # the card's element id: "cause-<its first check's id>"
+    gate: str
+    badge: str
+    family: str
+    cause: str
+    examples: tuple[CheckView, ...]
+    rest: tuple[FoldedCheck, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """How many checks the card stands for."""
+        return len(self.examples) + len(self.rest)
+
+    @property
+    def grouped(self) -> bool:
+        """More than one check: shown as one card for the cause, not as the check's own card."""
+        return self.size > 1
+
+
+@dataclass(frozen=True)
 class GateView:
     """One gate's section."""
 
@@ -68,6 +107,7 @@ class GateView:
     notes: tuple[str, ...]
     family_chart: Markup | None
     checks: tuple[CheckView, ...]
+    moved: tuple[FailureGroup, ...] = ()  # its checks shown under Failures, by card
 
 
 @dataclass(frozen=True)
@@ -156,8 +196,9 @@ def _counts(counts: StatusCounts) -> tuple[tuple[str, int], ...]:
     return tuple((s.value, n) for s, n in counts.items() if n)
 
 
-def check_view(c: CheckResult) -> CheckView:
-    """One check's view; evidence starts open when the check did not pass."""
+def check_view(c: CheckResult, shown_as_failure: bool = True) -> CheckView:
+    """One check's view; evidence starts open when the check did not pass. `shown_as_failure`:
+    its gate's checks that go against the run are shown under Failures (see `failures`)."""
     return CheckView(
         id=c.id,
         status=c.status.value,
@@ -169,7 +210,7 @@ def check_view(c: CheckResult) -> CheckView:
         evidence=tuple(evidence_view(e, badge_status(c)) for e in c.evidence),
         open=c.status not in _PASSED and c.status != Status.SKIP,
         judgement=c.judgement.value,
-        is_failure=is_failure(c),
+        is_failure=shown_as_failure and is_failure(c),
         badge=badge_status(c),
         limit=c.detection_limit.text() if c.detection_limit is not None else "",
     )
@@ -180,12 +221,36 @@ def is_failure(c: CheckResult) -> bool:
     return check_verdict(c) is not Verdict.PROMOTE
 
 
-def failures(gates: tuple[GateResult, ...]) -> tuple[CheckView, ...]:
-    """The checks of `gates` that went against the run. A gate that did not run (left out, or
-    stopped by an earlier one: no coverage) has none: its skips are the earlier failure's
-    consequence, shown in its own section."""
-    return tuple(check_view(c) for g in gates if g.excluded is None and g.coverage is not None
-                 for c in g.checks if is_failure(c))
+def _ran(g: GateResult) -> bool:
+    """The gate ran: neither left out nor stopped by an earlier one (which leaves no coverage)."""
+    return g.excluded is None and g.coverage is not None
+
+
+def failure_group(checks: tuple[CheckResult, ...]) -> FailureGroup:
+    """One card for `checks`, which share a cause: the first `NUM_EXAMPLES` that carry evidence
+    (a diff) are the examples, before any that carry none; the others fold to a line each."""
+    first = checks[0]
+    examples = sorted(checks, key=lambda c: not c.evidence)[:NUM_EXAMPLES]
+    shown = {c.id for c in examples}
+    return FailureGroup(
+        anchor=f"cause-{first.id}",
+        gate=first.gate,
+        badge=badge_status(first),
+        family=first.family or "",
+        cause=signature(first).cause,
+        examples=tuple(check_view(c) for c in examples),
+        rest=tuple(FoldedCheck(c.id, badge_status(c), "blocking" if c.blocking else "advisory", _clip(c.reason, MAX_LINE_CHARS))
+                   for c in checks if c.id not in shown),
+    )
+
+
+def failures(gates: tuple[GateResult, ...]) -> tuple[FailureGroup, ...]:
+    """The checks of `gates` that went against the run, one card per gate and cause
+    (`signature.group_failures`). A gate that did not run (left out, or stopped by an earlier
+    one: no coverage) has none: its skips are the earlier failure's consequence, shown in its
+    own section."""
+    return tuple(failure_group(group) for g in gates if _ran(g)
+                 for group in group_failures(c for c in g.checks if is_failure(c)))
 
 
 def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
@@ -206,7 +271,8 @@ def family_chart(checks: tuple[CheckResult, ...]) -> Markup | None:
 
 
 def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
-    """One gate's section; `counts` are its checks by status."""
+    """One gate's section; `counts` are its checks by status. The checks shown under Failures
+    are pointed at, a line per card, not shown again."""
     described = tuple(code_spans(p) for p in paragraphs(g.description))
     return GateView(
         id=g.id,
@@ -221,7 +287,8 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
         coverage=coverage_text(g.coverage),
         notes=g.notes,
         family_chart=family_chart(g.checks),
-        checks=tuple(check_view(c) for c in g.checks),
+        checks=tuple(check_view(c, _ran(g)) for c in g.checks),
+        moved=failures((g,)),
     )
 
 

@@ -27,6 +27,7 @@ import pytest
 
 from gatekeeper.report.writer import write_reports
 from report_runs import XSS, hold_run, rollback_run
+from report_runs_causes import same_cause_run
 from report_runs_charts import partial_promote_run, perf_rollback_run, promote_full_run, shadow_rollback_run
 
 WIDTHS = (1280, 720, 500)  # headless Chromium will not go narrower than 500 px
@@ -211,3 +212,23 @@ def test_verdict_reasons_and_first_key_chart_are_above_the_fold(
     else:
         chart = fold["figure.key-chart svg"]
         assert chart["top"] < FOLD and chart["height"] > 50, f"{run} {page}: first key chart below the fold: {fold}"
+
+
+def test_a_folded_check_opens_when_its_link_is_followed(chromium: str, tmp_path: Path) -> None:
+    """A check folded in a failures card keeps its anchor: following a link to it opens the fold
+    (the browser opens a <details> around a fragment's target; no script), and the page with its
+    cards does not scroll sideways."""
+    page = write_reports(same_cause_run(), tmp_path / "causes")["correctness_html"]
+    args = chromium_args(chromium, tmp_path / "profile", 1280)
+
+    def fold(url: str) -> str:
+        dom = subprocess.run(args + ["--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+        card = dom[dom.index('id="cause-golden.eos-1"'):]
+        return re.search(r'<details class="rest"[^>]*>', card).group(0)  # type: ignore[union-attr]
+
+    assert "open" not in fold(page.as_uri())
+    assert "open" in fold(page.as_uri() + "#check-golden.eos-4")
+    for width in (1280, 500):
+        seen = probe(chromium, page, width, tmp_path)
+        assert seen["scrollWidth"] <= seen["innerWidth"], f"page scrolls sideways at {width}px: {seen['wide']}"
+        assert "5 checks, one cause" in seen["text"] and "golden.eos-4" not in seen["text"]  # folded away
