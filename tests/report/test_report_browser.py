@@ -51,15 +51,24 @@ PROBE = """
   }).map(function (el) { return el.tagName + "." + el.className + ": " + el.textContent.slice(0, 40); });
   var fold = {};
   ["#verdict .big", "#reasons li", "#verdict .status-line", "#seed-table, #perf-table", "#key-charts h2",
-   "#key-charts p.muted", "figure.key-chart svg"].forEach(function (sel) {
+   "#key-charts p.muted", "figure.key-chart svg", "#identity"].forEach(function (sel) {
     var el = document.querySelector(sel);
     if (el) { var r = el.getBoundingClientRect(); fold[sel] = {top: r.top, bottom: r.bottom, height: r.height}; }
   });
   var first = document.querySelector("figure.key-chart figcaption a");
+  var link = document.querySelector("#reasons li a"), href = link ? link.getAttribute("href") : null;
+  var here = href && href.indexOf("#") >= 0 && (href.charAt(0) === "#" || location.pathname.endsWith(href.split("#")[0]));
+  var badges = {};
+  document.querySelectorAll('section.gate[id^="gate-"] > header .badge').forEach(function (b) {
+    badges[b.closest("section").id.slice(5)] = b.textContent.trim();
+  });
+  var identity = document.getElementById("identity");
   var out = {scrollWidth: d.scrollWidth, innerWidth: w, wide: wide, marks: marks, scrolled: scrolled,
              text: document.body.innerText, sections: document.querySelectorAll('section.gate[id^="gate-"]').length,
              scripts: document.scripts.length, fold: fold, firstChart: first ? first.textContent : null,
-             keyCharts: document.querySelectorAll("figure.key-chart").length};
+             keyCharts: document.querySelectorAll("figure.key-chart").length,
+             reasonLink: href, reasonTarget: here ? !!document.getElementById(href.split("#")[1]) : null,
+             gateBadges: badges, identity: identity ? identity.textContent : null};
   var pre = document.createElement("pre");
   pre.id = "__probe";
   pre.textContent = JSON.stringify(out);

@@ -1,6 +1,8 @@
 """The six scenarios a reviewer meets, from real runs of the shipped model, opened in headless
-Chromium at 1280×900: the verdict, its reasons and the first key chart (when the page has one)
-on the first screen of correctness.html and performance.html.
+Chromium at 1280×900: who was compared (the identity line), the verdict, its reasons and the first
+key chart (when the page has one) on the first screen of correctness.html and performance.html; the
+first reason of a HOLD or ROLLBACK links to its check's evidence on the page; every gate's badge is
+its status in summary.json, and a PROMOTE shows no gate FAIL or ERROR.
 
 Clean (smoke policy, every gate), ROLLBACK at golden (streamed tool calls broken), ROLLBACK at
 gate 5 (tools beyond the fourth dropped: only wide-menu tenants are hit), ROLLBACK at performance
@@ -71,6 +73,18 @@ def test_a_real_runs_verdict_reasons_and_key_chart_are_on_the_first_screen(brows
     assert f"Verdict: {verdict}" in seen["text"] and fold["#verdict .big"]["bottom"] < FOLD
     reasons = fold.get("#reasons li") or fold.get("#verdict .status-line")
     assert reasons is not None and reasons["bottom"] < FOLD, f"{name} {page}: no reason on the first screen: {fold}"
+    # who was compared, on the first screen
+    assert seen["identity"] and "→ candidate" in seen["identity"] and fold["#identity"]["bottom"] < FOLD, seen["identity"]
+    # the first reason of a run that did not PROMOTE leads to its evidence: a link whose target exists
+    if verdict != "PROMOTE" and page == "correctness.html":
+        assert seen["reasonLink"] and "#check-" in seen["reasonLink"], seen["reasonLink"]
+        assert seen["reasonTarget"] is True, f"{name}: the first reason's link {seen['reasonLink']} has no target"
+    # no misleading roll-up: each gate's badge is its summary status; a PROMOTE shows no gate FAIL or ERROR
+    if page == "correctness.html":
+        statuses = {g["id"]: g["status"] for g in out.summary["gates"]}
+        shown = {gate: badge for gate, badge in seen["gateBadges"].items() if gate in statuses}
+        assert shown == {gate: statuses[gate] for gate in shown}, (shown, statuses)
+        assert verdict != "PROMOTE" or not {"FAIL", "ERROR"} & set(shown.values()), shown
     if name == "partial-promote":
         assert "Verdict: PROMOTE (partial: 3 of 6 gates ran)" in seen["text"]
     if seen["keyCharts"]:
