@@ -47,7 +47,7 @@ class CorrectnessHtmlRenderer(Renderer):
 
     def render(self, data: ReportData) -> str:
         """correctness.html's text."""
-        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data, PerformanceHtmlRenderer.filename),
+        return _ENV.get_template("correctness.html.j2").render(**correctness_view(data, PerformanceHtmlRenderer.filename, self.filename),
                                                                other_page=PerformanceHtmlRenderer.filename)
 
 
@@ -60,5 +60,5 @@ class PerformanceHtmlRenderer(Renderer):
 
     def render(self, data: ReportData) -> str:
         """performance.html's text."""
-        return _ENV.get_template("performance.html.j2").render(**performance_view(data),
+        return _ENV.get_template("performance.html.j2").render(**performance_view(data, self.filename),
                                                                other_page=CorrectnessHtmlRenderer.filename)

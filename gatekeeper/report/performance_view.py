@@ -74,8 +74,8 @@ def _gate_row(p: TargetPerformance) -> PerfRow:
     return PerfRow(cells, p.meaningful, p.not_meaningful_reason or "")
 
 
-def performance_view(data: ReportData) -> dict[str, Any]:
-    """Everything performance.html.j2 needs.
+def performance_view(data: ReportData, page: str = "") -> dict[str, Any]:
+    """Everything performance.html.j2 needs (`page`: its file name, left out of the file links).
 
     The per-target table is transposed (one row per figure, one column per target, then the
     candidate/reference ratio) so it fits a narrow window; the per-gate table has one row per
@@ -114,7 +114,7 @@ def performance_view(data: ReportData) -> dict[str, Any]:
         "key_charts": key_charts((gate[0],)) if ran and gate else (),
         "failures": failures((gate[0],)) if ran and gate else (),
         "perf_reasons": performance_reasons(run),
-        "run": run_view(data),
+        "run": run_view(data, page=page),
         "caveat": caveat,
         "columns": columns,
         "figure_rows": tuple(figure_rows),

@@ -144,6 +144,7 @@ class RunView:
     counts: tuple[tuple[str, int], ...] = field(default=())
     hooks: tuple[tuple[bool, str], ...] = field(default=())  # (ok, "webhook https://… : HTTP 200") per rollback hook
     provenance: tuple[str, ...] = field(default=())  # where the answers came from, when not (all) from the servers now
+    files: tuple[tuple[str, str], ...] = field(default=())  # (name, link): the run's other files, the targets' logs
 
 
 def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
@@ -298,9 +299,21 @@ def _linked(reason: str, links: dict[str, str]) -> tuple[str | None, str]:
     return links.get(head), _clip(reason)
 
 
-def run_view(data: ReportData, other_page: str = "") -> RunView:
+def run_files(data: ReportData, page: str) -> tuple[tuple[str, str], ...]:
+    """The run directory's files a reader of `page` looks for next, as (name, link): the other
+    reports, the check records, the recorded answers and each launched target's log (the first
+    places a failed request's evidence points to). A re-judged run's directory holds no logs: its
+    recording's does."""
+    names = [n for n in data.report_files if n != page] + ["records.jsonl", "answers/"]
+    if not data.run.rejudged_from:
+        names += [f"{t.role}.log" for t in data.run.targets if t.kind != "url"]
+    return tuple((n, n) for n in names)  # beside the page, in the run directory: relative, also under --report-url
+
+
+def run_view(data: ReportData, other_page: str = "", page: str = "") -> RunView:
     """The header: verdict, reasons (each linked to its check: on this page, the correctness
-    one, or on `other_page` for a performance check), targets."""
+    one, or on `other_page` for a performance check), targets, and the run's files (`page`: the
+    one being written, not listed)."""
     run = data.run
     links = {c.id: (f"{other_page}#check-{c.id}" if g.id == PERFORMANCE_GATE else f"#check-{c.id}")
              for g in run.gates for c in g.checks}
@@ -325,6 +338,7 @@ def run_view(data: ReportData, other_page: str = "") -> RunView:
         counts=_counts(data.counts),
         hooks=tuple((h.ok, f"{h.kind} {h.target}: {h.detail}") for h in run.hooks),
         provenance=provenance(run),
+        files=run_files(data, page),
     )
 
 
@@ -340,11 +354,11 @@ def provenance(run: RunResult) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def correctness_view(data: ReportData, performance_page: str = "") -> dict[str, Any]:
+def correctness_view(data: ReportData, performance_page: str = "", page: str = "") -> dict[str, Any]:
     """Everything correctness.html.j2 needs; `performance_page` is where a reason that names a
-    performance check links to."""
+    performance check links to, `page` this page's file name (left out of the file links)."""
     gates = tuple(g for g in data.run.gates if g.id != PERFORMANCE_GATE)
-    return {"run": run_view(data, performance_page), "table": data.correctness, "key_charts": key_charts(gates),
+    return {"run": run_view(data, performance_page, page), "table": data.correctness, "key_charts": key_charts(gates),
             "failures": failures(gates),
             "gates": tuple(gate_view(g, counts) for g, counts in data.gates() if g.id != PERFORMANCE_GATE)}
 

@@ -38,6 +38,11 @@ def test_a_run_with_a_report_url_links_summary_md_under_it_and_a_rejudge_takes_i
     assert links and all(link.startswith(BASE + "/") for link in links), links
     assert any(link.startswith(BASE + "/correctness.html#check-startup.") for link in links), links
     assert {f"{BASE}/{name}" for name in ("correctness.html", "performance.html", "summary.json", "junit.xml")} <= set(links)
+    for page in ("correctness.html", "performance.html"):  # each page's row of the run's files: relative, and each there
+        row = re.search(r'<p class="muted files" id="files">(.*?)</p>', (run.run_dir / page).read_text()).group(1)
+        files = re.findall(r'href="([^"]*)"', row)
+        assert page not in files and {"summary.json", "records.jsonl", "answers/", "candidate.log"} <= set(files), files
+        assert all((run.run_dir / f).exists() for f in files), [f for f in files if not (run.run_dir / f).exists()]
     assert (run.run_dir / "correctness.html").read_text().count(BASE) == 0  # the pages link beside themselves
 
     plain = _gk("rejudge", str(run.run_dir), "--out", str(tmp_path / "plain"))
