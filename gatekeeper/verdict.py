@@ -12,6 +12,10 @@ headline never hides how close it came. A run that left gates out (`--gates`, a
 policy that disables them) is PARTIAL whatever its verdict: the first reason names the gates not
 run (the first after the check that decided a HOLD or ROLLBACK, the very first on a PROMOTE), so no
 headline reads as if every question had been asked.
+
+Checks that FAIL or ERROR for one cause (`signature.py`: twenty golden cases that each lost their
+last character) make one reason: the first check's line, then how many more share its cause and
+which, so the second cause is not the twenty-first line.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
+from gatekeeper.signature import group_failures
 
 
 MAX_REASON_CHARS = 240
+MAX_NAMED = 5  # a reason that stands for several checks of one cause names this many of the others
 
 
 def _line(c: CheckResult) -> str:
@@ -50,7 +56,8 @@ def decide(gates: list[GateResult], restricted: tuple[str, ...] = (),
     checks = [c for g in gates if g.excluded is None for c in g.checks]
     blocking_fail = [c for c in checks if check_verdict(c) == Verdict.ROLLBACK]
     if blocking_fail:  # what decided it first; that the run was partial right after
-        return Verdict.ROLLBACK, [_line(blocking_fail[0]), *partial, *(_line(c) for c in blocking_fail[1:])]
+        lines = [_grouped(group) for group in group_failures(blocking_fail)]
+        return Verdict.ROLLBACK, [lines[0], *partial, *lines[1:]]
     hold = [c for c in checks if check_verdict(c) == Verdict.HOLD]
     if hold:
         lines = _with_steps(hold, next_step)
@@ -60,13 +67,24 @@ def decide(gates: list[GateResult], restricted: tuple[str, ...] = (),
     return Verdict.PROMOTE, partial + [_promote_line(checks)] + [f"near miss: {_line(c)}" for c in checks if c.near_miss]
 
 
+def _grouped(group: tuple[CheckResult, ...]) -> str:
+    """One reason for the checks of one cause (`signature.group_failures`): the first check's line,
+    then how many more share its cause and which."""
+    first, rest = group[0], group[1:]
+    if not rest:
+        return _line(first)
+    named = ", ".join(c.id for c in rest[:MAX_NAMED]) + (", …" if len(rest) > MAX_NAMED else "")
+    return _line(first) + f" (and {len(rest)} more check{'s' if len(rest) != 1 else ''} of this cause: {named})"
+
+
 def _with_steps(checks: list[CheckResult], next_step: Callable[[CheckResult], str | None] | None) -> list[str]:
-    """Each check's line, the first line of each distinct next step ending in "Next: …"."""
+    """Each cause's line (checks of one cause in one line), the first line of each distinct next
+    step ending in "Next: …"."""
     said: set[str] = set()
     lines = []
-    for c in checks:
-        step = next_step(c) if next_step is not None else None
-        lines.append(_line(c) + (f" Next: {step}" if step and step not in said else ""))
+    for group in group_failures(checks):
+        step = next_step(group[0]) if next_step is not None else None
+        lines.append(_grouped(group) + (f" Next: {step}" if step and step not in said else ""))
         said.add(step or "")
     return lines
 

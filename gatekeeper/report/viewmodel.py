@@ -25,7 +25,7 @@ from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_met
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
 from gatekeeper.report.identity import identify
-from gatekeeper.report.signature import group_failures, signature
+from gatekeeper.signature import group_failures, signature
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 

@@ -1,4 +1,4 @@
-"""A hand-built run whose golden failures share causes, for the failures cards (report/signature.py).
+"""A hand-built run whose golden failures share causes, for the failures cards (gatekeeper/signature.py).
 
 `same_cause_run()`: a candidate that drops the last character of every answer, as a real run of
 one shows it — five `eos` cases fail alike (each with its own words, numbers and diff), two JSON

@@ -1,4 +1,4 @@
-"""The Failures section of correctness.html: one card per cause (report/signature.py), two examples
+"""The Failures section of correctness.html: one card per cause (gatekeeper/signature.py), two examples
 in full (the diff before the metrics), the rest folded with their anchors kept; a gate's long
 description folded under "about this gate"."""
 

@@ -1,12 +1,13 @@
-"""Failing checks grouped by cause (report/signature.py): what the signature masks and keeps, and
+"""Failing checks grouped by cause (gatekeeper/signature.py): what the signature masks and keeps, and
 the groups the Failures section shows as one card each."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from gatekeeper.report.signature import group_failures, mask, signature
+from gatekeeper.signature import group_failures, mask, signature
 from gatekeeper.results import Status
+from gatekeeper.verdict import decide
 from report_runs import _check
 from report_runs_causes import EOS_CASES, golden_causes_gate
 
@@ -71,3 +72,14 @@ def test_a_check_s_own_name_is_masked() -> None:
     a = _check("golden", "eos-1", Status.FAIL, "case eos-1 ran past its end (golden.eos-1)", family="eos")
     b = replace(a, id="golden.eos-22", reason="case eos-22 ran past its end (golden.eos-22)")
     assert signature(a) == signature(b) and signature(a).cause == "case <case> ran past its end (<case>)"
+
+
+def test_the_verdict_gives_one_reason_per_cause() -> None:
+    """The verdict's reasons follow the same groups: the five eos cases are one reason naming the
+    other four, so the second cause is the second line, not the sixth."""
+    verdict, reasons = decide([golden_causes_gate()])
+    eos = [f"golden.{case}" for case in EOS_CASES]
+    assert verdict.value == "ROLLBACK" and reasons[0].startswith(f"{eos[0]}: FAIL")
+    assert reasons[0].endswith(f"(and {len(eos) - 1} more checks of this cause: {', '.join(eos[1:])})"), reasons[0]
+    assert reasons[1].startswith("golden.json-facts-4: FAIL") and "golden.json-schema-2" in reasons[1]
+    assert not any(r.startswith(tuple(f"{c}:" for c in eos[1:])) for r in reasons)
