@@ -18,8 +18,9 @@ check is red when it would by itself make the run ROLLBACK or HOLD (`verdict.che
   HOLD and ROLLBACK with the headline and reasons, so the view is red even for a HOLD no single
   check explains (nothing ran).
 
-Each testcase's `time` is the check's own duration (the time since its gate's previous check)
-and `timestamp` when it was recorded; each suite's `timestamp` is when its gate started. Model
+Each testcase's `time` is the check's own duration (the work it timed, else the time since its
+gate's previous check; checks decided from one shared batch of requests each carry the batch's
+time, docs/ci-outputs.md) and `timestamp` when it was recorded; each suite's `timestamp` is when its gate started. Model
 output can contain anything, so text goes through xml.etree (which escapes markup) after
 characters XML 1.0 cannot carry at all (NUL, most C0 controls, lone surrogates) are replaced.
 """

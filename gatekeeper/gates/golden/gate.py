@@ -94,6 +94,7 @@ class GoldenGate(Gate):
 
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
+        t0 = time.perf_counter()
         settings: GoldenSettings = ctx.settings
         cases = select_cases(named_cases(ctx.run.golden), settings.cases, settings.limit)
         if not cases:
@@ -132,7 +133,7 @@ class GoldenGate(Gate):
             for check in ctx.checks:
                 if checks.is_streamed(check) and check.family:
                     rates.add_stream(check.family, check.status)
-        rates.report(ctx, settings.max_pass_rate_drop)
+        rates.report(ctx, settings.max_pass_rate_drop, started=t0)
 
     def _reference_runs(self, ctx: GateContext, ask_ref: Asker, cases: list[GoldenCase], baseline: Baseline | None,
                         conc: int, floor_conc: int) -> list[list[Answer]]:
@@ -176,7 +177,8 @@ class GoldenGate(Gate):
         cand_ok = passes_absolute(case, cand)
         j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
-        ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family,
+        # its time is its candidate request's (the cases went out together, judged after): the request, then the judging
+        ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
                   limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None)
         _count(ctx, j)
         rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)

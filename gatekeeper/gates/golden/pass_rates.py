@@ -110,18 +110,19 @@ class PassRates:
         return Heatmap(f"cases passed by family: reference, candidate (green all, red none){streamed}", rows,
                        ["reference", "candidate"], values, labels, is_key=True)
 
-    def report(self, ctx: GateContext, max_drop: float) -> None:
-        """Record `golden.pass_rate` on the gate context."""
+    def report(self, ctx: GateContext, max_drop: float, started: float | None = None) -> None:
+        """Record `golden.pass_rate` on the gate context, timed from `started` (the gate's start:
+        the summary is decided by every case, so its time is theirs, not its own arithmetic's)."""
         m = self.metrics()
         cand, ref = m["pass_rate"], m["reference_pass_rate"]
         m["max_pass_rate_drop"] = max_drop
         if cand is None:
-            ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()])
+            ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()], started=started)
             return
         if ref is None or ref == 0:  # nothing the candidate could fall below
             ctx.check(PASS_RATE, Status.WARN, f"undecided: the candidate passes {_pct(cand)} of cases, but the reference "
                       + ("has no judged case" if ref is None else "passes none") + ": no pass rate to compare with",
-                      m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True)
+                      m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
             return
         allowed = max_drop + m["reference_noise"]
         if cand < ref - allowed - 1e-9:
@@ -131,7 +132,7 @@ class PassRates:
             why = f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)}"
             status = Status.PASS
         ctx.check(PASS_RATE, status, why, m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE,
-                  judged=self._items(allowed))
+                  judged=self._items(allowed), started=started)
 
     def _items(self, allowed: float) -> Items:
         """What the summary judged: the cases the reference passes, a fault failing them on the

@@ -54,6 +54,9 @@ class NumericsGate(Gate):
 
     A failure looks like: NaN logprobs (stale cache residue, a fused kernel reading the wrong
     dtype), or a candidate whose distribution has drifted well beyond its dtype's rounding.
+
+    Every figure comes from the one batch of scoring requests, so each check's time is that
+    batch's (from the first decoding request to the check), not the moment spent on its arithmetic.
     """
 
     id = checks.GATE
@@ -82,7 +85,7 @@ class NumericsGate(Gate):
         except EndpointError as e:
             ctx.error_check(checks.SCORING, e)
             return
-        same = _tokenization(ctx, texts, ref, cand)
+        same = _tokenization(ctx, texts, ref, cand, t0)
         if not same:
             ctx.check(checks.SCORING, Status.SKIP, "no prompt tokenizes the same on both targets: nothing to compare token by "
                       "token (see numerics.tokenization)", started=t0)
@@ -94,7 +97,7 @@ class NumericsGate(Gate):
                   started=t0, metrics={"prompts": len(prompts), "scored": len(same), "top_k": k},
                   limit=exact("prompt the candidate cannot score teacher-forced", len(prompts)))
         self._judge(ctx, [prompts[i] for i in same], [compare(ref[i], cand[i], k) for i in same],
-                    [compare(ref[i], noise[i], k) for i in same], k)
+                    [compare(ref[i], noise[i], k) for i in same], k, t0)
 
     def _continuations(self, ctx: GateContext, prompts: list[str]) -> list[str]:
         s: NumericsSettings = ctx.settings
@@ -108,7 +111,8 @@ class NumericsGate(Gate):
         return _scored(passes.first), _scored(passes.second)
 
     def _judge(self, ctx: GateContext, prompts: list[str], cands: list[ScoreComparison], noises: list[ScoreComparison],
-               k: int) -> None:
+               k: int, started: float) -> None:
+        """The figures' checks, each timed from `started` (the scoring batch they share)."""
         dtype = ctx.run.runtimes["candidate"].dtype
         s: NumericsSettings = ctx.settings
         tol = s.tolerance(dtype)
@@ -138,7 +142,7 @@ class NumericsGate(Gate):
                   f"{bad} NaN/Inf logprob(s) from the candidate" if bad else
                   (f"undecided: no NaN/Inf, but {missing} position(s) came back null where the reference has a logprob "
                    "(a NaN serialised as JSON null looks the same)" if undecided else "no NaN/Inf"),
-                  {"nan_inf": bad, "missing": missing}, [table] if bad or undecided else [], undecided=undecided,
+                  {"nan_inf": bad, "missing": missing}, [table] if bad or undecided else [], undecided=undecided, started=started,
                   limit=exact("NaN/Inf logprob at the scored positions", sum(c.positions for c in cands)))
 
         def unstable(check: str, key: str, noise_value: float) -> None:
@@ -155,7 +159,7 @@ class NumericsGate(Gate):
             ctx.check(check, status, f"{key} {value:.6g} vs limit {limit:.6g} (policy {tol[key]:g}, noise floor {noise_value:.3g})"
                       + (f" over {over}" if over else ""),
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype}, evidence,
-                      limit=stated(limit))
+                      limit=stated(limit), started=started)
 
         def lower(check: str, key: str, value: float, noise_value: float, over: str, judged: int) -> None:
             deficit = m * (1.0 - noise_value)
@@ -167,7 +171,8 @@ class NumericsGate(Gate):
             ctx.check(check, status, f"{check} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
                       f"{noise_value:.4f}) over {over}",
                       {"value": value, "limit": limit, "policy": tol[key], "noise_floor": noise_value, "dtype": dtype},
-                      limit=tolerance(limit, f"a mean {check.replace('_', ' ')} over the prompts below", judged))
+                      limit=tolerance(limit, f"a mean {check.replace('_', ' ')} over the prompts below", judged),
+                      started=started)
 
         moved = max(all_n, default=0.0)
         ctx.notes.append(f"noise floor: the reference scored the texts twice (concurrency {s.concurrency}, then "
@@ -224,16 +229,17 @@ def _scored(outs: list[CompletionResponse | EndpointError]) -> list[Scored]:
     return scored
 
 
-def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: list[Scored]) -> list[int]:
+def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: list[Scored], started: float) -> list[int]:
     """`numerics.tokenization`: the targets must split each text into the same tokens (a changed
     tokenizer or pre-tokenizer is a real upgrade regression: a blocking FAIL showing the first
-    text and token that differ). Returns the indices of the texts that tokenize the same."""
+    text and token that differ), timed from `started` (the scoring batch). Returns the indices of
+    the texts that tokenize the same."""
     same = [i for i, (a, b) in enumerate(zip(ref, cand)) if a.tokens == b.tokens]
     differ = [i for i in range(len(texts)) if i not in same]
     if not differ:
         ctx.check(checks.TOKENIZATION, Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
                   {"texts": len(texts), "differ": 0}, judgement=Judgement.EXACT,
-                  judged=Items(len(texts), "texts the candidate tokenizes differently"))
+                  judged=Items(len(texts), "texts the candidate tokenizes differently"), started=started)
         return same
     i = differ[0]
     a, b = ref[i].tokens, cand[i].tokens
@@ -242,5 +248,5 @@ def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: l
               f"{at}: reference {a[at:at + 3]!r}, candidate {b[at:at + 3]!r} ({len(a)} vs {len(b)} tokens)",
               {"texts": len(texts), "differ": len(differ), "first_text": texts[i][:200], "first_position": at},
               [TextPair("tokens of the first text that differs (reference vs candidate)", " | ".join(a), " | ".join(b),
-                        None, texts[i][:500])], judgement=Judgement.EXACT)
+                        None, texts[i][:500])], judgement=Judgement.EXACT, started=started)
     return same
