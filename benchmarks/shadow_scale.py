@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gatekeeper.traffic.answers import Answer  # noqa: E402
 from gatekeeper.traffic.settings import ShadowSettings  # noqa: E402
-from gatekeeper.traffic.store import PairStore  # noqa: E402
+from gatekeeper.traffic.store import PairStore, SqliteStore  # noqa: E402
 from gatekeeper.live.judgement import LiveJudgement  # noqa: E402
 from gatekeeper.live.verdict import judge_store  # noqa: E402
 from gatekeeper.traffic.format import TrafficRecord, parse_record  # noqa: E402
@@ -83,7 +83,7 @@ def build(path: Path, n: int, rng: random.Random) -> PairStore:
             record, ref, cand, twin = synthetic(rng, i)
             pair = {"reference": ref.to_dict(), "candidate": cand.to_dict(), "twin": twin.to_dict()}
             f.write(json.dumps({**record.to_json(), "pair": pair}) + "\n")
-    store = PairStore(path)
+    store = SqliteStore(path)
     store.import_file(export)
     export.unlink()
     return store

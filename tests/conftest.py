@@ -112,3 +112,30 @@ def shared_run(tmp_path_factory):
             runs[args] = gk_run(tmp_path_factory.mktemp("shared-run"), *args, timeout=timeout)
         return runs[args]
     return run
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One throwaway PostgreSQL server for every pair-store test of the session (tests/helpers/
+    pg_server.py), stopped and removed afterwards, also when tests fail."""
+    from pg_server import find_binaries, start
+
+    bin_dir = find_binaries()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on the PATH or in /usr/lib/postgresql/*/bin: "
+                    "install the postgresql package (Debian: apt-get install postgresql-15)")
+    server = start(bin_dir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server, request) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL server (password included)."""
+    import re
+    import uuid
+
+    name = re.sub(r"\W", "_", request.node.name)[:40].lower()
+    return pg_server.create_database(f"t_{name}_{uuid.uuid4().hex[:8]}")

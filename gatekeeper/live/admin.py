@@ -46,20 +46,22 @@ class Judge:
         self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)
         self._lock = threading.Lock()
         self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
+        self._latch: dict[str, Any] | None = None  # the latch the last look saw
         self._took = 0.0  # how long the last judgement took
 
     def current(self) -> dict[str, Any]:
         """The verdict JSON, with the mirror's counters. A look measures only the pairs stored
         since the last one (`judgement.py`); it is taken only when pairs arrived, at most every
         `judge_interval_s` or five times the last look's duration (not the first look's: it
-        measures the whole store, once)."""
+        measures the whole store, once) — or at once when the latch changed (another replica
+        sharing the store latched a ROLLBACK or reset it)."""
         with self._lock:
-            last = self.mirror.store.last_seq()
+            last, latch = self.mirror.store.last_seq(), self.mirror.store.latched()
             wait = max(self.cfg.judge_interval_s, 5 * self._took)
-            if last != self._last and time.monotonic() - self._at >= wait:
+            if latch != self._latch or (last != self._last and time.monotonic() - self._at >= wait):
                 t0, first = time.monotonic(), self.live.last == 0
                 self._data = self.live.judge()
-                self._at, self._last = time.monotonic(), last
+                self._at, self._last, self._latch = time.monotonic(), last, self.mirror.store.latched()
                 self._took = 0.0 if first else self._at - t0  # the first look's cost is once, not every look's
             data = dict(self._data)
         data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,

@@ -103,7 +103,14 @@ record = _with(_REDACT, record)
                    "(once: it answers twice; twice: one answer each).")
 @click.option("--sink", is_flag=True, help="Mirror-sink mode: accept requests a gateway mirrors (no primary).")
 @click.option("--sample", type=Finite(0, 1), default=0.05, show_default=True, help="Share of requests mirrored.")
-@click.option("--store", "store_path", required=True, help="The pair store (SQLite) to commit pairs to.")
+@click.option("--store", "store_path", required=True,
+              help="The pair store to commit pairs to: a SQLite file, or a postgresql:// URL shared by many proxies.")
+@click.option("--replica", default=None, metavar="NAME",
+              help="The name this proxy's pairs carry in a shared (PostgreSQL) store. [the host name]")
+@click.option("--flush-pairs", type=click.IntRange(min=1, max=100_000), default=32, show_default=True,
+              help="PostgreSQL store: pairs committed per batch (a SIGKILL loses at most one unflushed batch).")
+@click.option("--flush-interval", type=Finite(min=0.01, max=3600), default=1.0, show_default=True,
+              help="PostgreSQL store: seconds a pair waits at most for its batch to be committed.")
 @click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT clients (or the gateway) send to.")
 @click.option("--admin", default="127.0.0.1:8101", show_default=True, help="HOST:PORT for /verdict and /metrics.")
 @click.option("--queue", "queue_size", type=click.IntRange(min=1, max=1_000_000), default=256, show_default=True,
@@ -117,7 +124,8 @@ record = _with(_REDACT, record)
 @click.option("--session-header", default=None, metavar="NAME",
               help="Request header naming the client's session (long-session SQDR in /verdict and /metrics).")
 def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink: bool, sample: float, store_path: str,
-           listen: str, admin: str, queue_size: int, workers: int, policy: str, min_pairs: int | None,
+           replica: str | None, flush_pairs: int, flush_interval: float, listen: str, admin: str, queue_size: int,
+           workers: int, policy: str, min_pairs: int | None,
            shadow_model: str, shadow_api_key_env: str | None, timeout: float, session_header: str | None,
            tenant_header: str | None,
            redact: tuple[str, ...], no_default_pii: bool) -> None:
@@ -128,7 +136,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
     from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app
-    from gatekeeper.traffic.store import PairStore
+    from gatekeeper.traffic.store import Batching, open_store, shown
 
     if sink == bool(primary):
         raise click.UsageError("give --primary (proxy mode) or --sink (mirror-sink mode), not both or neither")
@@ -139,9 +147,10 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
     primary_url = None if sink else _url(primary or "", "--primary")
     cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
-                       session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs)
+                       session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs,
+                       replica=replica, batching=Batching(flush_pairs, flush_interval))
     load_gate_policy(policy)  # a bad policy fails here, before anything listens
-    PairStore(store_path).close()  # and a file that is not a store (the last check: it creates the store)
+    open_store(store_path, replica=replica).close()  # and a store that is not one (the last check: it creates the store)
     ctx = mp.get_context("fork")
     q = ctx.Queue(maxsize=queue_size)
     counters = Counters()
@@ -157,7 +166,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
 
     def ready(url: str) -> None:
         what = "mirror sink" if sink else f"shadow proxy → {primary}"
-        click.echo(f"{what}: listening on {url}; mirroring {sample:.0%} to {shadow_url}; store {store_path}; "
+        click.echo(f"{what}: listening on {url}; mirroring {sample:.0%} to {shadow_url}; store {shown(store_path)}; "
                    f"admin {admin_url} (/verdict, /metrics)", err=True)
 
     try:
@@ -184,31 +193,30 @@ def pairs() -> None:
 
 
 @pairs.command("export")
-@click.argument("store_path")
+@click.argument("store_path", metavar="STORE")
 @click.option("--out", "out_path", required=True, help="The traffic file to write (atomically), with `pair` keys.")
 def pairs_export(store_path: str, out_path: str) -> None:
-    """Write every pair of a store to a traffic file (the store is only read)."""
-    from gatekeeper.traffic.store import PairStore
+    """Write every pair of a store (a SQLite file or a postgresql:// URL) to a traffic file; the
+    store is only read."""
+    from gatekeeper.traffic.store import open_store
 
-    store = PairStore.open_readonly(store_path)
-    try:
+    with open_store(store_path, readonly=True) as store:
         n = store.export(out_path)
-    finally:
-        store.close()
     click.echo(f"exported {n} pair(s) to {out_path}")
 
 
 @pairs.command("import")
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--store", "store_path", required=True, help="The store to add the pairs to (created if absent).")
+@click.option("--store", "store_path", required=True,
+              help="The store to add the pairs to, a SQLite file or a postgresql:// URL (created if absent).")
 def pairs_import(paths: tuple[str, ...], store_path: str) -> None:
     """Merge exported pair files (from several proxy hosts) into one store; ids already held are
     skipped. All or nothing: a bad line anywhere leaves the store as it was (and creates none)."""
-    from gatekeeper.traffic.store import import_pairs
+    from gatekeeper.traffic.store import import_pairs, shown
 
     counts, total = import_pairs(store_path, paths)
     for path, (added, held) in zip(paths, counts):
         click.echo(f"{path}: {added} pair(s) added, {held} already held")
-    click.echo(f"{store_path}: {total} pair(s)")
+    click.echo(f"{shown(store_path)}: {total} pair(s)")
     sys.exit(0)
 

@@ -33,7 +33,7 @@ from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceState
 from gatekeeper.traffic.judging import SlicePlanner
 from gatekeeper.traffic.measures import Measures, Pair, measure
 from gatekeeper.traffic.settings import ShadowSettings
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store.interface import PairStore
 from gatekeeper.live.measured import Measured, decode, encode, measured_of, measures_version
 from gatekeeper.live.sessions import SessionDecay
 from gatekeeper.live.verdict import fixed_split, latched, no_pairs, verdict_of

@@ -108,8 +108,8 @@ def measures_version() -> str:
 
 
 def _sources(root: str) -> dict[str, Path]:
-    """The source file of `root` and of every gatekeeper module it imports, transitively, found
-    beside gatekeeper's own package (nothing is imported)."""
+    """The source file of `root` and of every gatekeeper module it imports, transitively, with
+    the packages they are in, found beside gatekeeper's own package (nothing is imported)."""
     package = Path(gatekeeper.__file__).parent
     seen: dict[str, Path] = {}
     todo = [root]
@@ -121,6 +121,8 @@ def _sources(root: str) -> dict[str, Path]:
         if name in seen or path is None:  # `from module import Name`: a name, not a module
             continue
         seen[name] = path
+        if "." in name:  # importing a module runs its package's __init__ too
+            todo.append(name.rpartition(".")[0])
         for node in ast.walk(ast.parse(path.read_bytes())):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("gatekeeper"):
                 assert node.module is not None

@@ -28,7 +28,7 @@ import httpx
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.live.capture import Exchange, answer_of_exchange, to_record
 from gatekeeper.live.redaction import PII_DEFAULTS, BodyRedactor
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store import Batching, open_store
 
 STOP = None  # the queue's sentinel
 
@@ -64,6 +64,8 @@ class MirrorConfig:
     policy: str = "gates/default.yaml"
     min_pairs: int | None = None
     judge_interval_s: float = 2.0
+    replica: str | None = None  # the name a shared (PostgreSQL) store records this proxy's pairs under
+    batching: Batching = Batching()
 
 
 @dataclass
@@ -123,7 +125,7 @@ class Mirror:
 
     def __init__(self, cfg: MirrorConfig) -> None:
         self.cfg = cfg
-        self.store = PairStore(cfg.store)
+        self.store = open_store(cfg.store, replica=cfg.replica, batching=cfg.batching)
         self.redact = BodyRedactor(cfg.pii, [u.api_key for u in (cfg.shadow, *cfg.replicas) if u.api_key])
         self.client = httpx.Client(limits=httpx.Limits(max_connections=4 * cfg.workers + 4))
         self.pool = ThreadPoolExecutor(max_workers=2 * cfg.workers + 2)

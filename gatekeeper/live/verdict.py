@@ -38,7 +38,7 @@ from gatekeeper.traffic.stage_rule import Standing
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.live.sessions import session_decay
 from gatekeeper.traffic.pair_of import pair_of, pairs
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store.interface import PairStore
 from gatekeeper.results import Status
 
 RATES = ("disagreement", "task_failure", "degeneration", "json_parse", "tool_parse", "error", "retry", "nonfinite")

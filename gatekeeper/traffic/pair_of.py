@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.measures import Pair, with_task
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store.interface import PairStore
 from gatekeeper.traffic.format import TrafficRecord
 
 

@@ -17,7 +17,7 @@ import pytest
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.measures import Measures, Pair, measure
 from gatekeeper.traffic.settings import ShadowSettings
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store import PairStore, SqliteStore
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.measured import _sources, decode, encode, measured_of
 from gatekeeper.live.verdict import judge_store
@@ -96,7 +96,7 @@ def _same(live: dict, full: dict) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_the_incremental_verdict_is_the_verdict_judged_from_scratch_after_every_batch(tmp_path: Path, seed: int):
     rng = random.Random(seed)
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     live = LiveJudgement(store, SETTINGS, min_pairs=150)
     _same(live.judge(), judge_store(store, SETTINGS, 150, sticky=True))  # no pair yet
     tenants, bad, n, seen = ["acme"], {"beta": 0.3 if seed % 2 else 0.03}, 0, set()
@@ -121,7 +121,7 @@ def test_a_look_measures_only_the_pairs_stored_since_the_last_one(tmp_path: Path
     tenant slices, JSON requests a new test in `all`, so slices are judged from their start, from
     the cache), not after a restart; a gatekeeper whose measures changed measures them all again."""
     rng = random.Random(7)
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     counted = Counted()
     live = LiveJudgement(store, SETTINGS, min_pairs=100, measure=counted)
     n = 0
@@ -157,14 +157,15 @@ def test_a_cache_row_is_the_measures_it_was(tmp_path: Path):
     """Measures read back from the cache are the measures taken, and their version covers the
     code that takes them."""
     rng = random.Random(3)
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     _grow(store, rng, 0, 200, ["acme", "beta"], {"beta": 0.4})
     for row in store.numbered_rows(0, store.last_seq()):
         m = measured_of(row, measure)
         assert decode(m.seq, encode(m)) == m
     assert decode(1, "{not json") is None and decode(1, '{"facts": []}') is None
     measuring = set(_sources("gatekeeper.live.measured"))  # what the cache's version hashes
-    assert {"gatekeeper.traffic.measures", "gatekeeper.golden.degeneration", "gatekeeper.traffic.store"} <= measuring
+    assert {"gatekeeper.traffic.measures", "gatekeeper.golden.degeneration", "gatekeeper.traffic.store",
+            "gatekeeper.traffic.store.codec"} <= measuring
 
 
 def test_pairs_committed_while_looks_run_are_judged_by_the_next(tmp_path: Path):
@@ -172,7 +173,7 @@ def test_pairs_committed_while_looks_run_are_judged_by_the_next(tmp_path: Path):
     ends, written while the next one runs): every look is the verdict of the pairs up to some
     point, and the last one, of them all."""
     rng = random.Random(11)
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     live = LiveJudgement(store, SETTINGS, min_pairs=300)
     looked = threading.Event()
 
@@ -202,7 +203,7 @@ def test_judging_a_store_read_only_ignores_and_keeps_its_measure_cache(tmp_path:
 
     from gatekeeper.gates.shadow.gate import _stored
 
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     _grow(store, random.Random(5), 0, 50, ["acme"], {})
     LiveJudgement(store, SETTINGS).judge()
     rows = list(store.rows())
@@ -210,7 +211,7 @@ def test_judging_a_store_read_only_ignores_and_keeps_its_measure_cache(tmp_path:
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(tmp_path.iterdir())}
     traffic, answers = _stored(ShadowSettings(store=str(tmp_path / "s.db")))
     assert [r.id for r in traffic.records] == [r.id for r, *_ in rows] and len(answers) == 50
-    readonly = PairStore.open_readonly(tmp_path / "s.db")
+    readonly = SqliteStore.open_readonly(tmp_path / "s.db")
     assert judge_store(readonly, SETTINGS)["pairs"] == 50
     readonly.close()
     assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(tmp_path.iterdir())} == before

@@ -22,7 +22,7 @@ from live_util import live  # noqa: E402
 from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
-from gatekeeper.traffic.store import PairStore  # noqa: E402
+from gatekeeper.traffic.store import SqliteStore  # noqa: E402
 from gatekeeper.traffic.format import load_traffic  # noqa: E402
 from paths import GK_TINY, ROOT  # noqa: E402
 
@@ -101,22 +101,22 @@ def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_e
     assert healthy == 409
     assert 'gatekeeper_shadow_verdict{verdict="ROLLBACK"} 1.0' in metrics
     assert 'gatekeeper_shadow_rate{measure="disagreement",target="candidate"}' in metrics
-    tenants = {r.tenant for r, *_ in PairStore(store).rows()}
+    tenants = {r.tenant for r, *_ in SqliteStore(store).rows()}
     assert len(tenants) > 1 and "default" not in tenants  # the tenant header was read
 
     # The store judged by a run, after an export and a merge (two proxy hosts' files; the second
     # import adds nothing new: ids already held are skipped).
     exported = tmp_path / "pairs.jsonl"
-    assert PairStore(store).export(exported) == len(PairStore(store))
-    merged = PairStore(tmp_path / "merged.db")
-    assert merged.import_file(exported)[0] == len(PairStore(store))
-    assert merged.import_file(exported) == (0, len(PairStore(store)))
+    assert SqliteStore(store).export(exported) == len(SqliteStore(store))
+    merged = SqliteStore(tmp_path / "merged.db")
+    assert merged.import_file(exported)[0] == len(SqliteStore(store))
+    assert merged.import_file(exported) == (0, len(SqliteStore(store)))
     merged.close()
     out = gk_run(tmp_path / "runs", "--gates", "shadow", "--shadow-store", str(tmp_path / "merged.db"),
                  "--policy", _policy(tmp_path))
     assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]
     assert out.check("shadow.rule.answers_differ")["status"] == "FAIL"
-    assert f"{len(PairStore(store))} requests" in out.check("shadow.traffic")["reason"]
+    assert f"{len(SqliteStore(store))} requests" in out.check("shadow.traffic")["reason"]
 
 
 def test_a_sigkilled_proxy_loses_no_committed_pair(tmp_path, servers):
@@ -137,7 +137,7 @@ def test_a_sigkilled_proxy_loses_no_committed_pair(tmp_path, servers):
     db = sqlite3.connect(store)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
-    rows = list(PairStore(store).rows())
+    rows = list(SqliteStore(store).rows())
     assert len(rows) >= committed, (len(rows), committed)
     assert all(ref.text or ref.error for _, ref, _, _ in rows)
 
@@ -153,7 +153,7 @@ def test_mirror_sink_mode_pairs_a_gateways_copies_itself(tmp_path, servers):
         wrong = httpx.get(sh.url + "/v1/models", timeout=30)
     assert codes == [202] * 6 and wrong.status_code == 404
     assert data["mirror"]["stored"] == 6 and data["judged"] == 6, data
-    rows = list(PairStore(store).rows())
+    rows = list(SqliteStore(store).rows())
     assert all(twin is not None and not ref.failed and not cand.failed for _, ref, cand, twin in rows)
     assert json.loads(json.dumps(data))["verdict"] == "HOLD"  # 6 pairs are not enough to promote
 

@@ -11,7 +11,7 @@ import pytest
 from gatekeeper.errors import ConfigError
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.settings import ShadowSettings
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store import SqliteStore
 from gatekeeper.live.verdict import judge_store
 from gatekeeper.traffic.format import parse_record
 
@@ -27,14 +27,14 @@ def _record(i: int, rounds: int = 1, session: str | None = None):
 
 
 def test_pairs_round_trip_and_merge_without_duplicates(tmp_path: Path):
-    a = PairStore(tmp_path / "a.db")
+    a = SqliteStore(tmp_path / "a.db")
     for i in range(5):
         assert a.add(_record(i), Answer(f"ref {i}"), Answer(f"cand {i}", tokens=3), Answer(f"ref {i}"))
     assert not a.add(_record(0), Answer("x"), Answer("y"), None)  # an id already held
     rows = list(a.rows())
     assert [r.id for r, *_ in rows] == [f"r{i}" for i in range(5)] and rows[2][2] == Answer("cand 2", tokens=3)
     assert a.export(tmp_path / "a.jsonl") == 5
-    merged = PairStore(tmp_path / "m.db")
+    merged = SqliteStore(tmp_path / "m.db")
     assert merged.import_file(tmp_path / "a.jsonl") == (5, 0)
     assert merged.import_file(tmp_path / "a.jsonl") == (0, 5)
     assert list(merged.rows()) == rows
@@ -44,14 +44,14 @@ def test_an_import_line_without_a_pair_names_file_and_line(tmp_path: Path):
     f = tmp_path / "plain.jsonl"
     f.write_text(json.dumps({"endpoint": "chat", "request": {"messages": [{"role": "user", "content": "hi"}]}}) + "\n")
     with pytest.raises(ConfigError) as e:
-        PairStore(tmp_path / "s.db").import_file(f)
+        SqliteStore(tmp_path / "s.db").import_file(f)
     assert "plain.jsonl:1" in str(e.value) and "pair" in str(e.value)
     with pytest.raises(ConfigError, match="not found"):
-        PairStore(tmp_path / "absent.db", create=False)
+        SqliteStore(tmp_path / "absent.db", create=False)
 
 
 def test_sqdr_is_reported_where_sessions_are_visible(tmp_path: Path):
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     n = 0
     for s in range(8):  # eight sessions of four rounds; the candidate drifts from round 3 on
         for rnd in range(1, 5):
@@ -64,7 +64,7 @@ def test_sqdr_is_reported_where_sessions_are_visible(tmp_path: Path):
     assert sessions["sessions"] == 8 and sessions["rounds"] == [1, 2, 3, 4]
     assert sessions["pass_rate"]["candidate"] == [1.0, 1.0, 0.5, 0.5] and sessions["pass_rate"]["twin"] == [1.0] * 4
     assert sessions["sqdr"] == {"candidate": 0.125, "twin": 0.0}
-    plain = PairStore(tmp_path / "plain.db")
+    plain = SqliteStore(tmp_path / "plain.db")
     plain.add(_record(0), Answer("a"), Answer("a"), Answer("a"))
     assert judge_store(plain, ShadowSettings(), min_pairs=1)["sessions"] is None  # no session header: not reported
 
@@ -92,7 +92,7 @@ def test_a_store_is_judged_by_a_run_whose_targets_are_not_even_up(tmp_path: Path
     from run_util import gk_run
     from server_util import free_port
 
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     for i in range(40):
         ref = Answer(f"The answer to question {i} is {i * 7}.", finish_reason="stop", tokens=9)
         cand = Answer("!!!!!!!!!!!!!!!!", finish_reason="length", tokens=16) if garbled and i % 2 else ref
@@ -122,7 +122,7 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     """A ROLLBACK latches in the store; while latched, the live verdict stays ROLLBACK whatever
     the recomputed one says (the score, say, recovers as clean pairs arrive), and says why; the
     operator's reset judges afresh."""
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     for i in range(40):  # the candidate answers otherwise in one pair in four
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref if i % 4 else Answer(f"garbled {i}"), ref)
@@ -131,7 +131,7 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
     assert judge_store(store, ShadowSettings(), min_pairs=60)["verdict"] == "ROLLBACK"
     assert "latched" not in judge_store(store, ShadowSettings(), min_pairs=60)  # only the live proxy latches
 
-    clean = PairStore(tmp_path / "clean.db")  # a store whose pairs show nothing, with a ROLLBACK latched
+    clean = SqliteStore(tmp_path / "clean.db")  # a store whose pairs show nothing, with a ROLLBACK latched
     for i in range(500):  # enough to rule out 2 points of errors (80 would be undecided: see below)
         ref = Answer(f"answer {i}")
         clean.add(_record(i), ref, ref, ref)
@@ -145,7 +145,7 @@ def test_a_live_rollback_is_sticky_until_reset(tmp_path: Path):
 
 
 def test_a_clean_store_too_small_to_rule_out_the_materiality_holds_saying_what_would_decide_it(tmp_path: Path):
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     for i in range(80):
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref, ref)
@@ -166,7 +166,7 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
     from gatekeeper.live.admin import serve_admin
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
 
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     for i in range(500):
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref, ref)
@@ -203,7 +203,7 @@ def test_slices_that_appear_later_draw_on_a_reserve_and_no_alpha_ever_shrinks(tm
                    **({"response_format": {"type": "json_object"}} if json_ else {})}
         return parse_record({"endpoint": "chat", "id": f"{tenant}{i}{json_}", "tenant": tenant, "request": request}, i)
 
-    store = PairStore(tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
     s = ShadowSettings()
     t = s.thresholds()
     splits = []

@@ -21,7 +21,7 @@ from gatekeeper.errors import ConfigError
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.gates.shadow.gate import _stored
 from gatekeeper.traffic.settings import ShadowSettings
-from gatekeeper.traffic.store import MARKER, PairStore
+from gatekeeper.traffic.store import MARKER, SqliteStore
 from gatekeeper.traffic.format import parse_record
 from paths import ROOT
 
@@ -37,7 +37,7 @@ def _record(i: int):
 
 
 def _store(path: Path, n: int = 6, text: str = "") -> Path:
-    store = PairStore(path)
+    store = SqliteStore(path)
     for i in range(n):
         ref = Answer(f"answer {i} {text}", finish_reason="stop", tokens=4, e2e_s=0.5)
         store.add(_record(i), ref, ref, ref)
@@ -128,7 +128,7 @@ def test_judging_a_store_reads_every_pair_and_leaves_it_byte_identical(tmp_path:
     path = _store(tmp_path / "s.db", n=40)
     before = _snapshot(tmp_path)
     assert _judge(path) == 40
-    store = PairStore.open_readonly(path)
+    store = SqliteStore.open_readonly(path)
     assert len(store) == 40 and store.latched() is None
     store.close()
     assert _snapshot(tmp_path) == before  # no -wal or -shm file appears either
@@ -138,7 +138,7 @@ def test_a_store_a_writer_holds_open_is_read_whole_and_left_as_it_was(tmp_path: 
     """Pairs committed to the -wal file but not yet checkpointed (a live proxy, or one killed by
     SIGKILL) are judged; the database and its -wal file stay byte-identical (SQLite's -shm index
     of the -wal may be rebuilt)."""
-    writer = PairStore(tmp_path / "s.db")
+    writer = SqliteStore(tmp_path / "s.db")
     for i in range(12):
         writer.add(_record(i), Answer(f"a{i}"), Answer(f"a{i}"), None)
     try:
@@ -161,7 +161,7 @@ def test_a_store_made_before_the_marker_is_judged_and_left_unmarked(tmp_path: Pa
     before = _snapshot(tmp_path)
     assert _judge(path) == 6
     assert _snapshot(tmp_path) == before
-    writer = PairStore(path)
+    writer = SqliteStore(path)
     writer.add(_record(99), Answer("x"), Answer("x"), None)
     writer.close()
     keys = [k for (k,) in sqlite3.connect(path).execute("SELECT key FROM meta")]
@@ -179,7 +179,7 @@ def test_a_file_that_is_no_sound_store_is_refused_and_left_byte_identical(tmp_pa
     assert e.value.exit_code == 3
     if case != "empty file":  # a writer refuses it too (in an empty file, it creates a store)
         with pytest.raises(ConfigError, match="not a pair store|schema 2|corrupted"):
-            PairStore(path)
+            SqliteStore(path)
     assert _snapshot(tmp_path) == before
 
 
@@ -232,7 +232,7 @@ def _export_with_bad_line(folder: Path, bad: str) -> Path:
     answer that is a list; text: a line that is not JSON)."""
     _store(folder / "src.db", n=8)
     out = folder / "pairs.jsonl"
-    PairStore.open_readonly(folder / "src.db").export(out)
+    SqliteStore.open_readonly(folder / "src.db").export(out)
     (folder / "src.db").unlink()
     lines = out.read_text().splitlines()
     line = json.loads(lines[4])
@@ -264,14 +264,14 @@ def test_an_import_that_fails_on_line_5_changes_nothing(tmp_path: Path, bad: str
     for target in ("held.db", "empty.db", "absent.db"):
         _one_line_error(gk("pairs", "import", traffic, "--store", stores / target), f"{traffic}:5: {says}")
         assert _snapshot(stores) == before, target  # the held store as it was, the empty file empty, no new file
-    assert len(PairStore.open_readonly(stores / "held.db")) == 3
+    assert len(SqliteStore.open_readonly(stores / "held.db")) == 3
 
 
 def test_an_import_adds_every_file_or_none(tmp_path: Path):
     """Two files in one import: the second's bad line undoes the first's pairs too; the good
     file alone imports, and a second import adds nothing it already holds."""
     _store(tmp_path / "a.db", n=5)
-    PairStore.open_readonly(tmp_path / "a.db").export(tmp_path / "good.jsonl")
+    SqliteStore.open_readonly(tmp_path / "a.db").export(tmp_path / "good.jsonl")
     bad_dir = tmp_path / "bad"
     bad_dir.mkdir()
     bad = _export_with_bad_line(bad_dir, "e2e_s")
@@ -279,7 +279,7 @@ def test_an_import_adds_every_file_or_none(tmp_path: Path):
     assert not (tmp_path / "m.db").exists()
     p = gk("pairs", "import", tmp_path / "good.jsonl", "--store", tmp_path / "m.db")
     assert p.returncode == 0 and "5 pair(s) added, 0 already held" in p.stdout and "m.db: 5 pair(s)" in p.stdout, p.stderr
-    assert PairStore(tmp_path / "m.db").import_file(tmp_path / "good.jsonl") == (0, 5)
+    assert SqliteStore(tmp_path / "m.db").import_file(tmp_path / "good.jsonl") == (0, 5)
     foreign = _foreign(bad_dir)
     before = _snapshot(bad_dir)
     _one_line_error(gk("pairs", "import", tmp_path / "good.jsonl", "--store", foreign), str(foreign), "tables users")

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 from gatekeeper.endpoints.client import Endpoint
@@ -32,7 +33,7 @@ from gatekeeper.stats.quantiles import percentile
 from gatekeeper.traffic.task import CHECKS
 from gatekeeper.traffic.settings import ShadowSettings, Stage
 from gatekeeper.traffic.pair_of import pair_of, wants_json
-from gatekeeper.traffic.store import PairStore
+from gatekeeper.traffic.store import is_postgres, open_store, shown
 from gatekeeper.gates.shadow.near_miss import near_misses, reason as near_miss_reason
 from gatekeeper.results import CheckResult, Judgement, Status
 from gatekeeper.config.run_config import find_file
@@ -344,15 +345,17 @@ def _from_store(answers: dict[str, tuple[Answer, Answer, Answer | None]]) -> Ans
 def _stored(s: ShadowSettings) -> tuple[TrafficFile, dict[str, tuple[Answer, Answer, Answer | None]]]:
     """A pair store's requests (as a traffic file, in stored order) and answers, read without
     writing to the store (a ConfigError for a file that is no store, a damaged one or a bad row)."""
-    store = PairStore.open_readonly(find_file(s.store))
-    try:
+    with open_store(_store_name(s.store), readonly=True) as store:
         rows = list(store.rows())
-    finally:
-        store.close()
     if not rows:
-        raise ConfigError(f"pair store {s.store} holds no pair yet", key="gates.shadow.store")
+        raise ConfigError(f"pair store {shown(s.store)} holds no pair yet", key="gates.shadow.store")
     records = tuple(r for r, *_ in rows)
-    return TrafficFile(s.store, records), {r.id: (ref, cand, twin) for r, ref, cand, twin in rows}
+    return TrafficFile(shown(s.store), records), {r.id: (ref, cand, twin) for r, ref, cand, twin in rows}
+
+
+def _store_name(name: str) -> str | Path:
+    """A store's file found as other policy files are; a `postgresql://` URL as it is."""
+    return name if is_postgres(name) else find_file(name)
 
 
 def _replica(ctx: GateContext, s: ShadowSettings) -> Endpoint | None:

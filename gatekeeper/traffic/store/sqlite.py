@@ -1,15 +1,12 @@
-"""The pair store: SQLite in WAL mode, one row per mirrored request with its answers.
-
-A row is a traffic record (the request, its tenant, model alias and time) and the pair: the
-reference's answer (the primary's, or a replica's in mirror-sink mode), the candidate's (the
-shadow's) and the twin (a replica of the reference: the noise floor), as `Answer.to_dict`
-holds them. Each pair is committed on its own, so a proxy killed with SIGKILL loses at most the
+"""The embedded pair store (the default): one SQLite file in WAL mode, one row per mirrored
+request with its answers (`interface.py` says what a store holds, `codec.py` how a row is
+encoded). Each pair is committed on its own, so a proxy killed with SIGKILL loses at most the
 pair it was writing; WAL with `synchronous=NORMAL` keeps every committed transaction across a
 process crash (only a power loss can take the last ones back).
 
 Export and import go through the traffic format (docs/traffic-format.md, the `pair` key), so the
-stores of several proxy hosts merge into one judgement: import skips a request id it already
-holds. An import is all or nothing: one transaction over every file, rolled back on the first
+stores of several proxy hosts merge into one judgement (or into a PostgreSQL store, `postgres.py`):
+import skips a request id it already holds. An import is all or nothing: one transaction over every file, rolled back on the first
 bad line, and a store the import created is removed again (`import_pairs`).
 
 The live proxy's verdict keeps each pair's measures once taken (`measured`, a table of its own
@@ -17,7 +14,7 @@ keyed by the pair's `seq`, created by `use_measure_cache` and emptied when the m
 changes: live/measured.py), so a `/verdict` measures only the pairs stored since the last one.
 Nothing else reads or writes it; stores without it are as before.
 
-Judging never writes. `PairStore.open_readonly` opens the file with `mode=ro`, and with
+Judging never writes. `SqliteStore.open_readonly` opens the file with `mode=ro`, and with
 `immutable=1` when no `-wal` file lies beside it: a read-only open of a WAL database would
 otherwise create `-wal` and `-shm` files and leave them behind. When a `-wal` file exists (a
 proxy is writing, or was killed before its last checkpoint) its committed pairs are read; the
@@ -43,19 +40,15 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.traffic.answers import Answer
-from gatekeeper.traffic.stored_answer import answer_of_json as _answer
-from gatekeeper.traffic.stored_answer import json_of_text as _json
-from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, iter_records, parse_record
-
-SCHEMA_VERSION = 1
-MARKER = "gatekeeper_store"
-"""The `meta` key that makes a SQLite file a gatekeeper pair store; its value is SCHEMA_VERSION."""
+from gatekeeper.traffic.format import TrafficRecord
+from gatekeeper.traffic.store.codec import StoredPair, decode, encode, exported_pairs
+from gatekeeper.traffic.store.interface import HINT as _HINT
+from gatekeeper.traffic.store.interface import MARKER, SCHEMA_VERSION, NumberedPair, PairStore
 
 _SCHEMA = f"""
 BEGIN;
@@ -75,17 +68,17 @@ COMMIT;
 _COLUMNS = {"pairs": ("seq", "id", "stored_at", "record", "reference", "candidate", "twin"), "meta": ("key", "value")}
 _SHAPE = " and ".join(f"{table}({', '.join(cols)})" for table, cols in _COLUMNS.items())
 _SQLITE_HEADER = b"SQLite format 3\x00"
-_HINT = "a pair store is the file `gatekeeper shadow --store` or `gatekeeper pairs import --store` writes"
 
 
-class PairStore:
-    """A pair store on disk; safe to share between threads (one connection, one lock).
+class SqliteStore(PairStore):
+    """A pair store in a SQLite file; safe to share between threads (one connection, one lock).
 
-    `PairStore(path)` opens it for writing, creating it when the file is missing or empty;
-    `create=False` requires it to exist; `PairStore.open_readonly(path)` (judging) never writes."""
+    `SqliteStore(path)` opens it for writing, creating it when the file is missing or empty;
+    `create=False` requires it to exist; `SqliteStore.open_readonly(path)` (judging) never writes."""
 
     def __init__(self, path: str | Path, create: bool = True, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.name = str(self.path)
         self.readonly = readonly
         exists = self.path.is_file()
         if self.path.is_dir():
@@ -116,7 +109,7 @@ class PairStore:
         self._lock = threading.Lock()
 
     @classmethod
-    def open_readonly(cls, path: str | Path) -> PairStore:
+    def open_readonly(cls, path: str | Path) -> SqliteStore:
         """An existing store, checked (marker, schema, `quick_check`) and opened read-only: what
         judging reads. The file and its directory are left as they were."""
         return cls(path, create=False, readonly=True)
@@ -133,8 +126,8 @@ class PairStore:
 
     def _insert(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
         assert not self.readonly, "a read-only pair store is never written"
-        row = (record.id, time.time(), json.dumps(record.to_json()), json.dumps(reference.to_dict()),
-               json.dumps(candidate.to_dict()), None if twin is None else json.dumps(twin.to_dict()))
+        pair_id, *texts = encode(record, reference, candidate, twin)
+        row = (pair_id, time.time(), *texts)
         cur = self._db.execute("INSERT OR IGNORE INTO pairs (id, stored_at, record, reference, candidate, twin) "
                                "VALUES (?, ?, ?, ?, ?, ?)", row)
         return cur.rowcount == 1
@@ -180,7 +173,7 @@ class PairStore:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM pairs").fetchone()[0])
 
-    def rows(self) -> Iterator[tuple[TrafficRecord, Answer, Answer, Answer | None]]:
+    def rows(self) -> Iterator[StoredPair]:
         """Every stored pair in the order it was stored: (record, reference, candidate, twin). A row
         that is not a valid pair is a ConfigError naming the store and the pair id."""
         try:
@@ -189,7 +182,7 @@ class PairStore:
         except sqlite3.DatabaseError as e:
             raise ConfigError(f"corrupted: {e}", str(self.path), hint=_HINT) from None
         for i, row in enumerate(rows, 1):
-            yield self._decoded(i, *row)
+            yield decode(self.name, i, *row)
 
     def last_seq(self) -> int:
         """The `seq` of the last pair stored (0: none). Pairs are numbered in the order they are
@@ -197,8 +190,7 @@ class PairStore:
         with self._lock:
             return int(self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM pairs").fetchone()[0])
 
-    def numbered_rows(self, after: int, upto: int, unmeasured: bool = False,
-                      chunk: int = 1000) -> Iterator[tuple[int, TrafficRecord, Answer, Answer, Answer | None]]:
+    def numbered_rows(self, after: int, upto: int, unmeasured: bool = False, chunk: int = 1000) -> Iterator[NumberedPair]:
         """The pairs with `after` < seq ≤ `upto` in stored order, each with its seq (also the
         record's line); `unmeasured`: only those the measure cache lacks. Read `chunk` rows at a
         time, so a writer waits for one chunk at most."""
@@ -214,18 +206,8 @@ class PairStore:
             if not rows:
                 return
             for seq, *row in rows:
-                yield (seq, *self._decoded(seq, *row))
+                yield (seq, *decode(self.name, seq, *row))
             after = rows[-1][0]
-
-    def _decoded(self, line: int, pair_id: Any, record: Any, ref: Any, cand: Any,
-                 twin: Any) -> tuple[TrafficRecord, Answer, Answer, Answer | None]:
-        try:
-            return (parse_record(_json(record, "record"), line), _answer(_json(ref, "reference"), "reference"),
-                    _answer(_json(cand, "candidate"), "candidate"),
-                    None if twin is None else _answer(_json(twin, "twin"), "twin"))
-        except ValueError as e:
-            where = "record: " if isinstance(e, TrafficLineError) else ""
-            raise ConfigError(f"pair {pair_id!r} is not a valid stored pair: {where}{e}", str(self.path)) from None
 
     def use_measure_cache(self, version: str) -> None:
         """Create the measure cache when missing, and empty it when it holds measures of another
@@ -267,19 +249,6 @@ class PairStore:
                 raise
             self._db.execute("COMMIT")
 
-    def export(self, path: str | Path) -> int:
-        """Write every pair as a traffic file with `pair` keys (atomically); the number written."""
-        from gatekeeper.atomic import write_atomic
-
-        lines = [json.dumps({**record.to_json(), "pair": _pair_json(ref, cand, twin)})
-                 for record, ref, cand, twin in self.rows()]
-        write_atomic(Path(path), "".join(line + "\n" for line in lines))
-        return len(lines)
-
-    def import_file(self, path: str | Path) -> tuple[int, int]:
-        """Add the pairs of an exported traffic file: (added, already held); see `import_files`."""
-        return self.import_files([path])[0]
-
     def import_files(self, paths: Sequence[str | Path]) -> list[tuple[int, int]]:
         """Add the pairs of exported traffic files, per file (added, already held), in one
         transaction: a line without a `pair` key, or with a malformed one, is a ConfigError naming
@@ -290,7 +259,7 @@ class PairStore:
             try:
                 for path in paths:
                     added = held = 0
-                    for record, ref, cand, twin in _exported_pairs(path):
+                    for record, ref, cand, twin in exported_pairs(path):
                         if self._insert(record, ref, cand, twin):
                             added += 1
                         else:
@@ -311,7 +280,7 @@ def import_pairs(store_path: str | Path, paths: Sequence[str | Path]) -> tuple[l
     size = target.stat().st_size if target.is_file() else None
     sidecars = [target.with_name(target.name + s) for s in ("-wal", "-shm", "-journal")]
     new_sidecars = [p for p in sidecars if not p.exists()]
-    store = PairStore(target)
+    store = SqliteStore(target)
     try:
         counts = store.import_files(paths)
         return counts, len(store)
@@ -327,24 +296,6 @@ def import_pairs(store_path: str | Path, paths: Sequence[str | Path]) -> tuple[l
         raise
     finally:
         store.close()
-
-
-def _exported_pairs(path: str | Path) -> Iterator[tuple[TrafficRecord, Answer, Answer, Answer | None]]:
-    """The pairs of an exported traffic file; a ConfigError `file:line: pair...` for a bad one."""
-    for record in iter_records(path):
-        pair = record.pair
-        if pair is None:
-            raise ConfigError("no stored pair on this line (a `pair` key with `reference` and `candidate` answers; "
-                              "`gatekeeper pairs export` writes them)", str(path), record.line, "pair")
-        try:
-            unknown = sorted(set(pair) - {"reference", "candidate", "twin"})
-            if unknown:
-                raise ValueError(f"unknown key {unknown[0]!r} (a pair holds reference, candidate and twin)")
-            twin = pair.get("twin")
-            yield (replace(record, pair=None), _answer(pair["reference"], "reference"),
-                   _answer(pair["candidate"], "candidate"), None if twin is None else _answer(twin, "twin"))
-        except ValueError as e:
-            raise ConfigError(str(e), str(path), record.line, "pair") from None
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
@@ -387,7 +338,3 @@ def _check(db: sqlite3.Connection, path: Path) -> None:
     if problems != ["ok"]:
         raise ConfigError(f"corrupted: {'; '.join(str(p) for p in problems)[:300]}", str(path),
                           hint="SQLite's quick_check fails on it")
-
-
-def _pair_json(ref: Answer, cand: Answer, twin: Answer | None) -> dict[str, Any]:
-    return {"reference": ref.to_dict(), "candidate": cand.to_dict(), "twin": twin.to_dict() if twin else None}
