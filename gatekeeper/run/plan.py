@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from gatekeeper.config.policy import Policy, load_policy
 from gatekeeper.config.run_config import BY_NAME, find_file
+from gatekeeper.traffic.store.location import is_postgres
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
 from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
@@ -83,7 +84,8 @@ def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | No
             _check_engine(role, spec, file_of(role) if in_file[role] else None, " or ".join(where))
     policy = load_gate_policy(values["policy"])
     if values.get("shadow_store"):
-        policy = policy.with_setting("shadow", "store", str(find_file(values["shadow_store"])))
+        store = values["shadow_store"]  # a PostgreSQL URL as given; a SQLite path found
+        policy = policy.with_setting("shadow", "store", store if is_postgres(store) else str(find_file(store)))
     restricted = []
     if values.get("cases"):
         policy = policy.with_setting("golden", "cases", list(values["cases"]))
