@@ -20,7 +20,7 @@ from gatekeeper.endpoints.dead import DeadEngine
 from gatekeeper.evidence import Log
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
-from gatekeeper.run import engine_death
+from gatekeeper.endpoints import engine_death
 from gatekeeper.targets.interface import Target
 
 ROLES = ("reference", "candidate")

@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from gatekeeper.endpoints import engine_death
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext, RunInfo, StartupFindings, TargetRuntime, utc_now
@@ -30,7 +31,7 @@ from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
-from gatekeeper.run import engine_death, liveness, next_steps, retry_check
+from gatekeeper.run import liveness, next_steps, retry_check
 from gatekeeper.run.liveness import ROLES, Liveness
 from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
@@ -388,8 +389,7 @@ class Runner:
         except Exception as e:  # fail closed: a crashing gate is an ERROR, never a pass
             (self.run_dir / f"crash-{gate.id}.txt").write_text(traceback.format_exc())
             ctx.check("gate", Status.ERROR, f"gate crashed: {type(e).__name__}: {e}")
-        counted = retry_check.count([*endpoints.values(), *self._extra], gate.id)
-        # through the recording, so a rejudge compares the retries the run made, not its replay's none
+        counted = retry_check.count([*endpoints.values(), *self._extra], gate.id)  # recorded: a rejudge reads the run's
         self._retries = tuple(RetryCount(**c) for c in endpoints["reference"].measured(
             f"{gate.id}.retries", [dataclasses.asdict(c) for c in counted]))
         retried = [c for c in self._retries if c.retried]

@@ -12,7 +12,8 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.dead import DeadEngine
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
-from gatekeeper.run import engine_death, liveness
+from gatekeeper.endpoints import engine_death
+from gatekeeper.run import liveness
 from gatekeeper.run.liveness import Liveness
 
 CAUSE = "RuntimeError: CPU Generator does not use offset"

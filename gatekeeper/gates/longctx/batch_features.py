@@ -33,6 +33,10 @@ same server must answer the same both ways: greedy is deterministic, and a seed 
 - PASS: every judged feature gave the candidate the same answer alone and in the full batch.
 - WARN also when both targets fail a feature in the batch: a bug the reference has too (vLLM
   0.31.0 dies as 0.32.0 does), named, not judged, not a regression.
+- WARN too when both targets' engines die of one root cause in this check (`engine_death`: their
+  logs' first exception, numbers blanked), the candidate's on a feature the reference had answered,
+  the reference's on a later one: where a lucky batch kills the reference's build too (vLLM
+  0.31.0's), which feature it meets first is chance; a defect both share, named, not judged.
 - Not judged (SKIP, undecided when nothing was judged): a feature a target refuses
   (capability), or that the reference also fails in the batch.
 """
@@ -43,8 +47,10 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from gatekeeper.endpoints import engine_death
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, refused_alike
 from gatekeeper.evidence import Table
@@ -61,6 +67,7 @@ NAME = "batch_features"
 SEED = 1234
 UNJUDGED = "not judged: "
 REFERENCE_FAILS = UNJUDGED + "reference fails too"
+SHARED_DEATH = UNJUDGED + "both engines died of it"
 COPIES = 2  # copies of the feature request in each batch: only one prompt of a batch can escape the split
 REFERENCE_REPEATS = 10  # a reference failing a batch in 4 of 10 (p=0.4) survives all ten 0.6% of the time
 _SCHEMA = {"type": "json_schema", "json_schema": {"name": "answer", "schema": {
@@ -204,7 +211,22 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
     died = candidate.streak.confirm() is not None  # its engine died: what failed after the first is its consequence
     if reference.streak.confirm() is not None:
         ctx.notes.append(f"longctx: {reference.role}'s engine died in the batch-features check: the reference has the bug too")
-    _judge(ctx, ref, cand, condition, budget, length, fillers_n, t0, died)
+    cause = _died_of(candidate)
+    _judge(ctx, ref, cand, condition, budget, length, fillers_n, t0, died,
+           cause if cause is not None and cause == _died_of(reference) else None)
+
+
+def _died_of(ep: Endpoint) -> str | None:
+    """The root cause (its `engine_death.signature`) a launched copy whose engine died in this check
+    printed to its log; None when it lives, has no log (a URL target) or printed none."""
+    path = getattr(ep, "log_path", None)
+    if ep.streak.confirm() is None or path is None:
+        return None
+    try:
+        cause = engine_death.root_cause(Path(path).read_text(encoding="utf-8", errors="replace").splitlines())
+    except OSError:
+        return None
+    return None if cause is None else engine_death.signature(cause)
 
 
 def run_last(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context: int, max_prompt: int) -> None:
@@ -252,7 +274,10 @@ def _copies(ctx: GateContext) -> tuple[Endpoint, Endpoint] | None:
 
 
 def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition: str, budget: int, length: int,
-           fillers_n: int, t0: float, died: bool) -> None:
+           fillers_n: int, t0: float, died: bool, shared_death: str | None = None) -> None:
+    """Record the check from both targets' outcomes; `shared_death`: the root cause both copies'
+    engines died of in this check (the candidate's failures are then a defect both builds share:
+    the reference's engine met it later in the same batches, as vLLM 0.31.0's does by luck)."""
     rows, broken, changed, unjudged = [], [], [], []
     dead_after = False
     for feature, r, c in zip(FEATURES, ref, cand):
@@ -266,6 +291,11 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
             dead_after = died
         elif state == "answer changed in the batch":
             changed.append(feature)
+    both_died = [f for f, _ in broken] if shared_death is not None else []
+    if both_died:  # not the candidate's regression: both builds' engines die of it in a full batch
+        unjudged += [(f, SHARED_DEATH) for f in both_died]
+        rows = [[*row[:3], SHARED_DEATH] if row[0] in {f.name for f in both_died} else row for row in rows]
+        broken = []
     judged = len(FEATURES) - len(unjudged)
     shared = [f for f, why in unjudged if why == REFERENCE_FAILS and _outcomes(f, ref, cand)[1].batch_error() is not None]
     errors = [a for f in shared for o in _outcomes(f, ref, cand) for a in (*o.batched, o.repeat_error)
@@ -287,6 +317,11 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
                   + ("; the candidate's engine died there" if died else "")
                   + (f"; also failing: {', '.join(f.name for f, _ in broken[1:])}" if len(broken) > 1 else ""),
                   metrics, [table], started=t0, judgement=Judgement.EXACT)
+    elif both_died:
+        ctx.check(NAME, Status.WARN, f"both builds' engines died of one cause in a full batch — {shared_death} — the "
+                  f"candidate's on {', '.join(f.name for f in both_died)}, the reference's later in the same check: a defect "
+                  f"both share, not a regression of the candidate, and not judged ({condition}); {judged} of "
+                  f"{len(FEATURES)} features judged", metrics, [table], started=t0, judgement=Judgement.EXACT)
     elif not judged:
         ctx.check(NAME, Status.SKIP, "undecided: no request feature could be judged ("
                   + "; ".join(f"{f.name}: {why.removeprefix(UNJUDGED)}" for f, why in unjudged) + ")", metrics, [table],
