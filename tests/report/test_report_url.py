@@ -39,7 +39,7 @@ def test_a_run_with_a_report_url_links_summary_md_under_it_and_a_rejudge_takes_i
     assert any(link.startswith(BASE + "/correctness.html#check-startup.") for link in links), links
     assert {f"{BASE}/{name}" for name in ("correctness.html", "performance.html", "summary.json", "junit.xml")} <= set(links)
     for page in ("correctness.html", "performance.html"):  # each page's row of the run's files: relative, and each there
-        row = re.search(r'<p class="muted files" id="files">(.*?)</p>', (run.run_dir / page).read_text()).group(1)
+        row = re.search(r'<span class="files" id="files">(.*?)</span>', (run.run_dir / page).read_text()).group(1)
         files = re.findall(r'href="([^"]*)"', row)
         assert page not in files and {"summary.json", "records.jsonl", "answers/", "candidate.log"} <= set(files), files
         assert all((run.run_dir / f).exists() for f in files), [f for f in files if not (run.run_dir / f).exists()]
