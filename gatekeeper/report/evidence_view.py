@@ -29,7 +29,8 @@ MAX_JSON_CHARS = 300
 
 @dataclass(frozen=True)
 class EvidenceView:
-    """One evidence item; `kind` is one of text_pair, table, chart, log, json."""
+    """One evidence item; `kind` is one of text_pair, table, chart, log, json, or elsewhere (drawn in
+    another place of the page, which `note` names)."""
 
     kind: str
     title: str

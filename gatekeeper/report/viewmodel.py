@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from gatekeeper.report import charts
 from gatekeeper.report.data import ReportData, StatusCounts, badge_status, coverage_text
+from gatekeeper.evidence import Evidence, Intervals
 from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_metric
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
@@ -208,13 +209,22 @@ def check_view(c: CheckResult, shown_as_failure: bool = True) -> CheckView:
         family=c.family or "",
         duration=fmt_seconds(c.duration_s) if c.duration_s else "",
         metrics=tuple(_flatten(c.metrics)),
-        evidence=tuple(evidence_view(e, badge_status(c)) for e in c.evidence),
+        evidence=tuple(_drawn_once(e, badge_status(c)) for e in c.evidence),
         open=c.status not in _PASSED and c.status != Status.SKIP,
         judgement=c.judgement.value,
         is_failure=shown_as_failure and is_failure(c),
         badge=badge_status(c),
         limit=c.detection_limit.text() if c.detection_limit is not None else "",
     )
+
+
+def _drawn_once(e: Evidence, status: str) -> EvidenceView:
+    """A check's evidence as its card shows it: a key chart other than an interval (key_charts.py
+    draws those of a gate together as one forest plot) is drawn under Key charts at the top of the
+    same page, so the card names it instead of drawing it again."""
+    if e.is_key and not isinstance(e, Intervals):
+        return EvidenceView("elsewhere", e.title, note="drawn under Key charts at the top of this page")
+    return evidence_view(e, status)
 
 
 def is_failure(c: CheckResult) -> bool:

@@ -30,7 +30,7 @@ def test_one_card_per_cause_with_two_examples_in_full(page: str) -> None:
     assert "10 checks against the run" in section and "5 cards, one per cause" in section
     card = section[section.index('id="cause-golden.eos-1"'):section.index('id="check-golden.json-facts-4"')]
     assert "5 checks, one cause" in card and "expected exactly &#39;…&#39;, got &#39;…&#39;" in card
-    full = re.findall(r'<div class="check" id="check-([^"]+)"', card)
+    full = re.findall(r'<div class="check[^"]*" id="check-([^"]+)"', card)
     assert full == ["golden.eos-1", "golden.eos-2"]
     rest = card[card.index('<details class="rest">'):]
     assert "3 more checks with this cause" in rest
@@ -50,7 +50,7 @@ def test_every_check_keeps_one_anchor_and_every_reason_link_lands(page: str) -> 
 def test_a_card_of_one_is_the_check_s_own_card(page: str) -> None:
     """A cause that failed one check shows that check as before, not a card for a cause."""
     section = _failures(page)
-    assert re.search(r'</div>\s*<div class="check" id="check-golden.code-2">', section)
+    assert re.search(r'</div>\s*<div class="check[^"]*" id="check-golden.code-2">', section)
     assert 'id="cause-golden.code-2"' not in section
     rollback = render_correctness_html(rollback_run())
     assert 'class="cause"' not in rollback and "one cause" not in rollback

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from markupsafe import escape
+
 import pytest
 
 from gatekeeper.report.charts import bar_chart_svg, histogram_svg, line_chart_svg
@@ -197,3 +199,20 @@ def test_reasons_link_to_their_checks_and_passing_checks_fold_away(correctness: 
     assert correctness.index('id="failures"') < correctness.index('id="check-numerics.logprob_delta"') < correctness.index(
         'id="gate-startup"')
     assert "1 passing check</summary>" in gate[folded:] and 'id="check-numerics.' in gate[folded:]
+
+
+def test_each_key_chart_is_drawn_once_and_the_gates_have_a_script_free_status_filter(correctness: str) -> None:
+    """A key chart (not an interval: those of a gate are drawn together) is drawn under Key charts;
+    its check's card names it there instead of drawing it again. Radio buttons, no script, choose
+    which checks the gate sections show, every check carrying its status as a class."""
+    key = [ev for g in rollback_run().gates for c in g.checks for ev in c.evidence
+           if ev.is_key and ev.kind != "intervals"]
+    assert key  # the fixture has some
+    for ev in key:
+        title = re.escape(str(escape(ev.title)))
+        assert len(re.findall(rf"<h4>{title}</h4>", correctness)) == 2, ev.title  # the key chart, and the card's pointer
+    assert correctness.count("drawn under Key charts at the top of this page") == len(key)
+    for mode in ("show-all", "show-open", "show-bad"):
+        assert f'type="radio" class="show" name="show" id="{mode}"' in correctness
+    assert "#show-bad:checked ~ section .check:not(.st-FAIL):not(.st-ERROR)" in correctness
+    assert re.search(r'<div class="check st-(PASS|FAIL|WARN|SKIP|ERROR|UNDECIDED)" id="check-', correctness)
