@@ -291,7 +291,7 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
         title=g.title,
         lead=described[0] if described else (),
         about=described[1:],
-        status=g.status.value,
+        status=g.status.value if _ran(g) else "not run",  # left out, or stopped by an earlier gate: no roll-up
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
         counts=_counts(counts),

@@ -2,7 +2,7 @@
 Chromium at 1280×900: who was compared (the identity line), the verdict, its reasons and the first
 key chart (when the page has one) on the first screen of correctness.html and performance.html; the
 first reason of a HOLD or ROLLBACK links to its check's evidence on the page; every gate's badge is
-its status in summary.json, and a PROMOTE shows no gate FAIL or ERROR.
+its status in summary.json ("not run" where it did not run), and a PROMOTE shows no gate FAIL or ERROR.
 
 Clean (smoke policy, every gate), ROLLBACK at golden (streamed tool calls broken), ROLLBACK at
 gate 5 (tools beyond the fourth dropped: only wide-menu tenants are hit), ROLLBACK at performance
@@ -79,9 +79,10 @@ def test_a_real_runs_verdict_reasons_and_key_chart_are_on_the_first_screen(brows
     if verdict != "PROMOTE" and page == "correctness.html":
         assert seen["reasonLink"] and "#check-" in seen["reasonLink"], seen["reasonLink"]
         assert seen["reasonTarget"] is True, f"{name}: the first reason's link {seen['reasonLink']} has no target"
-    # no misleading roll-up: each gate's badge is its summary status; a PROMOTE shows no gate FAIL or ERROR
+    # no misleading roll-up: each gate's badge is its summary status, "not run" for one that did not run (left
+    # out, or stopped by an earlier gate: no coverage); a PROMOTE shows no gate FAIL or ERROR
     if page == "correctness.html":
-        statuses = {g["id"]: g["status"] for g in out.summary["gates"]}
+        statuses = {g["id"]: g["status"] if g["coverage"] is not None else "not run" for g in out.summary["gates"]}
         shown = {gate: badge for gate, badge in seen["gateBadges"].items() if gate in statuses}
         assert shown == {gate: statuses[gate] for gate in shown}, (shown, statuses)
         assert verdict != "PROMOTE" or not {"FAIL", "ERROR"} & set(shown.values()), shown

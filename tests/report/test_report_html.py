@@ -19,6 +19,7 @@ from gatekeeper.report.viewmodel import evidence_view
 from gatekeeper.evidence import from_json
 from gatekeeper.results import RequestTiming, Status, Verdict
 from report_runs import XSS, hold_run, promote_run, rollback_run
+from report_runs_charts import partial_promote_run
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +217,14 @@ def test_each_key_chart_is_drawn_once_and_the_gates_have_a_script_free_status_fi
         assert f'type="radio" class="show" name="show" id="{mode}"' in correctness
     assert "#show-bad:checked ~ section .check:not(.st-FAIL):not(.st-ERROR)" in correctness
     assert re.search(r'<div class="check st-(PASS|FAIL|WARN|SKIP|ERROR|UNDECIDED)" id="check-', correctness)
+
+
+def test_a_gate_that_did_not_run_says_not_run_not_skip() -> None:
+    """A gate left out by --gates rolls nothing up: its badge (table of contents and section) says
+    "not run", never SKIP or FAIL; the gates that ran keep their status."""
+    html = render_correctness_html(partial_promote_run())
+    toc = re.search(r'<nav class="toc">(.*?)</nav>', html, re.S).group(1)  # type: ignore[union-attr]
+    badges = dict(re.findall(r'href="#gate-(\w+)">[^<]*<span class="badge [^"]*">([^<]*)</span>', toc))
+    ran = {g.id: g.status.value for g in partial_promote_run().gates if g.excluded is None}
+    assert badges == {**ran, "numerics": "not run", "longctx": "not run", "shadow": "not run"} and "SKIP" not in badges.values()
+    assert '<span class="badge badge-not-run">not run</span>' in html
