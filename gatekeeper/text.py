@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
+
+def utc_now() -> str:
+    """Now as ISO 8601 in UTC, to the millisecond (check, gate and request timestamps)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
 
 def first_divergence(a: str, b: str) -> int | None:
     """Index of the first character where `a` and `b` differ; None if they are equal."""

@@ -16,7 +16,6 @@ once, so a crash loses nothing.
 
 from __future__ import annotations
 
-import datetime as dt
 import inspect
 import time
 from abc import ABC, abstractmethod
@@ -35,6 +34,7 @@ from gatekeeper.evidence import Evidence
 from gatekeeper.gates.request_evidence import request_evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.text import utc_now
 from gatekeeper.targets.interface import TargetSpec
 
 
@@ -80,11 +80,6 @@ class Lap:
         now = time.perf_counter()
         elapsed, self.mark = now - self.mark, now
         return elapsed
-
-
-def utc_now() -> str:
-    """Now as ISO 8601 in UTC, to the millisecond (check and gate timestamps)."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.tape.codec import decode, encode
-from gatekeeper.tape.failure import describe, log_mark, log_since, utc_now
+from gatekeeper.tape.failure import describe, log_mark, log_since
+from gatekeeper.text import utc_now
 from gatekeeper.tape.key import request_key
 
 T = TypeVar("T")

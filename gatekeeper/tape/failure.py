@@ -8,18 +8,12 @@ while (or just after) it failed — the traceback of a 500, the engine core's la
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from pathlib import Path
 from typing import Any
 
 MAX_LOG_LINES = 40  # the last ones kept when a request's window holds more
 MAX_LOG_BYTES = 256 * 1024  # read at most this much of a window (a flooding server)
-
-
-def utc_now() -> str:
-    """Now as ISO 8601 in UTC, to the millisecond."""
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def log_mark(path: Path | None) -> int | None:
