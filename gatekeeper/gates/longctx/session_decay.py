@@ -43,6 +43,7 @@ from gatekeeper.gates.longctx.traffic import (
     Answer,
     Flight,
     both,
+    failed_requests,
     cached_tokens,
     chat,
 )
@@ -114,8 +115,7 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
     if not failed:
         return set()
     cells = sum(len(sessions[i]) for i in failed)
-    ctx.not_judged("request failed", cells, sum(1 for answers in (ref_ans, cand_ans) for i in failed
-                                                   for a in answers[i] if isinstance(a, EndpointError)))
+    ctx.not_judged("request failed", cells, failed_requests(*(answers[i] for answers in (ref_ans, cand_ans) for i in failed)))
     by_role = {role: sum(1 for r, _ in failed.values() if r == role) for role in ("reference", "candidate")}
     first_role, first = next(iter(failed.values()))
     what = (f"{len(failed)} of {len(sessions)} sessions ({cells} requests) set aside because a request failed after its "
