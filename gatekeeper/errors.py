@@ -63,8 +63,10 @@ class RequestFacts:
     """Where a failed request stood, for the evidence a report shows beside its ERROR: the target
     (`role`) and the gate that asked, what was asked (`request`, a short description; `key` and
     `occurrence` find its line in the run's answers/<role>.jsonl), when it was sent (UTC) and how
-    long it ran, the transient answers retried first, and the lines the target's log gained while
-    it was in flight (a launched target's; none for a URL)."""
+    long it ran, the transient answers retried first, the lines the target's log gained while
+    it was in flight (a launched target's; none for a URL), what a broken stream had delivered
+    (`partial`), and whether the target was alive around it: `before`, how its previous answer
+    went; `after`, what its /health said just after the failure ("" when not asked)."""
 
     role: str
     gate: str
@@ -75,6 +77,9 @@ class RequestFacts:
     elapsed_s: float
     retries: int = 0
     log: tuple[str, ...] = ()
+    partial: str = ""
+    before: str = ""
+    after: str = ""
 
 
 class EndpointError(GatekeeperError):
@@ -92,6 +97,7 @@ class EndpointError(GatekeeperError):
         self.kind, self.url, self.status, self.detail = kind, url, status, message
         self.retries_done = retries_done
         self.facts: RequestFacts | None = None  # set by the recording endpoint that saw it fail (tape/endpoint.py)
+        self.partial = ""  # what a stream delivered before it broke (endpoints/wire.py)
 
     @property
     def refusal(self) -> bool:

@@ -134,6 +134,12 @@ def sse_events(lines: Iterable[str], url: str) -> Iterator[dict[str, Any] | str]
         yield event
 
 
+def _partial(text: str, calls: dict[int, dict[str, Any]]) -> str:
+    """What a broken stream had delivered: its text, then any tool calls begun (name and arguments so far)."""
+    begun = [f"{c['name'] or '?'}({c['arguments']}" for _, c in sorted(calls.items())]
+    return text + ("".join(f" [tool call {b}…]" for b in begun) if begun else "")
+
+
 def assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: float) -> ChatResponse:
     text: list[str] = []
     calls: dict[int, dict[str, Any]] = {}
@@ -145,36 +151,42 @@ def assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: f
     done = False
     warnings: list[str] = []
     model = None
-    for event in events:
-        if event == "[DONE]":
-            done = True
-            break
-        if not isinstance(event, dict):  # _stream yields objects only; a caller's iterator may not
-            raise EndpointError("malformed", url, "SSE event is not a JSON object")
-        model = model or _field(url, event.get("model"), str, "model")
-        if event.get("usage"):
-            pt, ct = _usage(event, url)
-        for choice in _field(url, event.get("choices"), list, "choices") or []:
-            delta = _field(url, choice.get("delta"), dict, "choices[].delta") or {}
-            content = _field(url, delta.get("content"), str, "delta.content")
-            if ttft is None and (content or delta.get("tool_calls")):
-                ttft = time.perf_counter() - t0
-            if content:
-                text.append(content)
-            for tc in delta.get("tool_calls") or []:
-                slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": "", "arguments": ""})
-                slot["id"] = slot["id"] or tc.get("id")
-                fn = tc.get("function") or {}
-                slot["name"] += fn.get("name") or ""
-                slot["arguments"] += fn.get("arguments") or ""
-            if choice.get("logprobs") is not None:
-                saw_logprobs = True
-                logprobs.extend(_chat_logprobs(choice["logprobs"], warnings) or ())
-            if choice.get("finish_reason"):
-                finish = _field(url, choice["finish_reason"], str, "finish_reason")
+    try:
+        for event in events:
+            if event == "[DONE]":
+                done = True
+                break
+            if not isinstance(event, dict):  # _stream yields objects only; a caller's iterator may not
+                raise EndpointError("malformed", url, "SSE event is not a JSON object")
+            model = model or _field(url, event.get("model"), str, "model")
+            if event.get("usage"):
+                pt, ct = _usage(event, url)
+            for choice in _field(url, event.get("choices"), list, "choices") or []:
+                delta = _field(url, choice.get("delta"), dict, "choices[].delta") or {}
+                content = _field(url, delta.get("content"), str, "delta.content")
+                if ttft is None and (content or delta.get("tool_calls")):
+                    ttft = time.perf_counter() - t0
+                if content:
+                    text.append(content)
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(tc.get("index", 0), {"id": None, "name": "", "arguments": ""})
+                    slot["id"] = slot["id"] or tc.get("id")
+                    fn = tc.get("function") or {}
+                    slot["name"] += fn.get("name") or ""
+                    slot["arguments"] += fn.get("arguments") or ""
+                if choice.get("logprobs") is not None:
+                    saw_logprobs = True
+                    logprobs.extend(_chat_logprobs(choice["logprobs"], warnings) or ())
+                if choice.get("finish_reason"):
+                    finish = _field(url, choice["finish_reason"], str, "finish_reason")
+    except EndpointError as e:  # the stream broke: keep what had arrived, for the failed request's evidence
+        e.partial = _partial("".join(text), calls)
+        raise
     if not done:
         if finish is None:
-            raise EndpointError("stream", url, "stream ended before any finish_reason and without data: [DONE]")
+            error = EndpointError("stream", url, "stream ended before any finish_reason and without data: [DONE]")
+            error.partial = _partial("".join(text), calls)
+            raise error
         warnings.append("stream ended without data: [DONE]")
     tool_calls = tuple(ToolCall(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items()))
     return ChatResponse(

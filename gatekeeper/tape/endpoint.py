@@ -25,7 +25,7 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 from gatekeeper.tape.codec import decode, encode
-from gatekeeper.tape.failure import describe, log_mark, log_since
+from gatekeeper.tape.failure import before, describe, log_mark, log_since
 from gatekeeper.text import utc_now
 from gatekeeper.tape.key import request_key
 
@@ -72,6 +72,7 @@ class TapedEndpoint(Endpoint):
         self._local = threading.local()
         self.cacheable = True  # set per gate by the runner (`Gate.reference_cacheable`)
         self.log_path: Path | None = None  # a launched target's log: a failed request's evidence quotes it
+        self._last_answer: tuple[float, bool] | None = None  # when the server last answered (monotonic), and whether well
 
     @contextlib.contextmanager
     def periodic(self) -> Iterator[None]:
@@ -117,19 +118,31 @@ class TapedEndpoint(Endpoint):
             raise EndpointError("unrecorded", self.base_url, f"the recorded run has no answer to this {method} request "
                                 "(it did not ask it): nothing can be judged without asking the server")
         self._local.inside = True
-        sent_at, mark, t0 = utc_now(), log_mark(self.log_path), time.perf_counter()
+        sent_at, mark, t0, last = utc_now(), log_mark(self.log_path), time.perf_counter(), self._last_answer
         try:
             value = call()
         except EndpointError as e:
+            elapsed = time.perf_counter() - t0
             e.facts = RequestFacts(self.role, self.gate, describe(method, args, kwargs), key, occurrence, sent_at,
-                                   round(time.perf_counter() - t0, 3), getattr(self._exchange_state, "retries", 0),
-                                   log_since(self.log_path, mark))
+                                   round(elapsed, 3), getattr(self._exchange_state, "retries", 0),
+                                   log_since(self.log_path, mark), e.partial, before(last, time.monotonic() - elapsed),
+                                   self._after(e))
+            self._last_answer = (time.monotonic(), False)
             self._keep(asked, encode(e), False)
             raise
         finally:
             self._local.inside = False
+        self._last_answer = (time.monotonic(), True)
         self._keep(asked, encode(value), False)
         return value
+
+    def _after(self, error: EndpointError) -> str:
+        """What /health says just after a failure that may mean the server is gone (a broken
+        connection, a timeout, a 5xx); "" for a refusal or an engine already known dead."""
+        if error.kind not in ("stream", "connect", "timeout", "http") or (error.kind == "http" and (error.status or 0) < 500):
+            return ""
+        sick = self._unhealthy()
+        return f"/health: {sick}" if sick else "alive: /health answered below 500 just after"
 
     def _keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
         for sink in self.sinks:

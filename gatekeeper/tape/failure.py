@@ -1,5 +1,6 @@
-"""What a recording endpoint notes about a request that failed: a short description of the request
-and the lines the target's log gained while it was in flight (`errors.RequestFacts`).
+"""What a recording endpoint notes about a request that failed: a short description of the request,
+the lines the target's log gained while it was in flight, and how its previous answer went
+(`errors.RequestFacts`).
 
 A launched target's log is one file the watchdog appends to; its size when the request was sent
 marks where the request's lines begin, so the lines after that mark are what the server printed
@@ -38,6 +39,17 @@ def log_since(path: Path | None, mark: int | None) -> tuple[str, ...]:
     except OSError:
         return ()
     return tuple(line for line in text.splitlines() if line.strip())[-MAX_LOG_LINES:]
+
+
+def before(last: tuple[float, bool] | None, sent: float) -> str:
+    """How the target's previous answer went, from (when it came, whether it was well) and when
+    this request was sent (both monotonic seconds)."""
+    if last is None:
+        return "no earlier answer in this run"
+    at, ok = last
+    ago = max(0.0, sent - at)
+    return (f"answered its previous request {ago:.1f} s before this one was sent" if ok else
+            f"its previous request had failed too, {ago:.1f} s before this one was sent")
 
 
 def _clip(text: str, n: int = 80) -> str:

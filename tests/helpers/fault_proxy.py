@@ -69,10 +69,12 @@ class _Handler(BaseHTTPRequestHandler):
                     first = r.read().split(b"\n\n", 1)[0]
                     self.wfile.write(first + b"\n\ndata: [DONE]\n\n")  # llama-cpp-python's interrupt_requests
                     return
+                events = 0
                 for chunk in r.iter_raw():
                     self.wfile.write(chunk)
                     self.wfile.flush()
-                    if self.server.mode == "cut_stream" and self.server.misbehaving and b"data:" in chunk:
+                    events += chunk.count(b"data:")
+                    if self.server.mode == "cut_stream" and self.server.misbehaving and events >= self.server.cut_after:
                         return  # drop the connection mid-stream
 
     def _cut_now(self) -> bool:
@@ -220,8 +222,10 @@ class _ProxyServer(ThreadingHTTPServer):
     def __init__(self, upstream: str, mode: str, after: int, hang_s: float, record: list | None = None,
                  rewrite: Callable[[str, dict], dict] | None = None, rate: float = 0.0, seed: int | str = 0,
                  injected: list | None = None, port: int = 0, version: str | None = None,
-                 rewrite_sees_request: bool = False, fail_once: Callable[[bytes], bool] | None = None) -> None:
+                 rewrite_sees_request: bool = False, fail_once: Callable[[bytes], bool] | None = None,
+                 cut_after: int = 1) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
+        self.cut_after = cut_after
         self.fail_once, self.failed_the_one = fail_once, False
         self.rewrite_sees_request = rewrite_sees_request
         self.version = version
@@ -249,7 +253,7 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
                 record: list | None = None, rewrite: Callable[[str, dict], dict] | None = None, *,
                 rate: float = 0.0, seed: int | str = 0, injected: list | None = None, port: int = 0,
                 version: str | None = None, rewrite_sees_request: bool = False,
-                fail_once: Callable[[bytes], bool] | None = None) -> Iterator[str]:
+                fail_once: Callable[[bytes], bool] | None = None, cut_after: int = 1) -> Iterator[str]:
     """Yield the proxy's base URL; `mode` is pass, http500, malformed, timeout, cut_stream, die,
     fail_repeats (HTTP 500 for a POST whose body was sent before), no_stream_finish, rate_limit_first,
     unavailable_first, http503 (every POST), unavailable_random (a 503 on a seeded share `rate` of all
@@ -264,9 +268,10 @@ def fault_proxy(upstream: str, mode: str, after: int = 0, hang_s: float = 5.0,
     kills the "engine": it and every later POST answer 500, GET /health 503, as vLLM 0.31/0.32's CPU engine does
     on a seeded request split by chunked prefill); engine_dead (after `after` POSTs, every POST answers 500 as vLLM's
     API server does once its engine core died, and GET /health 503) (a server that differs, for real); `port` 0 lets the OS choose.
-    With `fail_once(body)`, the first POST whose body it accepts answers HTTP 500 (one failed request, whatever the mode)."""
+    With `fail_once(body)`, the first POST whose body it accepts answers HTTP 500 (one failed request, whatever the mode).
+    `cut_after`: in cut_stream mode, the connection drops once that many SSE events have passed."""
     srv = _ProxyServer(upstream, mode, after, hang_s, record, rewrite, rate, seed, injected, port, version,
-                       rewrite_sees_request, fail_once)
+                       rewrite_sees_request, fail_once, cut_after)
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     try:

@@ -20,6 +20,7 @@ from gatekeeper.gates.request_evidence import request_evidence
 from gatekeeper.tape.codec import decode, encode
 from gatekeeper.tape.endpoint import TapedEndpoint
 from gatekeeper.tape.recording import Recorder
+from fault_proxy import fault_proxy
 from server_util import free_port, running_server
 
 pytest.importorskip("torch")
@@ -76,3 +77,42 @@ def test_a_target_without_a_log_has_facts_but_no_log_evidence():
     assert raised.value.facts.request == "completion of 'hello', max_tokens 2" and raised.value.facts.log == ()
     assert [type(e) for e in request_evidence([raised.value])] == [Table]
     assert request_evidence([EndpointError("http", "u", "made by a gate", 500)]) == ()  # no facts, no evidence
+
+
+def test_a_stream_cut_mid_answer_keeps_what_arrived_and_whether_the_target_was_alive(tiny_model_dir):
+    """A proxy drops the connection after the answer's first events: the facts keep the text that
+    had arrived (a prefix of the whole answer), that the target answered its previous request, and
+    that its /health still answered just after."""
+    messages = [{"role": "user", "content": "Write a few words about rivers."}]
+    with running_server(tiny_model_dir) as server:
+        model = httpx.get(server.url + "/v1/models", timeout=10).json()["data"][0]["id"]
+        direct = TapedEndpoint("candidate", server.url, model, timeout_s=60)
+        whole = direct.chat(messages, max_tokens=24, stream=True).text
+        direct.close()
+        with fault_proxy(server.url, "cut_stream", after=1, cut_after=4) as url:
+            ep = TapedEndpoint("candidate", url, model, timeout_s=60)
+            ep.gate = "longctx"
+            ep.chat(messages, max_tokens=4)  # the first POST passes the proxy
+            with pytest.raises(EndpointError) as raised:
+                ep.chat(messages, max_tokens=24, stream=True)
+            ep.close()
+    facts = raised.value.facts
+    assert raised.value.kind == "stream" and facts is not None
+    assert facts.partial and whole.startswith(facts.partial) and facts.partial != whole, (facts.partial, whole)
+    assert facts.before.startswith("answered its previous request ") and facts.before.endswith(" s before this one was sent")
+    assert facts.after == "alive: /health answered below 500 just after"
+    cells = dict(request_evidence([raised.value])[0].rows)
+    assert (cells["delivered before it broke"], cells["alive before"], cells["alive after"]) == (
+        facts.partial, facts.before, facts.after)
+    assert decode(json.loads(json.dumps(encode(raised.value)))).facts == facts
+
+
+def test_a_target_that_went_away_is_not_called_alive_after(tiny_model_dir):
+    """The connection refused: the facts say there was no earlier answer, and /health did not answer."""
+    ep = TapedEndpoint("reference", f"http://127.0.0.1:{free_port()}", "m", timeout_s=5)
+    with pytest.raises(EndpointError) as raised:
+        ep.chat([{"role": "user", "content": "hi"}], max_tokens=2)
+    ep.close()
+    facts = raised.value.facts
+    assert facts is not None and facts.before == "no earlier answer in this run"
+    assert facts.after.startswith("/health: no answer (ConnectError"), facts.after
