@@ -233,6 +233,13 @@ class MetricResult:
         past_half = self.e_value is not None and self.alpha is not None and self.e_value >= (1 / self.alpha) ** 0.5
         return past_half or self.label in ("Immaterial", "Below materiality")
 
+    @property
+    def undecided(self) -> bool:
+        """A critical measure with data that neither fired nor ruled out its materiality: its Pass
+        says "not shown worse", not "shown no worse" (its anytime upper bound is above the margin)."""
+        return (self.critical and self.label == "Pass" and self.eligible > 0
+                and (self.upper is None or self.materiality is None or self.upper > self.materiality))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {k: getattr(self, k) for k in ("name", "critical", "label", "candidate_rate", "twin_rate", "eligible",
@@ -255,6 +262,11 @@ class SliceResult:
         """The score rests on something: pairs were judged and a metric had data (else it is a
         default 100 that judged nothing, and is shown as "not judged")."""
         return self.judged > 0 and any(m.label != "Nodata" for m in self.metrics)
+
+    @property
+    def undecided(self) -> list[MetricResult]:
+        """The critical metrics with data whose materiality is not ruled out (`MetricResult.undecided`)."""
+        return [m for m in self.metrics if m.undecided]
 
     @property
     def fired(self) -> list[MetricResult]:

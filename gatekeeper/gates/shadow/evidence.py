@@ -35,13 +35,24 @@ def pair_evidence(pair: Pair, m: Measures) -> TextPair:
                     ref_text, cand_text, first_divergence(ref_text, cand_text), None)
 
 
+def _score(sl: SliceResult) -> str:
+    """A slice's score where its evidence decides it: "not judged" without data, and a Pass that
+    could still hide a material regression named as undecided rather than counted to 100."""
+    if not sl.is_scored:
+        return "not judged"
+    if sl.fired or not sl.undecided:
+        return f"{sl.score:g}"
+    return "undecided: " + ", ".join(m.name for m in sl.undecided)
+
+
 def slice_table(slices: Sequence[SliceResult]) -> Table:
-    """Every slice's pairs, score, disagreement (candidate / twin), fired and non-critical measures."""
+    """Every slice's pairs, score (where its evidence decides it), disagreement (candidate / twin),
+    fired and non-critical measures."""
     rows = []
     for sl in slices:
         by = {m.name: m for m in sl.metrics}
         dis = by.get("disagreement")
-        rows.append((sl.key, sl.pairs, sl.judged, f"{sl.score:g}" if sl.is_scored else "not judged",
+        rows.append((sl.key, sl.pairs, sl.judged, _score(sl),
                      "" if dis is None or dis.candidate_rate is None else f"{dis.candidate_rate:.1%} / {dis.twin_rate:.1%}",
                      ", ".join(m.name for m in sl.fired) or "—",
                      ", ".join(f"{m.name} {m.label}" for m in sl.metrics if m.label in ("High", "Low")) or "—"))
