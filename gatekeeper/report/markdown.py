@@ -24,6 +24,7 @@ from gatekeeper.report.performance import TargetPerformance
 from gatekeeper.report.viewmodel import provenance
 from gatekeeper.evidence import TextPair
 from gatekeeper.report.identity import identify
+from gatekeeper.report.what_changed import what_changed
 from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
@@ -141,6 +142,11 @@ class MarkdownRenderer(Renderer):
         who = identify(run.targets)
         if who is not None:
             lines += [f"**{md_cell(who.line)}**", ""]
+        changed = what_changed(run)
+        if changed is not None:  # the path's differences, then the candidate's new log warnings, as a list
+            lines += ["What changed:", ""]
+            lines += [f"  - `{md_code(line.strip())}`" if line.startswith("  ") else f"- {md_cell(line)}" for line in changed.lines]
+            lines.append("")
         for t in run.targets:
             model = f" (model `{md_code(t.model)}`)" if t.model else ""
             lines.append(f"- **{md_cell(t.role)}**: {md_cell(t.description)}{model}")

@@ -26,6 +26,7 @@ from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_met
 from gatekeeper.report.key_charts import key_charts
 from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
 from gatekeeper.report.identity import identify
+from gatekeeper.report.what_changed import what_changed
 from gatekeeper.signature import group_failures, signature
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
@@ -368,7 +369,8 @@ def correctness_view(data: ReportData, performance_page: str = "", page: str = "
     """Everything correctness.html.j2 needs; `performance_page` is where a reason that names a
     performance check links to, `page` this page's file name (left out of the file links)."""
     gates = tuple(g for g in data.run.gates if g.id != PERFORMANCE_GATE)
-    return {"run": run_view(data, performance_page, page), "table": data.correctness, "key_charts": key_charts(gates),
+    return {"run": run_view(data, performance_page, page), "changed": what_changed(data.run), "table": data.correctness,
+            "key_charts": key_charts(gates),
             "failures": failures(gates),
             "gates": tuple(gate_view(g, counts) for g, counts in data.gates() if g.id != PERFORMANCE_GATE)}
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from gatekeeper.stats.hodges_lehmann import hodges_lehmann
 from gatekeeper.traffic.excess_bound import upper_bound
 from gatekeeper.traffic.measures import Measures, Pair
 from gatekeeper.traffic.sequential import PairedEProcess
@@ -60,7 +61,6 @@ systematic shift of close calls on most). A PASS must rule
 out more than this (docs/detection-limits.md)."""
 NONCRITICAL_BINARY = ("finish_reason", "refusal")
 CONTINUOUS = ("similarity", "length")
-HL_SAMPLE = 1000  # Hodges-Lehmann over at most this many values (a fixed-seed subsample beyond)
 
 
 @dataclass(frozen=True)
@@ -235,10 +235,9 @@ class MetricResult:
 
     @property
     def undecided(self) -> bool:
-        """A critical measure with data that neither fired nor ruled out its materiality: its Pass
-        says "not shown worse", not "shown no worse" (its anytime upper bound is above the margin)."""
-        return (self.critical and self.label == "Pass" and self.eligible > 0
-                and (self.upper is None or self.materiality is None or self.upper > self.materiality))
+        """Critical, with data, not fired, its materiality not ruled out: "not shown worse", not "shown no worse"."""
+        ruled_out = self.upper is not None and self.materiality is not None and self.upper <= self.materiality
+        return self.critical and self.label == "Pass" and self.eligible > 0 and not ruled_out
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -265,7 +264,7 @@ class SliceResult:
 
     @property
     def undecided(self) -> list[MetricResult]:
-        """The critical metrics with data whose materiality is not ruled out (`MetricResult.undecided`)."""
+        """The critical metrics `MetricResult.undecided`."""
         return [m for m in self.metrics if m.undecided]
 
     @property
@@ -277,16 +276,6 @@ class SliceResult:
         """JSON-ready form."""
         return {"slice": self.key, "pairs": self.pairs, "judged": self.judged, "unjudged": dict(self.unjudged),
                 "score": self.score, "metrics": [m.to_dict() for m in self.metrics]}
-
-
-def hodges_lehmann(values: Any) -> float:
-    """The median of the Walsh averages (x_i + x_j) / 2, i ≤ j — over a fixed-seed subsample of
-    HL_SAMPLE values when there are more (the estimate, not the test, is subsampled)."""
-    x = np.asarray(values, dtype=float)
-    if len(x) > HL_SAMPLE:
-        x = np.random.default_rng(0).choice(x, HL_SAMPLE, replace=False)
-    i, j = np.triu_indices(len(x))
-    return float(np.median((x[i] + x[j]) / 2.0))
 
 
 class Analysis:

@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from gatekeeper.traffic.analysis import CRITICAL, Analysis, SliceKey, Thresholds, allocate, hodges_lehmann
+from gatekeeper.stats.hodges_lehmann import hodges_lehmann
+from gatekeeper.traffic.analysis import CRITICAL, Analysis, SliceKey, Thresholds, allocate
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.measures import Pair, measure
 from gatekeeper.traffic.sequential import PairedEProcess, log_e_value
