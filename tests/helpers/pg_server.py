@@ -1,8 +1,9 @@
 """A throwaway PostgreSQL server for the pair-store tests: `initdb` in a temporary directory,
 `pg_ctl start` on a free loopback port with its unix socket in that directory, password login
-over TCP (so a wrong password is refused as in production), and `stop()` that stops it and
-removes the directory. PostgreSQL refuses to run as root, so as root (CI) every server command
-runs as the `postgres` user (`runuser`), in a directory that user owns.
+over TCP (so a wrong password is refused as in production), `halt()` and `resume()` for an
+outage (the data kept, the port the same), and `stop()` that stops it and removes the
+directory. PostgreSQL refuses to run as root, so as root (CI) every server command runs as the
+`postgres` user (`runuser`), in a directory that user owns.
 
 `find_binaries()` is None where no PostgreSQL 15+ binaries exist (the tests then skip, saying so);
 the Debian package puts them in /usr/lib/postgresql/N/bin, off the PATH.
@@ -61,6 +62,14 @@ class PgServer:
             db.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def halt(self) -> None:
+        """Stop the server, keeping its data: clients are cut off (an outage) until `resume`."""
+        _as_postgres([str(self.bin / "pg_ctl"), "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop"])
+
+    def resume(self) -> None:
+        """Start the halted server again, on the same port with the same data."""
+        _pg_ctl_start(self.bin, self.root, self.port)
+
     def stop(self) -> None:
         """Stop the server (fast: nothing here needs a clean checkpoint) and remove its directory."""
         try:
@@ -74,6 +83,12 @@ def _as_postgres(cmd: list[str], check: bool = True) -> subprocess.CompletedProc
     if os.geteuid() == 0:
         cmd = ["runuser", "-u", "postgres", "--", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=120)
+
+
+def _pg_ctl_start(bin_dir: Path, root: Path, port: int) -> None:
+    opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c full_page_writes=off"
+    _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(root / "data"), "-o", opts, "-l", str(root / "log"), "-w",
+                  "-t", "60", "start"])
 
 
 def start(bin_dir: Path) -> PgServer:
@@ -90,9 +105,7 @@ def start(bin_dir: Path) -> PgServer:
         _as_postgres([str(bin_dir / "initdb"), "-D", str(root / "data"), "-U", USER, f"--pwfile={root / 'pw'}",
                       "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync"])
         port = _free_port()
-        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off -c full_page_writes=off"
-        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(root / "data"), "-o", opts, "-l", str(root / "log"), "-w",
-                      "-t", "60", "start"])
+        _pg_ctl_start(bin_dir, root, port)
     except BaseException as e:
         log = (root / "log").read_text() if (root / "log").is_file() else ""
         if (root / "data" / "postmaster.pid").exists():  # started, then failed (a timeout): stopped before removal

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,6 +35,23 @@ HINT = "a pair store is what `gatekeeper shadow --store` or `gatekeeper pairs im
 
 NumberedPair = tuple[int, TrafficRecord, Answer, Answer, Answer | None]
 """(seq, record, reference, candidate, twin)."""
+
+
+@dataclass(frozen=True)
+class WriteStats:
+    """What a writer's `add`s have become so far, as `/metrics` and `/verdict` report them.
+
+    `stored`: pairs this writer committed (new ids only); `duplicates`: ids a commit found
+    already stored; `pending`: pairs buffered, not yet committed (a SIGKILL loses them);
+    `dropped`: pairs dropped unstored because the retry buffer was full while commits failed
+    (oldest first); `failing`: the last failed commit's error while pairs wait for a retry
+    (None: the store is writing)."""
+
+    stored: int = 0
+    duplicates: int = 0
+    pending: int = 0
+    dropped: int = 0
+    failing: str | None = None
 
 
 class PairStore(abc.ABC):
@@ -56,6 +74,10 @@ class PairStore(abc.ABC):
         """Store one pair; False when its id is already stored. A store that batches its writes
         returns True once the pair is buffered, and counts the ids found already stored when the
         batch is committed (see the backend)."""
+
+    @abc.abstractmethod
+    def write_stats(self) -> WriteStats:
+        """What this writer's `add`s have become: committed, duplicate, pending, dropped."""
 
     @abc.abstractmethod
     def __len__(self) -> int:
@@ -94,7 +116,8 @@ class PairStore(abc.ABC):
     def slice_order(self, keys: list[str]) -> tuple[list[str], int]:
         """The slices in the order the live verdict first judged them, with `keys` (this
         judgement's) appended where new, and how many the first judgement had: the alpha split is
-        fixed then, later slices draw on a reserve (live/verdict.py)."""
+        fixed then, later slices draw on a reserve (live/verdict.py). A read-only store keeps
+        nothing: it returns the order a writer would keep (`gatekeeper shadow verdict`)."""
 
     @abc.abstractmethod
     def use_measure_cache(self, version: str) -> None:

@@ -12,9 +12,16 @@ commits each pair before `add` returns, as the SQLite store does. A batch takes 
 transaction-scoped advisory lock, so batches commit one at a time and `seq` grows in commit
 order: a look that saw the pairs up to seq n finds every later pair after n (`last_seq`).
 With batching, `add` cannot yet tell a duplicate id: it returns True, and the batch counts the
-ids found already stored (`duplicates`). A batch that fails to commit (the server restarting) is
-kept and tried again by the next flush, on a new connection (the
-store reconnects when the server ended its session).
+ids found already stored (`write_stats().duplicates`).
+
+Outages. A batch that fails to commit (the server restarting, unreachable) is kept
+(`pending.py`): `add` then only buffers, never raises and never waits for the database, and the
+flush thread tries again every second (`RETRY_S`), reconnecting
+outside the store's lock, so a connection attempt that hangs holds no `add` back. The buffer
+holds at most `max_pending` pairs: beyond, the oldest are dropped, counted and logged.
+`write_stats()` tells committed pairs from pending and dropped ones, and `failing` names the
+error while pairs wait (`/metrics`: `store_degraded`). A batch whose commit reached the server
+but whose answer did not is sent again: its ids are then found stored (duplicates, not twice).
 
 Reads. Every read runs in a READ ONLY transaction, in chunks of seq; a store opened read-only
 (judging) also sets the session read-only, so nothing it runs can write. The ROLLBACK latch is
@@ -32,6 +39,7 @@ password masked; a failure after opening is a StoreError with the same masking.
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import threading
 import time
@@ -44,7 +52,8 @@ from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
 from gatekeeper.traffic.store import postgres_schema as schema
 from gatekeeper.traffic.store.codec import StoredPair, decode, encode, exported_pairs
-from gatekeeper.traffic.store.interface import NumberedPair, PairStore
+from gatekeeper.traffic.store.interface import NumberedPair, PairStore, WriteStats
+from gatekeeper.traffic.store.pending import PendingPairs
 from gatekeeper.traffic.store.location import masker, postgres_url, shown
 
 _ROW = tuple[str, str, float, str, str, str, str | None]  # id, replica, stored_at, record, reference, candidate, twin
@@ -53,6 +62,8 @@ _INSERT = ("INSERT INTO pairs (id, replica, stored_at, record, reference, candid
            "%s::text[], %s::text[], %s::float8[], %s::text[], %s::text[], %s::text[], %s::text[]) WITH ORDINALITY "
            "AS r(id, replica, stored_at, record, reference, candidate, twin, n) ORDER BY n ON CONFLICT (id) DO NOTHING")
 _EXTRA = "a postgresql:// pair store needs psycopg: pip install 'gatekeeper[postgres]'"
+RETRY_S = 1.0  # while commits fail, the pending pairs are tried again this often
+LOG = logging.getLogger("gatekeeper.store")
 
 
 class StoreError(GatekeeperError):
@@ -72,15 +83,17 @@ class PostgresStore(PairStore):
     one lock; the flush thread takes the same lock)."""
 
     def __init__(self, url: str, create: bool = True, readonly: bool = False, replica: str | None = None,
-                 flush_pairs: int = 1, flush_interval_s: float = 1.0) -> None:
+                 flush_pairs: int = 1, flush_interval_s: float = 1.0, max_pending: int = 10_000) -> None:
         self.name, self.readonly = shown(url), readonly
         self.replica = replica or socket.gethostname()
         self.flush_pairs, self.flush_interval_s = max(1, flush_pairs), flush_interval_s
-        self.duplicates = 0  # ids a batch found already stored
+        self.stored = self.duplicates = 0  # pairs a batch committed; ids it found already stored
+        self._failing: str | None = None  # the last failed commit's error while pairs wait
+        self._retry_at = 0.0
         self._mask = masker(url)
         self._psycopg = _psycopg()
         self._lock = threading.RLock()
-        self._buffer: list[_ROW] = []
+        self._buffer: PendingPairs[_ROW] = PendingPairs(max(max_pending, self.flush_pairs), self.name)
         self._version = ""
         self._url = postgres_url(url)
         self._db = self._connect(self._url)
@@ -92,7 +105,7 @@ class PostgresStore(PairStore):
             self._db.close()
             raise
         self._stop = threading.Event()
-        if not readonly and self.flush_pairs > 1:
+        if not readonly:
             threading.Thread(target=self._flush_every, name="gatekeeper-store-flush", daemon=True).start()
 
     def _connect(self, url: str) -> Any:
@@ -125,7 +138,7 @@ class PostgresStore(PairStore):
     def _connected(self) -> Any:
         """The connection, opened again when the server ended the last one (a restart, a
         failover): the operation that found it broken failed, the next one reconnects."""
-        if self._db.broken:
+        if self._db.broken or self._db.closed:  # closed: the last attempt to reconnect failed
             self._db.close()
             try:
                 self._db = self._connect(self._url)
@@ -153,25 +166,38 @@ class PostgresStore(PairStore):
             raise self._failed(e) from None
 
     def close(self) -> None:
-        """Commit the buffered batch and close the connection."""
+        """Commit the buffered pairs and close the connection; pairs that cannot be committed
+        are a StoreError saying how many were lost (and a log line)."""
         if not self.readonly:
             self._stop.set()
         try:
-            if not self.readonly and not self._db.closed:
+            if not self.readonly and len(self._buffer):
                 self.flush()
+        except StoreError as e:
+            LOG.warning("%s: closed with %d pair(s) not stored: %s", self.name, len(self._buffer), e)
+            raise StoreError(f"{e}; {len(self._buffer)} pair(s) not stored") from None
         finally:
             with self._lock:
                 self._db.close()
 
     def add(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
         """Store one pair: committed at once with `flush_pairs=1` (False: its id was already
-        stored), else buffered (True) and committed with its batch."""
+        stored), else buffered (True) and committed with its batch. While commits fail the
+        pair is only buffered (True): the flush thread commits it once the server is back."""
         row = self._row(record, reference, candidate, twin)
         with self._lock:
             self._buffer.append(row)
-            if len(self._buffer) < self.flush_pairs:
+            if len(self._buffer) < self.flush_pairs or self._failing is not None:
                 return True
-            return self._flush() > 0 or self.flush_pairs > 1
+            try:
+                return self._flush() > 0 or self.flush_pairs > 1
+            except StoreError:
+                return True  # kept: the flush thread tries again
+
+    def write_stats(self) -> WriteStats:
+        """Committed, duplicate, pending and dropped pairs, and the error while commits fail."""
+        with self._lock:
+            return WriteStats(self.stored, self.duplicates, len(self._buffer), self._buffer.dropped, self._failing)
 
     def _row(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> _ROW:
         pair_id, record_text, ref_text, cand_text, twin_text = encode(record, reference, candidate, twin)
@@ -183,14 +209,23 @@ class PostgresStore(PairStore):
             self._flush()
 
     def _flush(self) -> int:
-        rows, self._buffer = self._buffer, []
+        rows = self._buffer.take()
         if not rows:
             return 0
         try:
             added = self._insert(rows)
-        except StoreError:
-            self._buffer = rows + self._buffer
+        except StoreError as e:
+            self._buffer.put_back(rows)
+            if self._failing is None:
+                LOG.warning("%s; %d pair(s) wait for a retry (at most %d, then the oldest are dropped)", e,
+                            len(self._buffer), self._buffer.max_pending)
+            self._failing, self._retry_at = str(e), time.monotonic() + RETRY_S
             raise
+        if self._failing is not None:
+            LOG.warning("%s: writing again (%d pair(s) dropped in all)", self.name, self._buffer.dropped)
+        self._failing = None
+        self._buffer.written()
+        self.stored += added
         self.duplicates += len(rows) - added
         return added
 
@@ -201,11 +236,21 @@ class PostgresStore(PairStore):
         return int(cur.rowcount)
 
     def _flush_every(self) -> None:
-        """The flush thread: a batch whose first pair waited `flush_interval_s` is committed."""
+        """The flush thread: a batch whose first pair waited `flush_interval_s` is committed;
+        while commits fail, the pending pairs are tried again every `RETRY_S` at most."""
         first: float | None = None
         while not self._stop.wait(min(self.flush_interval_s, 0.1)):
+            if self._failing is not None:
+                if time.monotonic() >= self._retry_at:
+                    self._reconnect()
+                    with self._lock:
+                        try:
+                            self._flush()
+                        except StoreError:
+                            pass  # kept; tried again after RETRY_S
+                continue
             with self._lock:
-                if not self._buffer:
+                if not len(self._buffer):
                     first = None
                     continue
                 first = first or time.monotonic()
@@ -215,7 +260,20 @@ class PostgresStore(PairStore):
                     self._flush()
                     first = None
                 except StoreError:
-                    pass  # kept; tried again at the next interval
+                    pass  # kept; tried again after RETRY_S
+
+    def _reconnect(self) -> None:
+        """A new connection for a broken one, opened without the lock (a connection attempt to a
+        server that does not answer takes up to its connect timeout: no `add` waits for it)."""
+        if not (self._db.broken or self._db.closed) or self._stop.is_set():
+            return
+        try:
+            fresh = self._connect(self._url)
+        except ConfigError:
+            return  # still unreachable: the flush that follows fails and says why
+        with self._lock:
+            old, self._db = self._db, fresh
+            old.close()
 
     def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
         entry = json.dumps({"reason": verdict["reason"], "judged": verdict["judged"], "pairs": verdict["pairs"],
@@ -235,6 +293,10 @@ class PostgresStore(PairStore):
         return json.loads(row[0]) if row else None
 
     def slice_order(self, keys: list[str]) -> tuple[list[str], int]:
+        if self.readonly:  # what a writer would keep, kept nowhere
+            rows = self._read("SELECT value FROM meta WHERE key = 'slice_order'")
+            stored: dict[str, Any] = json.loads(rows[0][0]) if rows else {"order": [], "first": len(keys)}
+            return [*stored["order"], *(k for k in keys if k not in stored["order"])], int(stored["first"])
         try:
             with self._lock, self._connected().transaction():
                 self._db.execute("SELECT pg_advisory_xact_lock(%s)", (schema.META_LOCK,))
@@ -327,20 +389,6 @@ class PostgresStore(PairStore):
     def drop(self) -> None:
         """Remove the store's tables: an import that created the store and failed undoes it."""
         with self._lock:
-            self._buffer = []
+            self._buffer.take()
             schema.drop(self._db)
 
-
-def import_pairs(url: str, paths: Sequence[str | Path]) -> tuple[list[tuple[int, int]], int]:
-    """`gatekeeper pairs import` into PostgreSQL: as `sqlite.import_pairs`, all or nothing; a
-    store this call created is dropped again on failure."""
-    store = PostgresStore(url, replica="import")
-    try:
-        counts = store.import_files(paths)
-        return counts, len(store)
-    except BaseException:
-        if store.created:
-            store.drop()
-        raise
-    finally:
-        store.close()

@@ -48,7 +48,7 @@ from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
 from gatekeeper.traffic.store.codec import StoredPair, decode, encode, exported_pairs
 from gatekeeper.traffic.store.interface import HINT as _HINT
-from gatekeeper.traffic.store.interface import MARKER, SCHEMA_VERSION, NumberedPair, PairStore
+from gatekeeper.traffic.store.interface import MARKER, SCHEMA_VERSION, NumberedPair, PairStore, WriteStats
 
 _SCHEMA = f"""
 BEGIN;
@@ -107,6 +107,7 @@ class SqliteStore(PairStore):
             except sqlite3.DatabaseError as e:
                 raise ConfigError(f"cannot open the pair store for writing ({e})", str(self.path)) from None
         self._lock = threading.Lock()
+        self._stored = self._duplicates = 0
 
     @classmethod
     def open_readonly(cls, path: str | Path) -> SqliteStore:
@@ -122,7 +123,13 @@ class SqliteStore(PairStore):
     def add(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
         """Store one pair (committed before returning); False when its id is already stored."""
         with self._lock:
-            return self._insert(record, reference, candidate, twin)
+            added = self._insert(record, reference, candidate, twin)
+            self._stored, self._duplicates = self._stored + added, self._duplicates + (not added)
+            return added
+
+    def write_stats(self) -> WriteStats:
+        """Each `add` commits before it returns: nothing is ever pending or dropped."""
+        return WriteStats(stored=self._stored, duplicates=self._duplicates)
 
     def _insert(self, record: TrafficRecord, reference: Answer, candidate: Answer, twin: Answer | None) -> bool:
         assert not self.readonly, "a read-only pair store is never written"
@@ -146,13 +153,13 @@ class SqliteStore(PairStore):
     def slice_order(self, keys: list[str]) -> tuple[list[str], int]:
         """The slices in the order the live verdict first judged them, with `keys` (this
         judgement's) appended where new, and how many the first judgement had: the alpha split is
-        fixed then, later slices draw on a reserve (live/verdict.py)."""
+        fixed then, later slices draw on a reserve (live/verdict.py). Read-only: nothing is kept."""
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key='slice_order'").fetchone()
             known: dict[str, Any] = json.loads(row[0]) if row else {"order": [], "first": len(keys)}
             added = [k for k in keys if k not in known["order"]]
-            if added or row is None:
-                known["order"] += added
+            known["order"] += added
+            if (added or row is None) and not self.readonly:
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('slice_order', ?)", (json.dumps(known),))
         return list(known["order"]), int(known["first"])
 
