@@ -12,7 +12,7 @@ own `/metrics` and every other path reach clients untouched.
   (Flagger `rollout` webhook, whose failures count towards the canary's threshold).
 - `GET /verdict/rollback`: 200 only on ROLLBACK (412 otherwise): Flagger's `rollback` webhook,
   which rolls back on a 2xx.
-- `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`).
+- `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`, each labelled with the replica: `metrics.py`).
 - `POST /verdict/reset`: clears a latched ROLLBACK (a ROLLBACK is sticky: later pairs do not undo
   it); the operator's decision, after the candidate was rolled back or the cause understood.
 """
@@ -25,10 +25,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Gauge, generate_latest
-
+from gatekeeper.errors import GatekeeperError
 from gatekeeper.run.plan import load_gate_policy
 from gatekeeper.live.judgement import LiveJudgement
+from gatekeeper.live.metrics import prometheus_text
+from gatekeeper.live.mirror import default_replica
 
 if TYPE_CHECKING:
     from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig
@@ -43,6 +44,7 @@ class Judge:
     def __init__(self, cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> None:
         self.settings = load_gate_policy(cfg.policy).settings("shadow")
         self.cfg, self.mirror, self.counters = cfg, mirror, counters
+        self.replica = cfg.replica or default_replica()  # as the mirror names itself (one process)
         self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)
         self._lock = threading.Lock()
         self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
@@ -64,41 +66,22 @@ class Judge:
                 self._at, self._last, self._latch = time.monotonic(), last, self.mirror.store.latched()
                 self._took = 0.0 if first else self._at - t0  # the first look's cost is once, not every look's
             data = dict(self._data)
-        data["mirror"] = {**self.mirror.stats, "sampled": self.counters.sampled.value,
-                          "dropped": self.counters.dropped.value, "forwarded": self.counters.forwarded.value}
+        data["mirror"] = self.mirror_counts()
         return data
 
+    def mirror_counts(self) -> dict[str, Any]:
+        """This replica's counters: the mirror's and the store's (`Mirror.stats`) and the proxy's."""
+        return {**self.mirror.stats, "sampled": self.counters.sampled.value, "dropped": self.counters.dropped.value,
+                "forwarded": self.counters.forwarded.value}
+
     def metrics(self) -> bytes:
-        """The figures in Prometheus text."""
-        data = self.current()
-        reg = CollectorRegistry()
-        g = lambda name, doc, labels=(): Gauge(f"gatekeeper_shadow_{name}", doc, labels, registry=reg)  # noqa: E731
-        m = data["mirror"]
-        for name, doc in (("forwarded", "client requests forwarded to the primary"),
-                          ("sampled", "requests sampled for mirroring"), ("dropped", "mirror copies dropped (queue full)"),
-                          ("stored", "pairs committed to the store"), ("mirror_errors", "mirrored requests that failed")):
-            g(f"{name}_total", doc).set(m.get(name, 0))
-        g("pairs_judged", "pairs that could be compared").set(data.get("judged", 0))
-        g("score", "Kayenta-style score of all traffic (0-100)").set(data.get("score", 0) or 0)
-        verdict = g("verdict", "1 for the current verdict", ("verdict",))
-        for v in ("PROMOTE", "HOLD", "ROLLBACK"):
-            verdict.labels(v).set(1.0 if data.get("verdict") == v else 0.0)
-        rate = g("rate", "share of eligible pairs where the measure is bad, candidate vs twin", ("measure", "target"))
-        success = g("parse_success_ratio", "JSON / tool-call parse-and-validate success", ("kind", "target"))
-        for measure, r in (data.get("rates") or {}).items():
-            for target in ("candidate", "twin"):
-                if r.get(target) is not None:
-                    rate.labels(measure, target).set(r[target])
-                    if measure in ("json_parse", "tool_parse"):
-                        success.labels(measure.split("_")[0], target).set(1.0 - r[target])
-        sessions = data.get("sessions")
-        if sessions:
-            g("sessions", "sessions seen (requests carrying the session header)").set(sessions["sessions"])
-            decay = g("sqdr", "session quality decay rate per round (SQDR), candidate vs twin", ("target",))
-            for target, value in sessions["sqdr"].items():
-                if value is not None:
-                    decay.labels(target).set(value)
-        return generate_latest(reg)
+        """The figures in Prometheus text, labelled with this replica (`metrics.py`); the
+        counters alone, degraded, when the store cannot be read."""
+        try:
+            data: dict[str, Any] | None = self.current()
+        except GatekeeperError:
+            data = None
+        return prometheus_text(self.replica, self.mirror_counts(), data)
 
     def reset(self) -> dict[str, Any] | None:
         """Clear a latched ROLLBACK and judge afresh at the next read; what was latched."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import queue as queue_mod
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -64,8 +66,14 @@ class MirrorConfig:
     policy: str = "gates/default.yaml"
     min_pairs: int | None = None
     judge_interval_s: float = 2.0
-    replica: str | None = None  # the name a shared (PostgreSQL) store records this proxy's pairs under
+    replica: str | None = None  # this proxy's name: its pairs' in a shared store, its /metrics label [default_replica()]
     batching: Batching = Batching()
+
+
+def default_replica() -> str:
+    """The name a proxy goes by when `--replica` is not given: host name and process id, unique
+    among the replicas of one host (in Kubernetes the host name is the pod's)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 @dataclass
@@ -125,16 +133,28 @@ class Mirror:
 
     def __init__(self, cfg: MirrorConfig) -> None:
         self.cfg = cfg
-        self.store = open_store(cfg.store, replica=cfg.replica, batching=cfg.batching)
+        self.replica = cfg.replica or default_replica()
+        self.store = open_store(cfg.store, replica=self.replica, batching=cfg.batching)
         self.redact = BodyRedactor(cfg.pii, [u.api_key for u in (cfg.shadow, *cfg.replicas) if u.api_key])
         self.client = httpx.Client(limits=httpx.Limits(max_connections=4 * cfg.workers + 4))
         self.pool = ThreadPoolExecutor(max_workers=2 * cfg.workers + 2)
-        self.stats = {"stored": 0, "not_recordable": 0, "duplicate": 0, "mirror_errors": 0}
+        self._counts = {"not_recordable": 0, "mirror_errors": 0}
         self._lock = threading.Lock()
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The mirror's counts and the store's (`PairStore.write_stats`): `stored` counts pairs
+        committed, never those still buffered (`pending`) or dropped unstored (`store_dropped`);
+        `store_failing` names the error while commits fail."""
+        w = self.store.write_stats()
+        with self._lock:
+            counts = dict(self._counts)
+        return {"stored": w.stored, **counts, "duplicate": w.duplicates, "pending": w.pending,
+                "store_dropped": w.dropped, "store_failing": w.failing}
 
     def _count(self, key: str) -> None:
         with self._lock:
-            self.stats[key] += 1
+            self._counts[key] += 1
 
     def _redacted(self, a: Answer) -> Answer:
         return Answer.from_dict(self.redact.value(a.to_dict()))
@@ -159,9 +179,8 @@ class Mirror:
         candidate = cand_f.result()
         if candidate.failed:
             self._count("mirror_errors")
-        added = self.store.add(record, self._redacted(reference), self._redacted(candidate),
-                               self._redacted(twin) if twin is not None else None)
-        self._count("stored" if added else "duplicate")
+        self.store.add(record, self._redacted(reference), self._redacted(candidate),
+                       self._redacted(twin) if twin is not None else None)  # counted by the store
 
     def work(self, q: Any) -> None:
         """A worker thread: exchanges until the sentinel."""
