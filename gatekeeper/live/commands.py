@@ -15,6 +15,7 @@ import click
 from gatekeeper.cli_types import Finite
 
 from gatekeeper.errors import ConfigError
+from gatekeeper.live.verdict_command import verdict
 
 
 def _addr(value: str, what: str) -> tuple[str, int]:
@@ -95,22 +96,27 @@ def record(upstream: str, listen: str, out_path: str, rotate_mb: float, timeout:
 record = _with(_REDACT, record)
 
 
-@click.command("shadow")
+@click.group("shadow", invoke_without_command=True, subcommand_metavar="[verdict --store STORE]")
+@click.pass_context
 @click.option("--primary", default=None, help="The production server clients are answered by (proxy mode).")
-@click.option("--shadow", "shadow_url", required=True, help="The candidate that mirrored requests go to.")
+@click.option("--shadow", "shadow_url", default=None, help="The candidate that mirrored requests go to. [required]")
 @click.option("--reference-replica", "replicas", multiple=True,
               help="A replica of the reference for the noise floor (twin); in --sink mode, the reference itself "
                    "(once: it answers twice; twice: one answer each).")
 @click.option("--sink", is_flag=True, help="Mirror-sink mode: accept requests a gateway mirrors (no primary).")
 @click.option("--sample", type=Finite(0, 1), default=0.05, show_default=True, help="Share of requests mirrored.")
-@click.option("--store", "store_path", required=True,
-              help="The pair store to commit pairs to: a SQLite file, or a postgresql:// URL shared by many proxies.")
+@click.option("--store", "store_path", default=None,
+              help="The pair store to commit pairs to: a SQLite file, or a postgresql:// URL shared by many proxies. "
+                   "[required]")
 @click.option("--replica", default=None, metavar="NAME",
-              help="The name this proxy's pairs carry in a shared (PostgreSQL) store. [the host name]")
+              help="This proxy's name: its pairs carry it in a shared (PostgreSQL) store, its /metrics its label. "
+                   "[HOST:PID]")
 @click.option("--flush-pairs", type=click.IntRange(min=1, max=100_000), default=32, show_default=True,
               help="PostgreSQL store: pairs committed per batch (a SIGKILL loses at most one unflushed batch).")
 @click.option("--flush-interval", type=Finite(min=0.01, max=3600), default=1.0, show_default=True,
               help="PostgreSQL store: seconds a pair waits at most for its batch to be committed.")
+@click.option("--max-pending", type=click.IntRange(min=1, max=10_000_000), default=10_000, show_default=True,
+              help="PostgreSQL store: pairs held at most while commits fail; beyond, the oldest are dropped (counted).")
 @click.option("--listen", default="127.0.0.1:8100", show_default=True, help="HOST:PORT clients (or the gateway) send to.")
 @click.option("--admin", default="127.0.0.1:8101", show_default=True, help="HOST:PORT for /verdict and /metrics.")
 @click.option("--queue", "queue_size", type=click.IntRange(min=1, max=1_000_000), default=256, show_default=True,
@@ -123,17 +129,30 @@ record = _with(_REDACT, record)
 @click.option("--timeout", type=Finite(min=1, max=86400), default=120, show_default=True, help="Per mirrored request (s).")
 @click.option("--session-header", default=None, metavar="NAME",
               help="Request header naming the client's session (long-session SQDR in /verdict and /metrics).")
-def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink: bool, sample: float, store_path: str,
-           replica: str | None, flush_pairs: int, flush_interval: float, listen: str, admin: str, queue_size: int,
+def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, replicas: tuple[str, ...], sink: bool,
+           sample: float, store_path: str | None, replica: str | None, flush_pairs: int, flush_interval: float,
+           max_pending: int, listen: str, admin: str, queue_size: int,
            workers: int, policy: str, min_pairs: int | None,
            shadow_model: str, shadow_api_key_env: str | None, timeout: float, session_header: str | None,
            tenant_header: str | None,
            redact: tuple[str, ...], no_default_pii: bool) -> None:
     """Answer clients from the primary exactly as if the proxy were not there, mirror a sampled
     share to the shadow (and to a reference replica, the noise floor) through a bounded queue,
-    commit each pair to the store, and serve /verdict and /metrics (docs/shadow-live.md)."""
+    commit each pair to the store, and serve /verdict and /metrics (docs/shadow-live.md).
+    `gatekeeper shadow verdict --store STORE` prints the verdict over a store, from no proxy."""
+    if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params if ctx.get_parameter_source(p.name or "")
+                 not in (click.core.ParameterSource.DEFAULT, None)]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} before `{ctx.invoked_subcommand}` belong to the proxy; "
+                                   f"give `{ctx.invoked_subcommand}` its own options after its name")
+        return
+    for value, flag in ((shadow_url, "--shadow"), (store_path, "--store")):
+        if value is None:
+            raise click.UsageError(f"Missing option '{flag}'.")
+    assert shadow_url is not None and store_path is not None
     from gatekeeper.run.plan import load_gate_policy
-    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream
+    from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream, default_replica
     from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app
     from gatekeeper.traffic.store import Batching, open_store, shown
@@ -144,17 +163,20 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
         raise click.UsageError("--sink needs --reference-replica: the reference's answers come from it")
     host, port = _addr(listen, "--listen")
     admin_host, admin_port = _addr(admin, "--admin")
+    if max_pending < flush_pairs:
+        raise click.BadParameter(f"--max-pending ({max_pending}) must hold at least one batch (--flush-pairs {flush_pairs})")
+    replica = replica or default_replica()  # this (the proxy's) process id: one name for the store and /metrics
     primary_url = None if sink else _url(primary or "", "--primary")
     cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
                        session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs,
-                       replica=replica, batching=Batching(flush_pairs, flush_interval))
+                       replica=replica, batching=Batching(flush_pairs, flush_interval, max_pending))
     load_gate_policy(policy)  # a bad policy fails here, before anything listens
     open_store(store_path, replica=replica).close()  # and a store that is not one (the last check: it creates the store)
-    ctx = mp.get_context("fork")
-    q = ctx.Queue(maxsize=queue_size)
+    fork = mp.get_context("fork")
+    q = fork.Queue(maxsize=queue_size)
     counters = Counters()
-    child = ctx.Process(target=mirror_main, args=(cfg, q, counters, os.getpid()), name="gatekeeper-mirror", daemon=True)
+    child = fork.Process(target=mirror_main, args=(cfg, q, counters, os.getpid()), name="gatekeeper-mirror", daemon=True)
     child.start()
     deadline = time.monotonic() + 30
     while counters.admin_port.value == 0 and child.is_alive() and time.monotonic() < deadline:
@@ -185,6 +207,7 @@ def shadow(primary: str | None, shadow_url: str, replicas: tuple[str, ...], sink
 
 
 shadow = _with(_REDACT, shadow)
+shadow.add_command(verdict)
 
 
 @click.group("pairs")

@@ -63,15 +63,22 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
     proxy): a ROLLBACK is latched in the store, and later pairs — clean ones from a new tenant,
     say — do not turn it back into HOLD or PROMOTE until an operator resets it (`POST
     /verdict/reset`). The live proxy keeps its verdict up to date instead (`judgement.py`),
-    with the same JSON."""
+    with the same JSON. `sticky` over a read-only store is `gatekeeper shadow verdict`: the
+    live verdict every replica gives (the latch and the slices' alpha split read, not written)."""
     data = _judge(store, s, min_pairs, fixed=sticky)
     return latched(store, data) if sticky else data
 
 
 def latched(store: PairStore, data: dict[str, Any]) -> dict[str, Any]:
-    """The live verdict: a ROLLBACK latched in the store, or the one latched before it."""
+    """The live verdict: a ROLLBACK latched in the store, or the one latched before it. A store
+    opened read-only (`gatekeeper shadow verdict`) latches nothing: a ROLLBACK no replica has
+    latched yet shows the entry a replica's look would latch, with `at` None."""
     if data["verdict"] == "ROLLBACK":
-        data["latched"] = store.latch(data)
+        if store.readonly:
+            data["latched"] = store.latched() or {"reason": data["reason"], "judged": data["judged"],
+                                                  "pairs": data["pairs"], "at": None}
+        else:
+            data["latched"] = store.latch(data)
         return data
     entry = store.latched()
     if entry is not None:
