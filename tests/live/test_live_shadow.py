@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import sqlite3
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 pytest.importorskip("torch")
 
@@ -99,8 +102,12 @@ def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_e
     assert seen[0][1] == "HOLD", seen  # not before the evidence is there
     assert data["rates"]["disagreement"]["candidate"] > data["rates"]["disagreement"]["twin"]
     assert healthy == 409
-    assert 'gatekeeper_shadow_verdict{verdict="ROLLBACK"} 1.0' in metrics
-    assert 'gatekeeper_shadow_rate{measure="disagreement",target="candidate"}' in metrics
+    samples = [s for f in text_string_to_metric_families(metrics) for s in f.samples]
+    assert len({s.labels["replica"] for s in samples}) == 1  # the proxy's default name: host:pid
+    assert re.fullmatch(re.escape(socket.gethostname()) + r":\d+", samples[0].labels["replica"]), samples[0]
+    value = {(s.name, s.labels.get("verdict"), s.labels.get("measure"), s.labels.get("target")): s.value for s in samples}
+    assert value[("gatekeeper_shadow_verdict", "ROLLBACK", None, None)] == 1.0
+    assert ("gatekeeper_shadow_rate", None, "disagreement", "candidate") in value
     tenants = {r.tenant for r, *_ in SqliteStore(store).rows()}
     assert len(tenants) > 1 and "default" not in tenants  # the tenant header was read
 
