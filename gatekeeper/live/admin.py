@@ -3,7 +3,9 @@
 They are served on their own address (`--admin`), never on the proxied one, so the primary's
 own `/metrics` and every other path reach clients untouched.
 
-- `GET /verdict`: always 200, the verdict JSON (`verdict.py`) with the mirror's counters; for
+- `GET /verdict`: always 200, the verdict JSON (`verdict.py`) with the mirror's counters, kept
+  up to date from the pairs stored since the last look (`judgement.py`); `?recompute=1` judges
+  every stored pair from scratch instead (the same JSON: a check, and the cost of a full look);
   Argo Rollouts' `web` provider (`successCondition: result.verdict == "PROMOTE"`,
   `failureCondition: result.verdict == "ROLLBACK"`; anything else is inconclusive).
 - `GET /verdict/promote`: 200 only on PROMOTE (409 ROLLBACK, 425 HOLD): a gate that opens when
@@ -23,6 +25,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 from typing import TYPE_CHECKING, Any
 
 from gatekeeper.errors import GatekeeperError
@@ -30,6 +33,7 @@ from gatekeeper.run.plan import load_gate_policy
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.metrics import prometheus_text
 from gatekeeper.live.mirror import default_replica
+from gatekeeper.live.verdict import judge_store
 
 if TYPE_CHECKING:
     from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig
@@ -50,6 +54,14 @@ class Judge:
         self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
         self._latch: dict[str, Any] | None = None  # the latch the last look saw
         self._took = 0.0  # how long the last judgement took
+
+    def recomputed(self) -> dict[str, Any]:
+        """`/verdict?recompute=1`: the verdict judged from scratch (every pair measured afresh,
+        `judge_store`), with the mirror's counters; the carried state is left as it was."""
+        with self._lock:
+            data = judge_store(self.mirror.store, self.settings, self.cfg.min_pairs, sticky=True)
+        data["mirror"] = self.mirror_counts()
+        return data
 
     def current(self) -> dict[str, Any]:
         """The verdict JSON, with the mirror's counters. A look measures only the pairs stored
@@ -113,7 +125,8 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
                 if path == "/metrics":
                     self._send(200, judge.metrics(), "text/plain; version=0.0.4")
                 elif path in ("/verdict", "/verdict/promote", "/verdict/healthy", "/verdict/rollback"):
-                    data = judge.current()
+                    query = parse_qs(urlsplit(self.path).query)
+                    data = judge.recomputed() if query.get("recompute", ["0"])[-1] not in ("", "0", "false") else judge.current()
                     status = STATUS[path.rsplit("/", 1)[1]][data.get("verdict", "HOLD")] if path != "/verdict" else 200
                     self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
                 elif path == "/healthz":

@@ -30,10 +30,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceState
-from gatekeeper.traffic.judging import SlicePlanner
+from gatekeeper.traffic.judging import RequestFacts, SlicePlanner, facts_of
 from gatekeeper.traffic.measures import Measures, Pair, measure
+from gatekeeper.traffic.pair_of import pair_of
 from gatekeeper.traffic.settings import ShadowSettings
-from gatekeeper.traffic.store.interface import PairStore
+from gatekeeper.traffic.store.interface import NumberedPair, PairStore
 from gatekeeper.live.measured import Measured, decode, encode, measured_of, measures_version
 from gatekeeper.live.sessions import SessionDecay
 from gatekeeper.live.verdict import fixed_split, latched, no_pairs, verdict_of
@@ -42,8 +43,11 @@ CHUNK = 1000  # pairs measured and cached per transaction
 
 
 class LiveJudgement:
-    """The live proxy's verdict over its own (writable) store; not thread-safe: the admin
-    server's judge calls `judge` under its lock. `measure` is gate 5's (a test counts its calls)."""
+    """The live verdict over a store, brought up to date look by look; not thread-safe: the
+    admin server's judge calls `judge` under its lock. `measure` is gate 5's (a test counts its
+    calls). Over a writable store (a replica's) it keeps each pair's measures in the store's
+    cache; over a read-only one (`gatekeeper shadow verdict`) it reads the measures the replicas
+    cached and measures only the pairs they lack, keeping nothing."""
 
     def __init__(self, store: PairStore, s: ShadowSettings, min_pairs: int | None = None,
                  measure: Callable[[Pair], Measures] = measure, version: str | None = None) -> None:
@@ -83,8 +87,8 @@ class LiveJudgement:
         before the new pairs are added: kept, or judged again from the start (changing nothing)."""
         self._measure_new(self.last, upto)
         planner = self.planner.copy()
-        for m in self._measured(self.last, upto):
-            planner.add(m.facts)
+        for facts in self._facts(self.last, upto):
+            planner.add(facts)
         t = self.s.thresholds()
         plan = planner.plan(self.s.min_slice_requests)
         alphas = fixed_split(self.store, t)(plan)
@@ -110,7 +114,10 @@ class LiveJudgement:
         return again
 
     def _measure_new(self, after: int, upto: int) -> None:
-        """Measure the pairs with `after` < seq ≤ `upto` the cache lacks, and keep their measures."""
+        """Measure the pairs with `after` < seq ≤ `upto` the cache lacks, and keep their measures
+        (a read-only store keeps nothing: `_measured` measures them as it reads them)."""
+        if self.store.readonly:
+            return
         rows = []
         for row in self.store.numbered_rows(after, upto, unmeasured=True):
             rows.append((row[0], encode(measured_of(row, self._measure))))
@@ -120,15 +127,34 @@ class LiveJudgement:
         if rows:
             self.store.cache_measures(rows)
 
+    def _facts(self, after: int, upto: int) -> Iterator[RequestFacts]:
+        """The request facts of the pairs with `after` < seq ≤ `upto`, in stored order (what the
+        plan counts): a read-only store's pairs the cache lacks are read, not measured."""
+        if not self.store.readonly:
+            yield from (m.facts for m in self._measured(after, upto))
+            return
+        for seq, data, row in self.store.measured_rows(after, upto):
+            m = None if data is None else decode(seq, data)
+            yield m.facts if m is not None else facts_of(pair_of(*self._row(seq, row)[1:]))
+
     def _measured(self, after: int, upto: int) -> Iterator[Measured]:
-        """The cached pairs with `after` < seq ≤ `upto`, in stored order."""
-        for seq, data in self.store.cached_measures(after, upto):
-            m = decode(seq, data)
-            if m is None:  # a row this gatekeeper cannot read: measured again
-                [row] = self.store.numbered_rows(seq - 1, seq)
-                m = measured_of(row, self._measure)
-                self.store.cache_measures([(seq, encode(m))])
+        """The measured pairs with `after` < seq ≤ `upto`, in stored order: from the cache (a
+        read-only store's pairs the cache lacks measured as they are read, and not kept)."""
+        rows = ((seq, data, None) for seq, data in self.store.cached_measures(after, upto)) if not self.store.readonly \
+            else self.store.measured_rows(after, upto)
+        for seq, data, row in rows:
+            m = None if data is None else decode(seq, data)
+            if m is None:  # not measured yet (read-only), or a row this gatekeeper cannot read: measured (again)
+                m = measured_of(self._row(seq, row), self._measure)
+                if not self.store.readonly:
+                    self.store.cache_measures([(seq, encode(m))])
             yield m
+
+    def _row(self, seq: int, row: NumberedPair | None) -> NumberedPair:
+        """The stored pair `seq` (read when not given)."""
+        if row is None:
+            [row] = self.store.numbered_rows(seq - 1, seq)
+        return row
 
 
 def _alphas(state: SliceState) -> dict[str, float | None]:

@@ -1,12 +1,18 @@
 """`gatekeeper shadow verdict --store STORE`: the live verdict over a pair store, from no proxy.
 
 Stateless and read-only: it opens the store read-only (a SQLite file or a `postgresql://` URL
-shared by many `gatekeeper shadow` replicas), judges every stored pair from scratch with the
-policy's gate-5 settings, and prints the JSON any replica's `GET /verdict` gives over the same
-pairs (`--json`; without it, a few readable lines) — without the `mirror` counters, which are
-each replica's own. A ROLLBACK a replica latched is shown as latched; a ROLLBACK no replica has
-latched yet shows the entry a replica would latch, with `at` null. Nothing is written: no latch,
-no slice order, no measure cache.
+shared by many `gatekeeper shadow` replicas), judges every stored pair with the policy's gate-5
+settings, and prints the JSON any replica's `GET /verdict` gives over the same pairs (`--json`;
+without it, a few readable lines) — without the `mirror` counters, which are each replica's own.
+A ROLLBACK a replica latched is shown as latched; a ROLLBACK no replica has latched yet shows the
+entry a replica would latch, with `at` null. Nothing is written: no latch, no slice order, no
+measure cache.
+
+It reads the measures the replicas keep in the store's cache (of this gatekeeper's measures
+version) and measures only the pairs no replica measured yet (`judgement.LiveJudgement` over a
+read-only store); `--recompute` measures every pair afresh from its stored answers
+(`verdict.judge_store`). Both feed the analysis the pairs in the store's order (`seq`, the order
+batches were committed), so they give the same JSON.
 
 It exits with `gatekeeper run`'s verdict codes (`exit_codes.FOR_VERDICT`): 0 PROMOTE, 1
 ROLLBACK, 2 HOLD — so a CI step or a cron job can gate on it:
@@ -43,18 +49,22 @@ from gatekeeper.cli_exit import json_errors
 @click.option("--min-pairs", type=click.IntRange(min=1), default=None,
               help="Judged pairs before PROMOTE (the replicas' --min-pairs). [the stage budgets]")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict JSON (as /verdict gives it) instead.")
-def verdict(store_path: str, policy: str, min_pairs: int | None, as_json: bool) -> None:
+@click.option("--recompute", is_flag=True,
+              help="Measure every stored pair afresh instead of reading the measures the replicas cached (same verdict).")
+def verdict(store_path: str, policy: str, min_pairs: int | None, as_json: bool, recompute: bool) -> None:
     """Print the live verdict over a pair store, as every replica's /verdict gives it over the
     same pairs, read-only; exit 0 PROMOTE, 1 ROLLBACK, 2 HOLD (3: the store cannot be read)."""
     if as_json:
         json_errors()  # an end without a verdict prints gatekeeper.error/1 on stdout, as `run --json` does
+    from gatekeeper.live.judgement import LiveJudgement
     from gatekeeper.live.verdict import judge_store
     from gatekeeper.run.plan import load_gate_policy
     from gatekeeper.traffic.store import open_store, shown
 
     settings = load_gate_policy(policy).settings("shadow")
     with open_store(store_path, readonly=True) as store:
-        data = judge_store(store, settings, min_pairs, sticky=True)
+        data = judge_store(store, settings, min_pairs, sticky=True) if recompute else \
+            LiveJudgement(store, settings, min_pairs).judge()
     click.echo(json.dumps(data, indent=2) if as_json else readable(data, shown(store_path)))
     sys.exit(exit_codes.FOR_VERDICT[data["verdict"]])
 

@@ -2,7 +2,8 @@
 PostgreSQL database (a real server, tests/helpers/pg_server.py) and a SQLite file alike:
 
 - the stateless `gatekeeper shadow verdict --store` (a real subprocess) prints the JSON each
-  replica's `/verdict` gives over the same pairs (the replicas' own `mirror` counters and the
+  replica's `/verdict` gives over the same pairs, and so do `--recompute` and `/verdict?recompute=1`
+  (every pair measured afresh) (the replicas' own `mirror` counters and the
   latch's time left out), and exits 2 on HOLD and 1 on ROLLBACK as `gatekeeper run` does;
 - each replica's `/metrics` labels every sample with its own `--replica` name (host:pid when
   none is given), and counts its own pairs;
@@ -85,6 +86,10 @@ def test_shadow_verdict_is_every_replicas_verdict_and_exits_with_its_code(store:
             assert out.returncode == code, out.stderr
             data = json.loads(out.stdout)
             assert data["verdict"] == verdict and data["pairs"] == first and "mirror" not in data
+            looks.append(httpx.get(b_url + "/verdict?recompute=1", timeout=120).json())  # every pair measured afresh
+            again = shadow_verdict("--store", store, "--min-pairs", str(MIN_PAIRS), "--json", "--recompute")
+            assert again.returncode == code, again.stderr
+            looks.append(json.loads(again.stdout))
             for look in looks:
                 assert json.dumps(comparable(look), sort_keys=True) == json.dumps(comparable(data), sort_keys=True)
         assert data["latched"]["judged"] == looks[0]["latched"]["judged"]  # the latch a replica wrote, read back

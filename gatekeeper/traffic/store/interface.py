@@ -35,6 +35,12 @@ HINT = "a pair store is what `gatekeeper shadow --store` or `gatekeeper pairs im
 
 NumberedPair = tuple[int, TrafficRecord, Answer, Answer, Answer | None]
 """(seq, record, reference, candidate, twin)."""
+MeasuredRow = tuple[int, str | None, NumberedPair | None]
+"""(seq, measure cache data, None) for a measured pair, else (seq, None, the pair)."""
+CACHED_OR_PAIR = ("CASE WHEN m.data IS NULL THEN p.id END", "CASE WHEN m.data IS NULL THEN p.record END",
+                  "CASE WHEN m.data IS NULL THEN p.reference END", "CASE WHEN m.data IS NULL THEN p.candidate END",
+                  "CASE WHEN m.data IS NULL THEN p.twin END")
+"""The pair's columns of a `measured_rows` query, read only where the cache (`m`) lacks it."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,13 @@ class PairStore(abc.ABC):
         time, so a writer waits for one chunk at most."""
 
     @abc.abstractmethod
+    def measured_rows(self, after: int, upto: int, chunk: int = 1000) -> Iterator[MeasuredRow]:
+        """The pairs with `after` < seq ≤ `upto` in stored order, each as (seq, its measure cache
+        data, None) where the cache holds it, else (seq, None, the pair): one query per `chunk`,
+        so no pair is missed or read twice while writers fill the cache. What a judgement that
+        writes no cache reads (`gatekeeper shadow verdict`: the replicas' measures, reused)."""
+
+    @abc.abstractmethod
     def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
         """Remember the first ROLLBACK (its reason, judged pairs, time) and return what is
         latched: a live verdict that rolled back stays ROLLBACK until an operator resets it."""
@@ -122,7 +135,8 @@ class PairStore(abc.ABC):
     @abc.abstractmethod
     def use_measure_cache(self, version: str) -> None:
         """Use the measure cache of the measures' `version` (`live/measured.py`); measures of
-        another version are not read (a gatekeeper whose measures changed measures again)."""
+        another version are not read (a gatekeeper whose measures changed measures again). A
+        read-only store reads the cache as it is (nothing created or removed)."""
 
     @abc.abstractmethod
     def cached_measures(self, after: int, upto: int, chunk: int = 1000) -> Iterator[tuple[int, str]]:

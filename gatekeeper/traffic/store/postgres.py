@@ -52,7 +52,7 @@ from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
 from gatekeeper.traffic.store import postgres_schema as schema
 from gatekeeper.traffic.store.codec import StoredPair, decode, encode, exported_pairs
-from gatekeeper.traffic.store.interface import NumberedPair, PairStore, WriteStats
+from gatekeeper.traffic.store.interface import CACHED_OR_PAIR, MeasuredRow, NumberedPair, PairStore, WriteStats
 from gatekeeper.traffic.store.pending import PendingPairs
 from gatekeeper.traffic.store.location import masker, postgres_url, shown
 
@@ -329,28 +329,32 @@ class PostgresStore(PairStore):
         """The rows (seq, id, record, reference, candidate, twin) with `after` < seq ≤ `upto`, a
         read-only transaction per `chunk`."""
         lacking = " AND NOT EXISTS (SELECT 1 FROM measured m WHERE m.version = %s AND m.seq = p.seq)" if unmeasured else ""
-        while True:
-            rows = self._read("SELECT seq, id, record, reference, candidate, twin FROM pairs p "
-                              f"WHERE seq > %s AND seq <= %s{lacking} ORDER BY seq LIMIT %s",
-                              (after, upto, *((self._version,) if unmeasured else ()), chunk))
-            if not rows:
-                return
+        while rows := self._read("SELECT seq, id, record, reference, candidate, twin FROM pairs p "
+                                 f"WHERE seq > %s AND seq <= %s{lacking} ORDER BY seq LIMIT %s",
+                                 (after, upto, *((self._version,) if unmeasured else ()), chunk)):
             yield from rows
+            after = rows[-1][0]
+
+    def measured_rows(self, after: int, upto: int, chunk: int = 1000) -> Iterator[MeasuredRow]:
+        while rows := self._read(f"SELECT p.seq, m.data, {', '.join(CACHED_OR_PAIR)} FROM pairs p LEFT JOIN measured m ON "
+                                 "m.version = %s AND m.seq = p.seq WHERE p.seq > %s AND p.seq <= %s ORDER BY p.seq LIMIT %s",
+                                 (self._version, after, upto, chunk)):
+            for seq, data, *row in rows:
+                yield seq, data, None if data is not None else (seq, *decode(self.name, seq, *row))
             after = rows[-1][0]
 
     def use_measure_cache(self, version: str) -> None:
         """Use the cache rows of `version`; rows of other versions are removed (a mixed
-        deployment measures again, never reads another version's measures)."""
-        assert not self.readonly, "a read-only pair store is never written"
+        deployment measures again, never reads another version's measures). Read-only: the
+        rows of `version` are read, nothing is removed."""
         self._version = version
+        if self.readonly:
+            return
         self._write([("DELETE FROM measured WHERE version <> %s", (version,))], schema.META_LOCK)
 
     def cached_measures(self, after: int, upto: int, chunk: int = 1000) -> Iterator[tuple[int, str]]:
-        while True:
-            rows = self._read("SELECT seq, data FROM measured WHERE version = %s AND seq > %s AND seq <= %s "
-                              "ORDER BY seq LIMIT %s", (self._version, after, upto, chunk))
-            if not rows:
-                return
+        while rows := self._read("SELECT seq, data FROM measured WHERE version = %s AND seq > %s AND seq <= %s "
+                                 "ORDER BY seq LIMIT %s", (self._version, after, upto, chunk)):
             yield from ((int(seq), str(data)) for seq, data in rows)
             after = rows[-1][0]
 

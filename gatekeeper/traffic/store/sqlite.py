@@ -48,7 +48,7 @@ from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
 from gatekeeper.traffic.store.codec import StoredPair, decode, encode, exported_pairs
 from gatekeeper.traffic.store.interface import HINT as _HINT
-from gatekeeper.traffic.store.interface import MARKER, SCHEMA_VERSION, NumberedPair, PairStore, WriteStats
+from gatekeeper.traffic.store.interface import CACHED_OR_PAIR, MARKER, SCHEMA_VERSION, MeasuredRow, NumberedPair, PairStore, WriteStats
 
 _SCHEMA = f"""
 BEGIN;
@@ -108,6 +108,7 @@ class SqliteStore(PairStore):
                 raise ConfigError(f"cannot open the pair store for writing ({e})", str(self.path)) from None
         self._lock = threading.Lock()
         self._stored = self._duplicates = 0
+        self._cached = False  # the measure cache holds this gatekeeper's measures (`use_measure_cache`)
 
     @classmethod
     def open_readonly(cls, path: str | Path) -> SqliteStore:
@@ -201,7 +202,7 @@ class SqliteStore(PairStore):
         """The pairs with `after` < seq ≤ `upto` in stored order, each with its seq (also the
         record's line); `unmeasured`: only those the measure cache lacks. Read `chunk` rows at a
         time, so a writer waits for one chunk at most."""
-        lacking = " AND seq NOT IN (SELECT seq FROM measured)" if unmeasured else ""
+        lacking = " AND seq NOT IN (SELECT seq FROM measured)" if unmeasured and self._cached else ""
         while True:
             try:
                 with self._lock:
@@ -216,10 +217,34 @@ class SqliteStore(PairStore):
                 yield (seq, *decode(self.name, seq, *row))
             after = rows[-1][0]
 
+    def measured_rows(self, after: int, upto: int, chunk: int = 1000) -> Iterator[MeasuredRow]:
+        """As `PairStore.measured_rows`: a LEFT JOIN of the pairs and the measure cache per chunk."""
+        join, cols = (" LEFT JOIN measured m ON m.seq = p.seq", ", ".join(CACHED_OR_PAIR)) if self._cached else \
+            ("", "p.id, p.record, p.reference, p.candidate, p.twin")
+        while True:
+            try:
+                with self._lock:
+                    rows = self._db.execute(f"SELECT p.seq, {'m.data' if join else 'NULL'}, {cols} FROM pairs p{join} "
+                                            "WHERE p.seq > ? AND p.seq <= ? ORDER BY p.seq LIMIT ?", (after, upto, chunk)).fetchall()
+            except sqlite3.DatabaseError as e:
+                raise ConfigError(f"corrupted: {e}", str(self.path), hint=_HINT) from None
+            if not rows:
+                return
+            for seq, data, *row in rows:
+                yield seq, data, None if data is not None else (seq, *decode(self.name, seq, *row))
+            after = rows[-1][0]
+
     def use_measure_cache(self, version: str) -> None:
         """Create the measure cache when missing, and empty it when it holds measures of another
-        `version` (a gatekeeper whose measures changed measures every pair again)."""
-        assert not self.readonly, "a read-only pair store is never written"
+        `version` (a gatekeeper whose measures changed measures every pair again). Read-only: the
+        cache is read if it holds `version`'s measures, and is otherwise as good as empty."""
+        if self.readonly:
+            with self._lock:
+                has = self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='measured'").fetchone()
+                row = self._db.execute("SELECT value FROM meta WHERE key='measured_version'").fetchone()
+            self._cached = has is not None and row is not None and row[0] == version
+            return
+        self._cached = True
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
@@ -235,7 +260,7 @@ class SqliteStore(PairStore):
 
     def cached_measures(self, after: int, upto: int, chunk: int = 1000) -> Iterator[tuple[int, str]]:
         """The measure cache's rows (seq, data) with `after` < seq ≤ `upto`, in stored order."""
-        while True:
+        while self._cached:
             with self._lock:
                 rows = self._db.execute("SELECT seq, data FROM measured WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
                                         (after, upto, chunk)).fetchall()
