@@ -15,6 +15,10 @@ own `/metrics` and every other path reach clients untouched.
 - `GET /verdict/rollback`: 200 only on ROLLBACK (412 otherwise): Flagger's `rollback` webhook,
   which rolls back on a 2xx.
 - `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`, each labelled with the replica: `metrics.py`).
+- `GET /healthz` (or `/health`): always 200 while the process serves — a liveness probe must not
+  restart a replica whose pairs wait for the database (a restart loses them) — its body "ok", or
+  "degraded: ..." while the store's commits fail (pairs waiting, dropped, the error); readiness
+  and alerts read `/metrics`' `store_degraded`.
 - `POST /verdict/reset`: clears a latched ROLLBACK (a ROLLBACK is sticky: later pairs do not undo
   it); the operator's decision, after the candidate was rolled back or the cause understood.
 """
@@ -95,6 +99,16 @@ class Judge:
             data = None
         return prometheus_text(self.replica, self.mirror_counts(), data)
 
+    def health(self) -> str:
+        """`/healthz`: "ok", or "degraded: ..." while the store's commits fail (pairs wait for a
+        retry, the oldest beyond `--max-pending` dropped), from this replica's write counts alone:
+        no database round trip, so a liveness probe never waits for the store."""
+        w = self.mirror.store.write_stats()
+        if w.failing is not None:
+            return (f"degraded: the pair store is failing, {w.pending} pair(s) wait for a retry, {w.dropped} dropped "
+                    f"unstored so far ({w.failing})\n")
+        return "ok\n" if not w.dropped else f"ok ({w.dropped} pair(s) dropped unstored during an earlier outage)\n"
+
     def reset(self) -> dict[str, Any] | None:
         """Clear a latched ROLLBACK and judge afresh at the next read; what was latched."""
         with self._lock:
@@ -129,8 +143,8 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
                     data = judge.recomputed() if query.get("recompute", ["0"])[-1] not in ("", "0", "false") else judge.current()
                     status = STATUS[path.rsplit("/", 1)[1]][data.get("verdict", "HOLD")] if path != "/verdict" else 200
                     self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
-                elif path == "/healthz":
-                    self._send(200, b"ok\n", "text/plain")
+                elif path in ("/healthz", "/health"):
+                    self._send(200, judge.health().encode(), "text/plain")
                 else:
                     self._send(404, b'{"error": "not found: /verdict[/promote|/healthy|/rollback], /metrics, /healthz"}\n',
                                "application/json")

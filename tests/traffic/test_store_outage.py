@@ -4,7 +4,7 @@
 - pairs buffered but not committed are `pending`, never counted as stored in `/metrics`;
 - while the server is down `add` goes on without raising; at most `max_pending` pairs wait, the
   oldest beyond are dropped, counted (`store_dropped_total`) and logged, and `/metrics` is still
-  served, saying `store_degraded` 1;
+  served, saying `store_degraded` 1; `/healthz` stays 200 (liveness) and says "degraded: ...";
 - once the server is back the flush thread commits the pairs that waited, with no other help:
   the store holds the pairs committed before the outage and the newest `max_pending` after it."""
 
@@ -47,6 +47,13 @@ def _metrics(url: str) -> dict[str, float]:
     return {s.name: s.value for s in samples if set(s.labels) == {"replica"}}
 
 
+def _health(url: str) -> str:
+    """`/healthz`'s body, asserting its status is 200 (liveness, whatever the store does)."""
+    r = httpx.get(url + "/healthz", timeout=10)
+    assert r.status_code == 200
+    return r.text.strip()
+
+
 def _counts(m: dict[str, float]) -> tuple[float, ...]:
     return tuple(m[f"gatekeeper_shadow_{n}"] for n in ("stored_total", "pending_pairs", "store_dropped_total",
                                                       "store_degraded"))
@@ -66,6 +73,7 @@ def test_an_outage_holds_at_most_max_pending_pairs_and_commits_them_when_the_ser
         for i in range(8, 11):  # fewer than a batch: pending, not stored
             mirror.store.add(*pair(2, i, bad=0.0))
         assert _counts(_metrics(admin_url)) == (8, 3, 0, 0)
+        assert _health(admin_url) == "ok"
         assert _metrics(admin_url)["gatekeeper_shadow_pairs_judged"] == 8  # the store's pairs, not the pending ones
 
         own_server.halt()
@@ -80,12 +88,16 @@ def test_an_outage_holds_at_most_max_pending_pairs_and_commits_them_when_the_ser
         during = _metrics(admin_url)  # served without the database: the counters, degraded
         assert _counts(during) == (8, MAX_PENDING, 20, 1) and "gatekeeper_shadow_pairs_judged" not in during
         assert httpx.get(admin_url + "/verdict", timeout=60).status_code == 500  # no verdict without the store
+        health = _health(admin_url)  # still 200 (alive: a restart would lose the waiting pairs), degraded
+        assert health.startswith("degraded: the pair store is failing, 20 pair(s) wait for a retry, 20 dropped"), health
+        assert PASSWORD not in health
 
         own_server.resume()
         deadline = time.monotonic() + 60
         while mirror.store.write_stats().pending and time.monotonic() < deadline:  # the flush thread's retry
             time.sleep(0.2)
         assert _counts(_metrics(admin_url)) == (28, 0, 20, 0)
+        assert _health(admin_url) == "ok (20 pair(s) dropped unstored during an earlier outage)"
         with psycopg.connect(url) as db:
             ids = [i for (i,) in db.execute("SELECT id FROM pairs ORDER BY seq")]
         assert ids == [f"r{i}" for i in (*range(8), *range(28, 48))]  # the newest kept, in their order
