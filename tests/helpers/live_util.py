@@ -44,10 +44,12 @@ class LiveProcess:
 
 
 @contextmanager
-def live(*args: str) -> Iterator[LiveProcess]:
-    """`gatekeeper ARGS...` until it prints its listening line; stopped on exit."""
+def live(*args: str, new_session: bool = False) -> Iterator[LiveProcess]:
+    """`gatekeeper ARGS...` until it prints its listening line; stopped on exit. `new_session`:
+    in a process group of its own (its proxy and mirror processes), which a test may SIGKILL whole."""
     proc = subprocess.Popen([sys.executable, "-m", "gatekeeper.cli", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=new_session)
     deadline = time.monotonic() + READY_DEADLINE_S
     line = ""
     while time.monotonic() < deadline:
