@@ -262,7 +262,7 @@ def intervals_svg(rows: Sequence[tuple[Interval, str]], reference: float, x_labe
         color = STATUS_COLOURS.get(status, "#57606a")
         tip = f"<title>{escape(r.label)}: {fmt_num(r.estimate)} [{fmt_num(r.low)}, {fmt_num(r.high)}]" + (
             f", limit {fmt_num(r.limit)}" if r.limit is not None else "") + (f" — {escape(status)}" if status else "") + "</title>"
-        body.append(_text(label_w - 8, y + 4, r.label[:50], "end"))
+        body.append(_text(label_w - 8, y + 4, r.label if len(r.label) <= 50 else r.label[:49] + "…", "end"))
         if all(math.isfinite(v) for v in (r.low, r.high, r.estimate)):
             body.append(f'<line x1="{sx(r.low):.1f}" y1="{y:.1f}" x2="{sx(r.high):.1f}" y2="{y:.1f}" stroke="{color}" '
                         f'stroke-width="3"/>')

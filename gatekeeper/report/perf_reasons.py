@@ -58,11 +58,13 @@ def performance_reasons(run: RunResult) -> PerfReasons:
     advisory = [c for c in gate.checks if c not in against and _open_question(c)]
     if len(advisory) > sum(1 for c in advisory if c.status is Status.SKIP):  # an advisory skip is news only alone
         advisory = [c for c in advisory if c.status is not Status.SKIP]
-    counts = {s: sum(1 for c in gate.checks if c.status is s) for s in Status}
-    said = " · ".join(f"{n} {s.value}" for s, n in counts.items() if n)
     undecided = sum(1 for c in gate.checks if c.undecided)
-    status = f"performance gate: {gate.status.value}" + (f" · {said}" if said else "") + (
-        f" (of which {undecided} undecided)" if undecided else "")
+    counts = {s.value: sum(1 for c in gate.checks if c.status is s and not c.undecided) for s in Status}
+    said = " · ".join(f"{n} {name}" for name, n in [*counts.items(), ("UNDECIDED", undecided)] if n)
+    head = gate.status.value  # an undecided blocking check is a WARN that HOLDs: named as such, unless worse is there
+    if gate.status in (Status.WARN, Status.PASS) and any(c.undecided and c.blocking for c in gate.checks):
+        head = "UNDECIDED"
+    status = f"performance gate: {head}" + (f" · {said}" if said else "")
     lines = [_line(c) for c in against + advisory]
     if not lines:
         lines = [(None, f"all {len(gate.checks)} checks of the performance gate passed")]

@@ -106,7 +106,7 @@ def _pairs(rounds: list[Round]) -> str:
 
 def _interval(s: PerformanceSettings, name: str, state: State) -> Intervals:
     return Intervals(f"{name} at concurrency {PRIMARY_LEVEL}: candidate / baseline", (Interval(
-        f"{name} (materiality ≤ {1 + s.materiality:.3f})", state.ratio, state.ci[0], state.ci[1], 1 + s.materiality),),
+        f"{name} (≤ {1 + s.materiality:.3f})", state.ratio, state.ci[0], state.ci[1], 1 + s.materiality),),
         1.0, "candidate / baseline", is_key=True)
 
 
