@@ -1,6 +1,6 @@
 """Two finished runs compared: what changed from run A to run B, and whether anything got worse.
 
-`compare_runs(a, b)` is a pure function of two `RunSummary`s (load.py) to a frozen
+`compare_runs(a, b)` is a pure function of two `RunSummary`s (run_summary.py) to a frozen
 `RunComparison`:
 
 - **plan differences**: policy, golden sets, seed, what a partial run left out (gates not run,
@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.compare.load import RunSummary
+from gatekeeper.run_summary import RunSummary
 from gatekeeper.results import CheckResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 

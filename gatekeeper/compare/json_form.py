@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gatekeeper.compare.diff import RunComparison, status_label
-from gatekeeper.compare.load import RunSummary
+from gatekeeper.run_summary import RunSummary
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.results import CheckResult
 
