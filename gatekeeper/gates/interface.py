@@ -231,7 +231,8 @@ class GateContext:
             self.not_asked(f"neither target has {missing.feature}", items)
             return self.skip(name, missing.reason, family, advisory=True)
         self.not_judged("capability missing", items)
-        return self.skip(name, missing.reason, family)
+        lost = {"lost": missing.feature} if self.lost(missing.feature) else {}  # the candidate's regression (gate 1's finding)
+        return self.check(name, Status.SKIP, missing.reason, lost, family=family)
 
     def missing(self, *features: str, roles: tuple[str, ...] = ()) -> Missing | None:
         """The first of `features` a check cannot run without on `roles` (default both), or None."""

@@ -8,7 +8,8 @@ figures, how much was judged, and a status:
   the candidate passes every case the reference passes (without gate 3 the row is "not run" unless
   the canary failed: a canary alone is no PASS for the row);
 - Structured: JSON and tool-call cases (families `json`, `tool_call`) — parse success not below
-  the reference's; a failing streamed variant (`<case>.stream`) fails the row too;
+  the reference's; a failing streamed variant (`<case>.stream`) fails the row too, and so do cases
+  not asked because the candidate lost a feature they need (the pass counts are over the cases asked);
 - Numerical: logprob / perplexity drift (gate 2) within the dtype's tolerance (the row's status
   is gate 2's worst check);
 - Degeneration: repeated tokens, garbage, empty output — 0 severe degenerations;
@@ -92,9 +93,14 @@ def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult 
         status = "no cases" if not checks else _worst(checks)
     if cases and not any(CaseFinding.of(c).judged for c in cases) and status in ("PASS", "WARN"):
         status = "not judged"  # every case both fail identically (or could not be compared): no blind PASS
-    return CorrectnessRow(dimension, metric, threshold, _pct(sum(CaseFinding.of(c).reference_passes for c in cases), len(cases)),
-                          _pct(sum(CaseFinding.of(c).candidate_passes for c in cases), len(cases)), _judged(cases), status,
-                          tuple(c.id for c in checks))
+    lost = sorted({f for c in cases if (f := CaseFinding.of(c).lost)})
+    asked = [c for c in cases if not CaseFinding.of(c).lost]
+    candidate = _pct(sum(CaseFinding.of(c).candidate_passes for c in asked), len(asked))
+    if lost:  # cases the candidate could not be asked: its regression (gate 1's FAIL), not a WARN beside it
+        status = "ERROR" if status == "ERROR" else "FAIL"
+        candidate += f"; {len(cases) - len(asked)} not asked: the candidate lost {', '.join(lost)}"
+    return CorrectnessRow(dimension, metric, threshold, _pct(sum(CaseFinding.of(c).reference_passes for c in asked), len(asked)),
+                          candidate, _judged(cases), status, tuple(c.id for c in checks))
 
 
 def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:

@@ -50,3 +50,18 @@ def test_a_row_whose_gate_errored_or_saw_the_candidate_crash_says_so():
     crashed = _check("shadow.candidate_crashed", Status.FAIL)
     assert _rows(_run(_gate("startup"), _gate("shadow", crashed)))["Shadow traffic"] == "FAIL"
     assert _rows(_run(_gate("startup"), _gate("longctx", grid)))["Long context"] == "PASS"
+
+
+def test_cases_not_asked_because_the_candidate_lost_tools_fail_the_structured_row():
+    """vLLM 0.32.0 started without a tool parser against 0.31.0 with one (a real run): the tool
+    cases are not asked, gate 1 FAILs the capability — the row said WARN beside it, with the
+    reference's passes counted over cases it was never asked ("3/17")."""
+    json_ok = _check("golden.json-facts-4", Status.PASS, "json", judged=True, reference_passes=True, candidate_passes=True)
+    json_both = _check("golden.json-schema-2", Status.WARN, "json", judged=False, reference_passes=False, candidate_passes=False)
+    lost = [_check(f"golden.tool-{n}", Status.SKIP, "tool_call", lost="tools") for n in ("weather", "alarm", "flights")]
+    row = next(r for r in build_table(_run(_gate("startup"), _gate("golden", json_ok, json_both, *lost)))
+               if r.dimension == "Structured")
+    assert row.status == "FAIL"
+    assert row.reference == "1/2 (50%)" and row.candidate == "1/2 (50%); 3 not asked: the candidate lost tools"
+    shared = [_check(f"golden.tool-{n}", Status.SKIP, "tool_call") for n in ("weather", "alarm")]  # neither has tools
+    assert _rows(_run(_gate("startup"), _gate("golden", json_ok, *shared)))["Structured"] != "FAIL"

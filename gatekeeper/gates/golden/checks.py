@@ -45,16 +45,18 @@ def is_case(check: CheckResult) -> bool:
 @dataclass(frozen=True)
 class CaseFinding:
     """A golden case's outcome: whether each side passed its assertions, whether the case was
-    judged (not both failing alike) and whether the candidate's failure was degenerate output."""
+    judged (not both failing alike), whether the candidate's failure was degenerate output, and the
+    feature the candidate lost that kept the case from being asked (`lost`)."""
 
     reference_passes: bool
     candidate_passes: bool
     judged: bool
     degenerate: bool
+    lost: str | None = None  # not asked: the case needs this feature, which the candidate lost (the reference has it)
 
     @staticmethod
     def of(check: CheckResult) -> CaseFinding:
         """The outcome of a case's check."""
         m = check.metrics
         return CaseFinding(m.get("reference_passes") is True, m.get("candidate_passes") is True, m.get("judged") is True,
-                           check.status is Status.FAIL and DEGENERATE_OUTPUT in check.reason)
+                           check.status is Status.FAIL and DEGENERATE_OUTPUT in check.reason, m.get("lost"))

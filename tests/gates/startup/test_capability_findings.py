@@ -70,6 +70,10 @@ def test_a_server_that_stops_parsing_tool_calls_is_one_finding_not_one_per_case(
     for case in ("tool-weather", "tool-alarm", "tool-currency"):
         check = out.check(f"golden.{case}")
         assert check["status"] == "SKIP" and "see startup.capabilities" in check["reason"], check
+        assert check["metrics"]["lost"] == "tool_parsing", check  # the correctness table's Structured row reads it
+    assert "Structured</td>" in (html := (out.run_dir / "correctness.html").read_text())
+    structured = html[html.index("Structured</td>"):].split("</tr>")[0]
+    assert "3 not asked: the candidate lost tool_parsing" in structured and "badge-FAIL" in structured, structured
     failed = [c["id"] for g in out.summary["gates"] for c in g["checks"] if c["status"] == "FAIL"]
     assert set(failed) <= {"startup.capabilities", "golden.coverage"}, failed  # coverage: 1 of 4 cases judged
     assert out.summary["verdict"] == "ROLLBACK"
