@@ -100,5 +100,6 @@ def report_merge(dirs: tuple[str, ...], out_path: str) -> None:
         expected = "" if cell["expected"] is None else f"  expected {cell['expected']}{' ✓' if cell['met'] else ' ✗'}"
         click.echo(f"  {cell['verdict']:<8} {cell['cell']}{expected}")
     click.echo(f"localisation: {data['localisation']}")
-    click.echo(f"verdict: {verdict} (exit {FOR_VERDICT[verdict]}); report: {out}/ (merged.html, merged.json, summary.md, junit.xml)")
-    sys.exit(FOR_VERDICT[verdict])
+    code = FOR_VERDICT[verdict.value]
+    click.echo(f"verdict: {verdict.value} (exit {code}); report: {out}/ (merged.html, merged.json, summary.md, junit.xml)")
+    sys.exit(code)

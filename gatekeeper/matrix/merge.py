@@ -6,8 +6,12 @@ verdict, per-gate status, the failing checks and the path record (docs/bug-class
 Across cells: the localisation (`localise.py`: the smallest condition on the axes that separates
 failing cells from passing ones), whether each cell met its expected verdict, and the overall verdict under
 the combining rule — the worst cell's verdict (a ROLLBACK anywhere rolls back; a cell that could
-not be judged, or whose run left no summary, HOLDs), and with expectations given, a cell that
+not be judged, or whose run left no summary it can read, HOLDs), and with expectations given, a cell that
 does not meet its expectation HOLDs the merge (the matrix did not behave as it says it must).
+
+A cell's summary.json is read by `gatekeeper.run_summary` (schema-checked): a cell whose run left
+none, or one that does not read as a summary (corrupt, no verdict, another format), HOLDs with a
+note naming why (`SummaryError`); its gates and checks are then unknown, not guessed.
 
 This module reads and judges; the report package renders: the judgement is a `MergedMatrix`
 (report/matrix_data.py), written to OUT by `report.matrix_writer.write_merged` as `merged.json`,
@@ -27,10 +31,10 @@ from gatekeeper.matrix.localise import Localisation, localise
 from gatekeeper.matrix.record import path_record
 from gatekeeper.report.matrix_data import MatrixCell, MatrixCheck, MergedMatrix
 from gatekeeper.report.matrix_writer import write_merged
-from gatekeeper.results import Verdict
+from gatekeeper.results import Status, Verdict
+from gatekeeper.run_summary import SummaryError, SummaryMissing, read_summary
 
-CELL_FILE, SUMMARY_FILE = "cell.json", "summary.json"
-RANK = {v.value: v.severity for v in Verdict}
+CELL_FILE = "cell.json"
 
 
 def find_cell_dirs(paths: Iterable[Path]) -> list[Path]:
@@ -52,49 +56,47 @@ def load_cell(run_dir: Path) -> MatrixCell:
     cell, axes, expected = str(meta.get("cell")), dict(meta.get("axes") or {}), meta.get("expected")
     matrix = str((meta.get("matrix") or {}).get("name") or "")
     try:
-        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
-        return MatrixCell(cell, axes, expected, run_dir, "HOLD", {}, (), (), {}, matrix,
-                          "the run left no readable summary.json (it died or was cut short): HOLD")
-    gates: dict[str, str] = {}
-    checks: list[MatrixCheck] = []
-    failing: list[str] = []
-    for gate in summary.get("gates") or []:
-        gates[gate["id"]] = gate["status"]
-        for c in gate.get("checks") or []:
-            checks.append(MatrixCheck(c["id"], c["status"], bool(c.get("blocking")), str(c.get("reason", "")),
-                                      float(c.get("duration_s") or 0)))
-            if c["status"] == "ERROR" or (c["status"] == "FAIL" and c.get("blocking")):
-                failing.append(f"{c['id']}: {c['status']} — {c['reason'][:200]}")
-    return MatrixCell(cell, axes, expected, run_dir, str(summary.get("verdict") or "HOLD"), gates, tuple(failing),
-                      tuple(checks), path_record(summary, meta), matrix)
+        summary = read_summary(run_dir)
+    except SummaryError as e:
+        return MatrixCell(cell, axes, expected, run_dir, Verdict.HOLD.value, {}, (), (), {}, matrix, _no_summary(e))
+    gates = {g.id: g.status.value for g in summary.gates}
+    checks = tuple(MatrixCheck(c.id, c.status.value, c.blocking, c.reason, c.duration_s) for c in summary.checks)
+    failing = tuple(f"{c.id}: {c.status.value} — {c.reason[:200]}" for c in summary.checks
+                    if c.status is Status.ERROR or (c.status is Status.FAIL and c.blocking))
+    return MatrixCell(cell, axes, expected, run_dir, summary.verdict.value, gates, failing, checks,
+                      path_record(summary, meta), matrix)
 
 
-def combined(cells: Sequence[MatrixCell]) -> tuple[str, list[str]]:
+def _no_summary(e: SummaryError) -> str:
+    """Why a cell without a readable summary HOLDs, for its note."""
+    why = "it died or was cut short" if isinstance(e, SummaryMissing) else e.why
+    return f"the run left no readable summary.json ({why}): HOLD"
+
+
+def combined(cells: Sequence[MatrixCell]) -> tuple[Verdict, list[str]]:
     """The merged verdict and why."""
     if not cells:
-        return "HOLD", ["no cell run found"]
+        return Verdict.HOLD, ["no cell run found"]
     why = []
-    worst = max(cells, key=lambda c: RANK.get(c.verdict, 1))
-    verdict = worst.verdict if worst.verdict in RANK else "HOLD"
-    if verdict != "PROMOTE":
-        bad = [c.cell for c in cells if c.verdict == verdict]
-        why.append(f"{len(bad)} cell(s) {verdict}: {', '.join(bad)}")
+    verdict = max((Verdict(c.verdict) for c in cells), key=lambda v: v.severity)
+    if verdict is not Verdict.PROMOTE:
+        bad = [c.cell for c in cells if c.verdict == verdict.value]
+        why.append(f"{len(bad)} cell(s) {verdict.value}: {', '.join(bad)}")
     missed = [c for c in cells if c.met is False]
     if missed:
         why.append("not as expected: " + ", ".join(f"{c.cell} {c.verdict} (expected {c.expected})" for c in missed))
-        if verdict == "PROMOTE":
-            verdict = "HOLD"
+        if verdict is Verdict.PROMOTE:
+            verdict = Verdict.HOLD
     return verdict, why
 
 
 def _localisation(cells: Sequence[MatrixCell]) -> Localisation:
     axes = list(dict.fromkeys(a for c in cells for a in c.axes))
-    failed = {c.cell: (True if c.verdict == "ROLLBACK" else False if c.verdict == "PROMOTE" else None) for c in cells}
+    failed = {c.cell: {Verdict.ROLLBACK: True, Verdict.PROMOTE: False}.get(Verdict(c.verdict)) for c in cells}
     return localise({c.cell: c.axes for c in cells}, failed, axes)
 
 
-def merge(paths: Sequence[Path], out: Path) -> tuple[str, Path]:
+def merge(paths: Sequence[Path], out: Path) -> tuple[Verdict, Path]:
     """Merge the cell runs under `paths` into `out`; returns (verdict, out)."""
     cells = [load_cell(d) for d in find_cell_dirs(paths)]
     if not cells:
@@ -106,5 +108,5 @@ def merge(paths: Sequence[Path], out: Path) -> tuple[str, Path]:
     if dupes:
         raise ConfigError(f"cell(s) run more than once: {', '.join(dupes)} (pass one run directory per cell)")
     verdict, why = combined(cells)
-    write_merged(MergedMatrix(names[0], verdict, tuple(why), _localisation(cells).sentence(), tuple(cells)), out)
+    write_merged(MergedMatrix(names[0], verdict.value, tuple(why), _localisation(cells).sentence(), tuple(cells)), out)
     return verdict, out

@@ -1,5 +1,5 @@
 """A cell's execution-path record in the shape of docs/bug-classes.md#path-record, from its run's
-summary.json and cell.json.
+summary.json (read by `gatekeeper.run_summary`) and cell.json.
 
     model: …            runtime_version: …        hardware: …
     parallelism: {tp}   backend: {attention, allreduce}   fusion: {…}
@@ -20,9 +20,11 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.atomic import write_atomic
 from gatekeeper.gates.longctx import checks as longctx_checks
 from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
-from gatekeeper.atomic import write_atomic
+from gatekeeper.results import CheckResult, Status
+from gatekeeper.run_summary import RunSummary, SummaryError, read_summary
 
 RECORD_FILE = "path-record.yaml"
 
@@ -30,20 +32,20 @@ _JSON = ("json", "json_enforced")
 _TOOLS = ("tool_call", "tool_enforced")
 
 
-def _probe(checks: list[dict[str, Any]]) -> str:
+def _probe(checks: list[CheckResult]) -> str:
     if not checks:
         return "not run"
-    if any(c["status"] in ("FAIL", "ERROR") for c in checks):
+    if any(c.status in (Status.FAIL, Status.ERROR) for c in checks):
         return "fail"
-    return "not judged" if all(c["status"] == "SKIP" for c in checks) else "pass"  # skips alone are no pass
+    return "not judged" if all(c.status is Status.SKIP for c in checks) else "pass"  # skips alone are no pass
 
 
-def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]:
+def path_record(summary: RunSummary, cell: dict[str, Any]) -> dict[str, Any]:
     """The record for the candidate of one cell run."""
-    cand: dict[str, Any] = next((t for t in summary.get("targets") or [] if t.get("role") == "candidate"), {})
+    cand = summary.target("candidate")
     axes = dict(cell.get("axes") or {})
-    declared = {**dict(cell.get("declared") or {}), **dict(cand.get("declared") or {})}
-    observed = dict(cand.get("observed") or {})
+    declared = {**dict(cell.get("declared") or {}), **(cand.declared if cand else {})}
+    observed = dict(cand.observed) if cand else {}
 
     def said(*keys: str) -> Any:
         for source in (observed, declared, axes):
@@ -52,16 +54,16 @@ def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]
                     return source[k]
         return None
 
-    checks = [c for g in summary.get("gates") or [] for c in g.get("checks") or []]
-    canary = [c for c in checks if c["id"] == CANARY_CANDIDATE]
-    json_checks = [c for c in checks if c.get("family") in _JSON or c["id"] in longctx_checks.JSON_CHECKS]
-    tool_checks = [c for c in checks if c.get("family") in _TOOLS or c["id"] in longctx_checks.TOOL_CHECKS]
+    checks = list(summary.checks)
+    canary = [c for c in checks if c.id == CANARY_CANDIDATE]
+    json_checks = [c for c in checks if c.family in _JSON or c.id in longctx_checks.JSON_CHECKS]
+    tool_checks = [c for c in checks if c.family in _TOOLS or c.id in longctx_checks.TOOL_CHECKS]
     fusion = {k: v for k, v in axes.items() if "fus" in k or k.endswith("_rms")}
     if "fused_norm" in observed:
         fusion["fused_norm"] = observed["fused_norm"]
     return {
-        "model": cand.get("model"),
-        "runtime_version": cand.get("version"),
+        "model": cand.model if cand else None,
+        "runtime_version": cand.version if cand else None,
         "hardware": said("hardware", "label.hardware") or "unstated",
         "parallelism": {"tp": said("tp")},
         "backend": {"attention": said("attention", "attention_backend"), "allreduce": said("allreduce")},
@@ -70,18 +72,19 @@ def path_record(summary: dict[str, Any], cell: dict[str, Any]) -> dict[str, Any]
                    "rmsnorm_weight": said("rmsnorm_weight_dtype", "rmsnorm_weight")},
         "result": {"deterministic_probe": _probe(canary), "json_probe": _probe(json_checks),
                    "tool_probe": _probe(tool_checks)},
-        "verdict": summary.get("verdict"),
+        "verdict": summary.verdict.value,
         "declared": declared,
         "observed": observed,
     }
 
 
 def write_record(run_dir: Path) -> Path | None:
-    """Write `path-record.yaml` into a cell's run directory from its summary.json and cell.json
-    (None when the run left no summary)."""
+    """Write `path-record.yaml` into a cell's run directory from its summary.json and cell.json;
+    None, writing nothing, when either cannot be read (a `SummaryError` for the summary: the run
+    left none, or none that reads as one)."""
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = read_summary(run_dir)
         cell = json.loads((run_dir / "cell.json").read_text())
-    except (OSError, json.JSONDecodeError):
+    except (SummaryError, OSError, json.JSONDecodeError):
         return None
     return write_atomic(run_dir / RECORD_FILE, yaml.safe_dump(path_record(summary, cell), sort_keys=False, allow_unicode=True))

@@ -2,14 +2,13 @@
 its own `gatekeeper run` subprocess (so one cell's crash cannot take the others with it).
 
 Cells run under OUT/<matrix name>/<cell id>/<run-id>/. The sweep is resumable: a cell with a
-finished run (a summary.json with a verdict) whose cell.json has the same matrix hash and the
+finished run (a summary.json that reads, `gatekeeper.run_summary`) whose cell.json has the same matrix hash and the
 same run options hash is kept, not run again. Each cell's console output is kept as
 `gatekeeper.log` in its run directory.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,6 +22,8 @@ from gatekeeper import exit_codes
 from gatekeeper.matrix.cell import Cell
 from gatekeeper.matrix.cell_run import read_record
 from gatekeeper.matrix.spec import Matrix
+from gatekeeper.results import Verdict
+from gatekeeper.run_summary import SummaryError, read_summary
 
 LOG_FILE = "gatekeeper.log"
 _SEVERITY = (exit_codes.USAGE, exit_codes.ROLLBACK, exit_codes.HOLD, exit_codes.PROMOTE)  # worst first
@@ -35,7 +36,7 @@ class CellOutcome:
     gave no verdict, the last line it printed."""
 
     cell: Cell
-    verdict: str | None
+    verdict: Verdict | None
     expected: str | None
     kept: bool
     run_dir: Path | None
@@ -46,7 +47,7 @@ class CellOutcome:
     @property
     def matched(self) -> bool | None:
         """Whether the verdict is the expected one (None: nothing was expected)."""
-        return None if self.expected is None else self.verdict == self.expected
+        return None if self.expected is None else (self.verdict.value if self.verdict else None) == self.expected
 
     @property
     def code(self) -> int:
@@ -56,20 +57,20 @@ class CellOutcome:
             return exit_codes.USAGE
         if self.expected is not None:
             return exit_codes.OK if self.matched else exit_codes.ROLLBACK
-        return exit_codes.FOR_VERDICT.get(self.verdict or "", exit_codes.HOLD)
+        return exit_codes.FOR_VERDICT[self.verdict.value] if self.verdict else exit_codes.HOLD
 
 
-def finished_verdict(run_dir: Path) -> str | None:
-    """The verdict of a finished run (summary.json is written last, atomically), else None."""
+def finished_verdict(run_dir: Path) -> Verdict | None:
+    """The verdict of a finished run (summary.json is written last, atomically); None for a run
+    that left no summary that reads (a `SummaryError`: it died, was cut short, or its file states
+    no verdict): the sweep runs such a cell again, or reports that its run gave no verdict."""
     try:
-        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_summary(run_dir).verdict
+    except SummaryError:
         return None
-    verdict = summary.get("verdict") if isinstance(summary, dict) else None
-    return verdict if verdict in exit_codes.FOR_VERDICT else None
 
 
-def kept_run(cell_dir: Path, matrix: Matrix, cell: Cell, options_sha256: str) -> tuple[Path, str] | None:
+def kept_run(cell_dir: Path, matrix: Matrix, cell: Cell, options_sha256: str) -> tuple[Path, Verdict] | None:
     """The newest finished run of this cell with the same matrix and options, and its verdict."""
     if not cell_dir.is_dir():
         return None
@@ -95,12 +96,12 @@ def run_cells(matrix: Matrix, matrix_arg: str, root: Path, run_args: list[str], 
         kept = kept_run(cell_dir, matrix, cell, options_sha256)
         if kept is not None:
             run_dir, verdict = kept
-            outcome = CellOutcome(cell, verdict, expected, True, run_dir, exit_codes.FOR_VERDICT[verdict])
-            progress(f"[{n}/{total}] {cell.id}: kept {verdict} from {run_dir}")
+            outcome = CellOutcome(cell, verdict, expected, True, run_dir, exit_codes.FOR_VERDICT[verdict.value])
+            progress(f"[{n}/{total}] {cell.id}: kept {verdict.value} from {run_dir}")
         else:
             progress(f"[{n}/{total}] {cell.id}: running" + (f" (expected {expected})" if expected else ""))
             outcome = _run_one(matrix_arg, cell, expected, cell_dir, run_args)
-            said = outcome.verdict or f"no verdict (exit {outcome.exit_code}: {outcome.error})"
+            said = outcome.verdict.value if outcome.verdict else f"no verdict (exit {outcome.exit_code}: {outcome.error})"
             progress(f"[{n}/{total}] {cell.id}: {said} in {outcome.seconds:.0f} s"
                      + (f" — {outcome.run_dir}" if outcome.run_dir else ""))
         outcomes.append(outcome)
@@ -164,6 +165,6 @@ def table(outcomes: list[CellOutcome]) -> str:
     for o in outcomes:
         match = "—" if o.matched is None else "yes" if o.matched else "NO"
         where = f"{'kept ' if o.kept else ''}{o.run_dir}" if o.run_dir else (o.error or "")
-        rows.append((o.cell.id, o.verdict or "none", o.expected or "—", match, where))
+        rows.append((o.cell.id, o.verdict.value if o.verdict else "none", o.expected or "—", match, where))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(r[i].ljust(widths[i]) for i in range(4)) + "  " + r[4] for r in rows)

@@ -18,6 +18,7 @@ from gatekeeper import exit_codes
 from gatekeeper.matrix.cell import Cell
 from gatekeeper.matrix.spec import load_matrix
 from gatekeeper.matrix.sweep import CellOutcome, exit_code, kept_run, table
+from gatekeeper.results import Verdict
 from paths import ROOT
 
 BUNDLED = "matrices/bundled.yaml"
@@ -183,7 +184,7 @@ def test_matrix_run_runs_cells_as_separate_processes_and_keeps_finished_ones(tmp
     # Other options, or an edited matrix file, are another run: nothing would be kept.
     m = load_matrix(matrix)
     sha = json.loads((dirs[0] / "cell.json").read_text())["options_sha256"]
-    assert kept_run(out / "two" / "tp=1", m, m.cells[0], sha) == (dirs[0], "PROMOTE")
+    assert kept_run(out / "two" / "tp=1", m, m.cells[0], sha) == (dirs[0], Verdict.PROMOTE)
     assert kept_run(out / "two" / "tp=1", m, m.cells[0], "0" * 64) is None
     matrix.write_text(textwrap.dedent(TWO) + "# edited\n")
     edited = load_matrix(matrix)
@@ -206,7 +207,8 @@ def test_the_fused_norm_fault_fails_exactly_its_cells_and_the_merge_localises_it
 
 def _outcome(verdict: str | None, expected: str | None, code: int | None = None) -> CellOutcome:
     cell = Cell((("tp", verdict or "none"),))
-    return CellOutcome(cell, verdict, expected, False, None, exit_codes.FOR_VERDICT.get(verdict or "", 2) if code is None else code)
+    return CellOutcome(cell, Verdict(verdict) if verdict else None, expected, False, None,
+                       exit_codes.FOR_VERDICT.get(verdict or "", 2) if code is None else code)
 
 
 def test_the_sweeps_exit_code_and_table():

@@ -3,7 +3,8 @@ localisation sentence, JUnit with one suite per cell, the path records
 (docs/bug-classes.md#path-record), and a page that shows markup in a cell's name or reason as text.
 
 The cell runs here are written by hand in the shapes `gatekeeper run --matrix --cell` writes
-(cell.json, summary.json); a real two-cell run and merge is in tests/matrix/test_matrix_cli.py."""
+(cell.json, summary.json by the project's own renderer: tests/helpers/summary_files.py); a real
+two-cell run and merge is in tests/matrix/test_matrix_cli.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ import yaml
 
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.merge import merge
+from gatekeeper.run_summary import read_summary
+from summary_files import check, run_of, target, write_summary
 
 
 def _cell(root: Path, axes: dict, verdict: str | None, expected: str | None = None) -> Path:
@@ -28,14 +31,11 @@ def _cell(root: Path, axes: dict, verdict: str | None, expected: str | None = No
                                              "axes": axes, "declared": {"dtype": axes["dtype"]}, "expected": expected}))
     if verdict is not None:
         failed = verdict == "ROLLBACK"
-        checks = [{"id": "startup.canary.candidate", "status": "PASS", "blocking": True, "reason": "OK", "family": None},
-                  {"id": "golden.json-enforced-1", "status": "FAIL" if failed else "PASS", "blocking": True,
-                   "reason": "regression" if failed else "ok", "family": "json_enforced"}]
-        summary = {"verdict": verdict, "gates": [{"id": "startup", "status": "PASS", "checks": checks[:1]},
-                                                 {"id": "golden", "status": "FAIL" if failed else "PASS", "checks": checks[1:]}],
-                   "targets": [{"role": "candidate", "model": "gk-tiny", "version": "0.1.0", "declared": {},
-                                "observed": {"dtype": axes["dtype"], "tp": str(axes["tp"])}}]}
-        (d / "summary.json").write_text(json.dumps(summary))
+        checks = [check("startup.canary.candidate", "PASS", "OK"),
+                  check("golden.json-enforced-1", "FAIL" if failed else "PASS", "regression" if failed else "ok",
+                        family="json_enforced")]
+        observed = {"dtype": axes["dtype"], "tp": str(axes["tp"])}
+        write_summary(d, run_of(verdict, checks, (target("reference"), target("candidate", observed=observed))))
     return d
 
 
@@ -63,10 +63,10 @@ def test_the_worst_cell_decides_and_the_failing_path_is_localised(tmp_path: Path
     assert "Localisation" in (out / "merged.html").read_text()
 
 
-def test_a_probe_whose_checks_all_skipped_is_not_a_pass():
+def test_a_probe_whose_checks_all_skipped_is_not_a_pass(tmp_path: Path) -> None:
     from gatekeeper.matrix.record import path_record
-    summary = {"gates": [{"id": "golden", "checks": [{"id": "golden.json-1", "status": "SKIP", "family": "json"}]}]}
-    assert path_record(summary, {"axes": {}})["result"]["json_probe"] == "not judged"
+    write_summary(tmp_path, run_of("HOLD", [check("golden.json-1", "SKIP", family="json")]))
+    assert path_record(read_summary(tmp_path), {"axes": {}})["result"]["json_probe"] == "not judged"
 
 
 def test_a_matrix_that_behaves_as_expected_promotes_and_one_that_does_not_holds(tmp_path: Path) -> None:
@@ -84,7 +84,29 @@ def test_a_cell_whose_run_died_holds_and_is_left_out_of_the_localisation(tmp_pat
     data = json.loads((out / "merged.json").read_text())
     assert verdict == "HOLD" and data["localisation"] == "no cell failed"
     dead = next(c for c in data["cells"] if c["verdict"] == "HOLD")
-    assert "no readable summary.json" in dead["note"]
+    assert dead["note"] == "the run left no readable summary.json (it died or was cut short): HOLD"
+
+
+@pytest.mark.parametrize("spoil, says", [
+    (lambda doc: doc.pop("verdict"), "not a gatekeeper summary (at top level: 'verdict' is a required property)"),
+    (lambda doc: doc.update(verdict="MAYBE"), "not a gatekeeper summary (at verdict: 'MAYBE' is not one of"),
+    (None, "not JSON ("),
+], ids=["no-verdict", "unknown-verdict", "corrupt"])
+def test_a_summary_that_does_not_read_holds_its_cell_and_says_why(tmp_path: Path, spoil, says) -> None:
+    """No verdict is read from a summary that does not state one: the cell HOLDs, and its note
+    names what is wrong with the file (before, a summary without a verdict HOLDed silently)."""
+    _cell(tmp_path / "r", {"dtype": "float32", "tp": 1, "fused_norm": "on"}, "PROMOTE")
+    d = _cell(tmp_path / "r", {"dtype": "bfloat16", "tp": 1, "fused_norm": "on"}, "ROLLBACK")
+    if spoil is None:
+        (d / "summary.json").write_text('{"verdict": "ROLLB')
+    else:
+        doc = json.loads((d / "summary.json").read_text())
+        spoil(doc)
+        (d / "summary.json").write_text(json.dumps(doc))
+    verdict, out = merge([tmp_path / "r"], tmp_path / "m")
+    cell = next(c for c in json.loads((out / "merged.json").read_text())["cells"] if c["cell"].startswith("dtype=bf"))
+    assert verdict == "HOLD" and cell["verdict"] == "HOLD" and cell["gates"] == {} and cell["failing"] == []
+    assert cell["note"].startswith("the run left no readable summary.json (") and says in cell["note"], cell["note"]
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
@@ -119,7 +141,7 @@ def test_markup_in_a_cell_name_or_reason_shows_as_text(tmp_path: Path) -> None:
     d = _cell(tmp_path / "r", {"dtype": hostile, "tp": 1, "fused_norm": 'a"b'}, "ROLLBACK")
     summary = json.loads((d / "summary.json").read_text())
     summary["gates"][1]["checks"][0]["reason"] = f'{hostile} <img src=x onerror="alert(1)">'
-    (d / "summary.json").write_text(json.dumps(summary))
+    (d / "summary.json").write_text(json.dumps(summary))  # as a run whose model wrote it would
     _, out = merge([tmp_path / "r"], tmp_path / "m")
     page = (out / "merged.html").read_text()
     parsed = _Tags()
