@@ -11,6 +11,11 @@ The judgement is a `SelftestResult` (report/selftest_data.py), written to OUT as
 and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest_view.py); each
 cell's run goes under `OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary
 from the same arguments is kept (resumable).
+
+Each run's summary.json is read by `gatekeeper.run_summary`. A run that left no summary that reads
+(no run directory, no file, corrupt, no verdict: a `SummaryError`) decided nothing: its fault cell
+is "not judged" and its clean cell "inconclusive", the progress line says why, and the cell's
+`verdict` field holds HOLD as report/selftest_data.py documents for a run without a summary.
 """
 
 from __future__ import annotations
@@ -21,25 +26,28 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
-from gatekeeper.config.run_config import find_file
 from gatekeeper.atomic import write_atomic
+from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import select
 from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
 from gatekeeper.report.selftest_view import selftest_html
+from gatekeeper.results import Status, Verdict
+from gatekeeper.run_summary import SUMMARY_FILE, RunSummary, SummaryError, SummaryMissing, read_summary
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
 
 GATE_ORDER = tuple(g.id for g in select(None))  # stage order, from the one list of gates
 ARGS_FILE = "selftest-args.json"
 
 
-def _outcome(cell: SelftestCell, verdict: str, caught_at: str | None) -> str:
+def _outcome(cell: SelftestCell, verdict: Verdict | None, caught_at: str | None) -> str:
+    """The cell's outcome from its run's verdict (None: the run left no summary that reads) and the
+    gate that caught its fault."""
     if cell.clean:
-        return "clean" if verdict == "PROMOTE" else "false alarm" if verdict == "ROLLBACK" else "inconclusive"
-    if verdict == "HOLD":
+        return "clean" if verdict is Verdict.PROMOTE else "false alarm" if verdict is Verdict.ROLLBACK else "inconclusive"
+    if verdict is None or verdict is Verdict.HOLD:
         return "not judged"
     if caught_at is None:
         return "missed"
@@ -49,36 +57,43 @@ def _outcome(cell: SelftestCell, verdict: str, caught_at: str | None) -> str:
     return "caught earlier" if GATE_ORDER.index(caught_at) < first else "caught elsewhere"
 
 
-def _summary(run_dir: Path) -> dict[str, Any] | None:
+def _summary(run_dir: Path | None) -> RunSummary | SummaryError:
+    """The cell run's summary, or why it has none (no run directory is a missing summary)."""
+    if run_dir is None:
+        return SummaryMissing(Path(SUMMARY_FILE), "the run left no run directory")
     try:
-        return json.loads((run_dir / "summary.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
+        return read_summary(run_dir)
+    except SummaryError as e:
+        return e
 
 
-def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool) -> CellOutcome:
-    summary = _summary(run_dir) if run_dir else None
-    verdict = str(summary.get("verdict")) if summary else "HOLD"
+def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool) -> tuple[CellOutcome, SummaryError | None]:
+    """The cell's outcome, and the reason its run has no summary (None when it has one)."""
+    summary = _summary(run_dir)
+    if isinstance(summary, SummaryError):
+        return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), Verdict.HOLD.value, None, (),
+                           _outcome(cell, None, None), round(seconds, 1), str(run_dir or ""), kept), summary
     failing = []
     caught_at = None
-    for gate in sorted((summary or {}).get("gates") or [], key=lambda g: GATE_ORDER.index(g["id"]) if g["id"] in GATE_ORDER else 99):
-        fails = [c["id"] for c in gate.get("checks") or [] if c["status"] == "FAIL" and c.get("blocking")]
+    for gate in sorted(summary.gates, key=lambda g: GATE_ORDER.index(g.id) if g.id in GATE_ORDER else 99):
+        fails = [c.id for c in gate.checks if c.status is Status.FAIL and c.blocking]
         if fails and caught_at is None:
-            caught_at = gate["id"]
+            caught_at = gate.id
         failing += fails
-    if kept and summary:  # a kept cell's time is its own run's, not this invocation's
+    if kept:  # a kept cell's time is its own run's, not this invocation's
         seconds = _run_seconds(summary)
-    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), verdict, caught_at, tuple(failing[:8]),
-                       _outcome(cell, verdict, caught_at), round(seconds, 1), str(run_dir or ""), kept)
+    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), summary.verdict.value, caught_at,
+                       tuple(failing[:8]), _outcome(cell, summary.verdict, caught_at), round(seconds, 1),
+                       str(run_dir or ""), kept), None
 
 
-def _run_seconds(summary: dict[str, Any]) -> float:
-    """A run's wall time from its summary's start and finish stamps (0 when they are missing)."""
+def _run_seconds(summary: RunSummary) -> float:
+    """A run's wall time from its summary's start and finish stamps (0 when they do not parse)."""
     import datetime as dt
 
     try:
-        return (dt.datetime.fromisoformat(summary["finished_at"]) - dt.datetime.fromisoformat(summary["started_at"])).total_seconds()
-    except (KeyError, TypeError, ValueError):
+        return (dt.datetime.fromisoformat(summary.finished_at) - dt.datetime.fromisoformat(summary.started_at)).total_seconds()
+    except ValueError:
         return 0.0
 
 
@@ -102,7 +117,7 @@ def _kept(cell_dir: Path, args: list[str]) -> Path | None:
             same = json.loads((run_dir / ARGS_FILE).read_text()) == args
         except (OSError, json.JSONDecodeError):
             continue
-        if same and _summary(run_dir) is not None:
+        if same and isinstance(_summary(run_dir), RunSummary):
             return run_dir
     return None
 
@@ -118,7 +133,7 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
         args = [*cell.args(quick, _policy(cell, quick, cell_dir)), *extra]
         kept = _kept(cell_dir, args)
         if kept is not None:
-            results.append(_judge(cell, kept, 0.0, True))
+            results.append(_judge(cell, kept, 0.0, True)[0])
             progress(f"[{i}/{len(chosen)}] {cell.id}: kept ({results[-1].outcome})")
             continue
         progress(f"[{i}/{len(chosen)}] {cell.id}: running")
@@ -130,9 +145,10 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
         run_dir = new[-1] if new else None
         if run_dir is not None:
             write_atomic(run_dir / ARGS_FILE, json.dumps(args))
-        results.append(_judge(cell, run_dir, time.perf_counter() - t0, False))
-        r = results[-1]
-        progress(f"[{i}/{len(chosen)}] {cell.id}: {r.verdict}, {r.outcome}" + (f" ({r.caught_at})" if r.caught_at else "")
+        r, no_summary = _judge(cell, run_dir, time.perf_counter() - t0, False)
+        results.append(r)
+        said = f"no verdict ({no_summary})" if no_summary else r.verdict
+        progress(f"[{i}/{len(chosen)}] {cell.id}: {said}, {r.outcome}" + (f" ({r.caught_at})" if r.caught_at else "")
                  + f" in {r.seconds:.0f} s")
     result = _result(results, quick, time.perf_counter() - started)
     write_atomic(out / "selftest.json", json.dumps(result.to_json(), indent=2) + "\n")

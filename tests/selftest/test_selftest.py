@@ -9,20 +9,43 @@ import sys
 from gatekeeper.engine.faults import FAULTS
 from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
 from gatekeeper.report.selftest_view import selftest_html
+from gatekeeper.results import Verdict
+from gatekeeper.run_summary import SummaryInvalid, SummaryMissing, SummaryUnreadable
 from gatekeeper.selftest.cells import FAULT_CELLS, SelftestCell, cells, uncovered
-from gatekeeper.selftest.run import GATE_ORDER, _outcome
+from gatekeeper.selftest.run import GATE_ORDER, _judge, _outcome
 from paths import ROOT
+from summary_files import check, run_of, write_summary
 
 
 def test_outcomes_are_named_by_where_the_fault_was_caught():
     cell = SelftestCell("x", ("eos-ignored",), catch_at=("golden",))
-    assert _outcome(cell, "ROLLBACK", "golden") == "caught at an intended gate"
-    assert _outcome(cell, "ROLLBACK", "startup") == "caught earlier"
-    assert _outcome(cell, "ROLLBACK", "performance") == "caught elsewhere"
-    assert _outcome(cell, "PROMOTE", None) == "missed"
-    assert _outcome(cell, "HOLD", "golden") == "not judged"  # a HOLD never counts as a catch
+    assert _outcome(cell, Verdict.ROLLBACK, "golden") == "caught at an intended gate"
+    assert _outcome(cell, Verdict.ROLLBACK, "startup") == "caught earlier"
+    assert _outcome(cell, Verdict.ROLLBACK, "performance") == "caught elsewhere"
+    assert _outcome(cell, Verdict.PROMOTE, None) == "missed"
+    assert _outcome(cell, Verdict.HOLD, "golden") == "not judged"  # a HOLD never counts as a catch
+    assert _outcome(cell, None, "golden") == "not judged"  # nor does a run that left no summary that reads
     clean = SelftestCell("c")
-    assert [_outcome(clean, v, None) for v in ("PROMOTE", "ROLLBACK", "HOLD")] == ["clean", "false alarm", "inconclusive"]
+    assert [_outcome(clean, v, None) for v in (*Verdict, None)] == ["clean", "inconclusive", "false alarm", "inconclusive"]
+
+
+def test_a_cell_is_judged_from_its_summary_and_a_run_without_one_decided_nothing(tmp_path):
+    cell = SelftestCell("x", ("eos-ignored",), catch_at=("golden",))
+    checks = [check("startup.canary.candidate", "PASS"), check("golden.eos-stop", "FAIL", "no stop"),
+              check("golden.json-1", "FAIL", "advisory", blocking=False)]
+    write_summary(tmp_path / "run", run_of("ROLLBACK", checks))
+    judged, why = _judge(cell, tmp_path / "run", 3.0, kept=True)
+    assert why is None and (judged.verdict, judged.caught_at, judged.failing) == ("ROLLBACK", "golden", ("golden.eos-stop",))
+    assert judged.outcome == "caught at an intended gate" and judged.seconds == 90.0  # a kept cell: its own run's time
+    doc = json.loads((tmp_path / "run" / "summary.json").read_text())
+    del doc["verdict"]  # a summary that states no verdict is no catch (it was read as the verdict "None")
+    (tmp_path / "run" / "summary.json").write_text(json.dumps(doc))
+    for run_dir, error in ((tmp_path / "run", SummaryInvalid), (tmp_path / "none", SummaryMissing), (None, SummaryMissing)):
+        judged, why = _judge(cell, run_dir, 3.0, kept=False)
+        assert isinstance(why, error) and (judged.verdict, judged.outcome, judged.caught_at) == ("HOLD", "not judged", None)
+    (tmp_path / "run" / "summary.json").write_text("{")
+    judged, why = _judge(SelftestCell("c"), tmp_path / "run", 3.0, kept=False)
+    assert isinstance(why, SummaryUnreadable) and judged.outcome == "inconclusive" and "not JSON" in str(why)
 
 
 def test_every_fault_is_covered_and_the_quick_subset_is_small():
