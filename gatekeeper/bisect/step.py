@@ -8,11 +8,14 @@ good; otherwise (undecided, skipped, an ERROR) the build is asked again with the
 `attempts` runs, and then skipped with the reason. A build that does not start (or install) is
 skipped, not bad — unless the check being bisected is its start (`startup.ready.candidate`); a
 good build that does not start as the reference skips the step with that reason too.
+
+Each run's summary.json is read by `gatekeeper.run_summary`; a run that left none that reads (a
+`SummaryError`: no file, corrupt, no verdict) gave no answer, and the build is asked again, the
+reason kept.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -22,9 +25,12 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.atomic import write_atomic
 from gatekeeper.bisect.search import Outcome
 from gatekeeper.gates.startup.checks import READY_CANDIDATE, READY_REFERENCE
-from gatekeeper.atomic import write_atomic
+from gatekeeper.report.jsonable import to_jsonable
+from gatekeeper.results import CheckResult, Status
+from gatekeeper.run_summary import RunSummary, SummaryError, SummaryMissing, read_summary
 
 READY = READY_CANDIDATE
 
@@ -111,12 +117,13 @@ def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=la
         summary, run_dir, stderr = _run(config, setup, step_dir / f"seed{s}", s)
         if run_dir is not None:
             run_dirs.append(str(run_dir))
-        if summary is None:
-            why = f"the run wrote no verdict: {stderr or 'no output'}"
+        if isinstance(summary, SummaryError):
+            said = "" if isinstance(summary, SummaryMissing) else f" ({summary})"
+            why = f"the run wrote no verdict{said}: {stderr or 'no output'}"
             continue
-        found = {c["id"]: c for g in summary.get("gates", []) for c in g.get("checks", [])}
+        found = {c.id: c for c in summary.checks}
         checks = {cid: _brief(found.get(cid)) for cid in setup.checks}
-        launch_s = ((found.get(READY) or {}).get("metrics") or {}).get("startup_s")
+        launch_s = found[READY].metrics.get("startup_s") if READY in found else None
         outcome, why = decide(setup.checks, found)
         if outcome is not None:
             return StepResult(build, outcome, why, checks, tuple(run_dirs), tuple(seeds), time.perf_counter() - t0, launch_s)
@@ -126,34 +133,37 @@ def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=la
                       launch_s)
 
 
-def decide(checks: tuple[str, ...], found: dict[str, dict[str, Any]]) -> tuple[Outcome | None, str]:
+def decide(checks: tuple[str, ...], found: dict[str, CheckResult]) -> tuple[Outcome | None, str]:
     """(good, bad or None for undecided, and why) from one run's checks by id."""
     ref = found.get(READY_REFERENCE)
-    if ref is not None and ref["status"] != "PASS":
-        return None, f"the good build did not start as the reference: {ref['reason'][:200]}"
+    if ref is not None and ref.status is not Status.PASS:
+        return None, f"the good build did not start as the reference: {ref.reason[:200]}"
     ready = found.get(READY)
-    if READY not in checks and ready is not None and ready["status"] != "PASS":
-        return None, f"the candidate did not start: {ready['reason'][:200]}"
-    failed = [cid for cid in checks if (found.get(cid) or {}).get("status") == "FAIL"]
+    if READY not in checks and ready is not None and ready.status is not Status.PASS:
+        return None, f"the candidate did not start: {ready.reason[:200]}"
+
+    def status(cid: str) -> Status | None:
+        return found[cid].status if cid in found else None
+
+    failed = [cid for cid in checks if status(cid) is Status.FAIL]
     if failed:
-        return Outcome.BAD, "; ".join(f"{cid} FAIL: {found[cid]['reason'][:200]}" for cid in failed)
-    if all((found.get(cid) or {}).get("status") == "PASS" for cid in checks):
+        return Outcome.BAD, "; ".join(f"{cid} FAIL: {found[cid].reason[:200]}" for cid in failed)
+    if all(status(cid) is Status.PASS for cid in checks):
         return Outcome.GOOD, "; ".join(f"{cid} PASS" for cid in checks)
-    open_ = [f"{cid} {(found.get(cid) or {}).get('status', 'missing')}"
-             + (f" ({found[cid]['reason'][:160]})" if cid in found else " (the run has no such check)") for cid in checks
-             if (found.get(cid) or {}).get("status") != "PASS"]
+    open_ = [f"{cid} {found[cid].status.value} ({found[cid].reason[:160]})" if cid in found
+             else f"{cid} missing (the run has no such check)" for cid in checks if status(cid) is not Status.PASS]
     return None, "undecided: " + "; ".join(open_)
 
 
-def _brief(check: dict[str, Any] | None) -> dict[str, Any]:
-    """A check as a step keeps it: status, reason and its figures."""
+def _brief(check: CheckResult | None) -> dict[str, Any]:
+    """A check as a step keeps it: status, reason and its figures (non-finite numbers spelt as in summary.json)."""
     if check is None:
         return {"status": "missing"}
-    return {"status": check["status"], "reason": check["reason"], "metrics": check.get("metrics") or {}}
+    return {"status": check.status.value, "reason": check.reason, "metrics": to_jsonable(check.metrics)}
 
 
-def _run(config: Path, setup: Setup, out: Path, seed: int) -> tuple[dict[str, Any] | None, Path | None, str]:
-    """One `gatekeeper run`: (its summary or None, its run directory, the tail of its stderr)."""
+def _run(config: Path, setup: Setup, out: Path, seed: int) -> tuple[RunSummary | SummaryError, Path | None, str]:
+    """One `gatekeeper run`: (its summary or why it has none, its run directory, the tail of its stderr)."""
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
     done = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "-c", str(config), "--gates", setup.gates,
@@ -162,6 +172,9 @@ def _run(config: Path, setup: Setup, out: Path, seed: int) -> tuple[dict[str, An
     new = sorted(p for p in set(out.iterdir()) - before if p.is_dir())
     run_dir = new[-1] if new else None
     tail = done.stderr.strip().splitlines()[-1][:300] if done.stderr.strip() else ""
-    if run_dir is None or not (run_dir / "summary.json").is_file():
-        return None, run_dir, tail
-    return json.loads((run_dir / "summary.json").read_text()), run_dir, tail
+    if run_dir is None:
+        return SummaryMissing(out / "summary.json", "the run left no run directory"), None, tail
+    try:
+        return read_summary(run_dir), run_dir, tail
+    except SummaryError as e:
+        return e, run_dir, tail

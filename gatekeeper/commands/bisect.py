@@ -7,7 +7,6 @@ Exit codes as for `run`: 0 decided (the first bad build found, or none in the ra
 from __future__ import annotations
 
 import datetime as dt
-import json
 import sys
 from pathlib import Path
 
@@ -15,8 +14,9 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.errors import ConfigError
+from gatekeeper.results import Status, Verdict
 
-_STATUSES_TO_BISECT = ("FAIL",)
+_STATUSES_TO_BISECT = (Status.FAIL,)
 
 
 @click.command()
@@ -82,13 +82,13 @@ def bisect(good: str, bad: str, builds_spec: str, template: str, checks: tuple[s
 
 def _from_run(run_dir: Path) -> tuple[tuple[str, ...], str | None, int | None]:
     """A ROLLBACK run's failed blocking checks, policy and seed (from its summary.json)."""
-    path = run_dir / "summary.json"
+    from gatekeeper.run_summary import SummaryError, read_summary
+
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path} cannot be read as a run's summary ({e})", key="--from") from None
-    if summary.get("verdict") != "ROLLBACK":
-        raise ConfigError(f"the run in {run_dir} is {summary.get('verdict')}, not ROLLBACK: nothing to bisect", key="--from")
-    failed = tuple(c["id"] for g in summary.get("gates", []) for c in g.get("checks", [])
-                   if c.get("status") in _STATUSES_TO_BISECT and c.get("blocking"))
-    return failed, summary.get("policy"), summary.get("seed")
+        summary = read_summary(run_dir)
+    except SummaryError as e:
+        raise ConfigError(f"{e.summary} cannot be read as a run's summary ({e.why})", key="--from") from None
+    if summary.verdict is not Verdict.ROLLBACK:
+        raise ConfigError(f"the run in {run_dir} is {summary.verdict.value}, not ROLLBACK: nothing to bisect", key="--from")
+    failed = tuple(c.id for c in summary.checks if c.status in _STATUSES_TO_BISECT and c.blocking)
+    return failed, summary.policy, summary.seed

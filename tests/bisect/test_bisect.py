@@ -149,3 +149,52 @@ def test_from_a_rollback_run_takes_its_failed_checks_policy_and_seed(tmp_path):
     refused = _bisect("--good", "b00", "--bad", "b02", "--builds", ",".join(builds), "--launch", template,
                       "--from", str(passed.run_dir), "--out", str(tmp_path / "other"))
     assert refused.returncode == 3 and "not ROLLBACK" in refused.stderr, refused.stderr
+
+
+def test_a_step_decides_on_the_checks_its_run_recorded():
+    from gatekeeper.bisect.step import READY, _brief, decide
+    from gatekeeper.gates.startup.checks import READY_REFERENCE
+    from summary_files import check
+
+    def found(*checks):
+        return {c.id: c for c in checks}
+
+    wanted = ("golden.eos-stop", "golden.json-1")
+    assert decide(wanted, found(check("golden.eos-stop", "PASS"), check("golden.json-1", "PASS"))) == (
+        Outcome.GOOD, "golden.eos-stop PASS; golden.json-1 PASS")
+    assert decide(wanted, found(check("golden.eos-stop", "FAIL", "no stop"), check("golden.json-1", "ERROR", "x"))) == (
+        Outcome.BAD, "golden.eos-stop FAIL: no stop")
+    assert decide(wanted, found(check("golden.eos-stop", "PASS"), check("golden.json-1", "SKIP", "not asked"))) == (
+        None, "undecided: golden.json-1 SKIP (not asked)")
+    assert decide(wanted, found(check("golden.eos-stop", "PASS"))) == (
+        None, "undecided: golden.json-1 missing (the run has no such check)")
+    assert decide(wanted, found(check(READY, "FAIL", "exit 1"))) == (None, "the candidate did not start: exit 1")
+    assert decide((READY,), found(check(READY, "FAIL", "exit 1"))) == (Outcome.BAD, f"{READY} FAIL: exit 1")
+    assert decide(wanted, found(check(READY_REFERENCE, "ERROR", "port"))) == (
+        None, "the good build did not start as the reference: port")
+    kept = _brief(check("golden.json-1", "FAIL", "bad", kl=float("nan"), n=[1.5, float("inf")]))
+    assert kept == {"status": "FAIL", "reason": "bad", "metrics": {"kl": "NaN", "n": [1.5, "Infinity"]}}  # bisect-log: strict JSON
+    assert _brief(None) == {"status": "missing"}
+
+
+def test_from_takes_a_rollback_runs_failed_checks_and_refuses_any_other_summary(tmp_path):
+    from gatekeeper.commands.bisect import _from_run
+    from summary_files import check, run_of, write_summary
+
+    checks = [check("startup.canary.candidate", "PASS"), check("golden.eos-stop", "FAIL", "no stop"),
+              check("golden.json-1", "FAIL", "advisory", blocking=False), check("golden.tool-1", "ERROR", "broke")]
+    path = write_summary(tmp_path / "r", run_of("ROLLBACK", checks, seed=5, policy="gates/smoke.yaml"))
+    assert _from_run(tmp_path / "r") == (("golden.eos-stop",), "gates/smoke.yaml", 5)
+    write_summary(tmp_path / "p", run_of("HOLD", checks[:1]))
+    with pytest.raises(ConfigError, match="is HOLD, not ROLLBACK"):
+        _from_run(tmp_path / "p")
+    doc = json.loads(path.read_text())
+    del doc["verdict"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match=r"cannot be read as a run's summary \(not a gatekeeper summary .*'verdict'"):
+        _from_run(tmp_path / "r")
+    path.write_text("{")
+    with pytest.raises(ConfigError, match=r"cannot be read as a run's summary \(not JSON"):
+        _from_run(tmp_path / "r")
+    with pytest.raises(ConfigError, match=r"cannot be read as a run's summary \(no such file"):
+        _from_run(tmp_path / "nothing")
