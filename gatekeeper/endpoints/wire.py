@@ -179,14 +179,12 @@ def assemble_chat_stream(url: str, events: Iterator[dict[str, Any] | str], t0: f
                     logprobs.extend(_chat_logprobs(choice["logprobs"], warnings) or ())
                 if choice.get("finish_reason"):
                     finish = _field(url, choice["finish_reason"], str, "finish_reason")
+        if not done and finish is None:
+            raise EndpointError("stream", url, "stream ended before any finish_reason and without data: [DONE]")
     except EndpointError as e:  # the stream broke: keep what had arrived, for the failed request's evidence
         e.partial = _partial("".join(text), calls)
         raise
     if not done:
-        if finish is None:
-            error = EndpointError("stream", url, "stream ended before any finish_reason and without data: [DONE]")
-            error.partial = _partial("".join(text), calls)
-            raise error
         warnings.append("stream ended without data: [DONE]")
     tool_calls = tuple(ToolCall(c["name"], c["arguments"], c["id"]) for _, c in sorted(calls.items()))
     return ChatResponse(

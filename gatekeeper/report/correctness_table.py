@@ -93,13 +93,14 @@ def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult 
         status = "no cases" if not checks else _worst(checks)
     if cases and not any(CaseFinding.of(c).judged for c in cases) and status in ("PASS", "WARN"):
         status = "not judged"  # every case both fail identically (or could not be compared): no blind PASS
-    lost = sorted({f for c in cases if (f := CaseFinding.of(c).lost)})
-    asked = [c for c in cases if not CaseFinding.of(c).lost]
-    candidate = _pct(sum(CaseFinding.of(c).candidate_passes for c in asked), len(asked))
+    found = [CaseFinding.of(c) for c in cases]
+    asked = [f for f in found if not f.lost]
+    lost = sorted({f.lost for f in found if f.lost})
+    candidate = _pct(sum(f.candidate_passes for f in asked), len(asked))
     if lost:  # cases the candidate could not be asked: its regression (gate 1's FAIL), not a WARN beside it
         status = "ERROR" if status == "ERROR" else "FAIL"
-        candidate += f"; {len(cases) - len(asked)} not asked: the candidate lost {', '.join(lost)}"
-    return CorrectnessRow(dimension, metric, threshold, _pct(sum(CaseFinding.of(c).reference_passes for c in asked), len(asked)),
+        candidate += f"; {len(found) - len(asked)} not asked: the candidate lost {', '.join(lost)}"
+    return CorrectnessRow(dimension, metric, threshold, _pct(sum(f.reference_passes for f in asked), len(asked)),
                           candidate, _judged(cases), status, tuple(c.id for c in checks))
 
 
