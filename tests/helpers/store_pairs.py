@@ -14,10 +14,22 @@ import sys
 
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord, parse_record
+from gatekeeper.traffic.measures import Measures, Pair, measure
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 WORDS = "the a model answer city weather report table value said".split()
+
+
+class Counted:
+    """Gate 5's `measure`, counting its calls (how many pairs a look measured)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, pair: Pair) -> Measures:
+        self.calls += 1
+        return measure(pair)
 
 
 def pair(seed: int, i: int, bad: float = 0.3) -> tuple[TrafficRecord, Answer, Answer, Answer | None]:

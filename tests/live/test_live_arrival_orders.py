@@ -28,10 +28,9 @@ import pytest
 
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.verdict import judge_store
-from gatekeeper.traffic.measures import Measures, Pair, measure
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.traffic.store import Batching, PairStore, open_store
-from store_pairs import pair
+from store_pairs import Counted, pair
 
 SETTINGS = ShadowSettings(min_slice_requests=6)
 MIN_PAIRS = 150
@@ -46,17 +45,6 @@ def shared(request, tmp_path: Path) -> str:
 
 def _text(data: dict) -> str:
     return json.dumps(data, sort_keys=True)
-
-
-class Counted:
-    """Gate 5's `measure`, counting its calls."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, p: Pair) -> Measures:
-        self.calls += 1
-        return measure(p)
 
 
 def _look(shared: str, live: LiveJudgement) -> dict:

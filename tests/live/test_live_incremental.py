@@ -15,29 +15,16 @@ from pathlib import Path
 import pytest
 
 from gatekeeper.traffic.answers import Answer
-from gatekeeper.traffic.measures import Measures, Pair, measure
+from gatekeeper.traffic.measures import measure
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.traffic.store import PairStore, SqliteStore
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.measured import _sources, decode, encode, measured_of
 from gatekeeper.live.verdict import judge_store
 from gatekeeper.traffic.format import TrafficRecord, parse_record
+from store_pairs import TOOLS, WORDS, Counted
 
 SETTINGS = ShadowSettings(min_slice_requests=6)
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
-WORDS = "the a model answer city weather report table value said".split()
-
-
-class Counted:
-    """Gate 5's `measure`, counting its calls."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def __call__(self, pair: Pair) -> Measures:
-        self.calls += 1
-        return measure(pair)
 
 
 def _pair(rng: random.Random, i: int, tenants: list[str], bad: dict[str, float]) -> tuple[TrafficRecord, Answer, Answer, Answer | None]:
