@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from gatekeeper.capabilities import Capabilities
 from gatekeeper.endpoints.client import Endpoint
@@ -120,16 +120,20 @@ class Missing:
     shared: bool
 
 
+SettingsT = TypeVar("SettingsT")
+
+
 @dataclass
-class GateContext:
+class GateContext(Generic[SettingsT]):
     """Everything a gate may use: both endpoints, its own typed `settings`, the policy's blocking
     rule, the probed capabilities, where its checks go, the run (`run`), what gate 1 found
-    (`startup`) and the earlier gates' results."""
+    (`startup`) and the earlier gates' results. A gate whose `run` takes
+    `GateContext[ItsSettings]` reads `ctx.settings` as that class (a bare `GateContext` is `Any`)."""
 
     gate_id: str
     reference: Endpoint
     candidate: Endpoint
-    settings: Any
+    settings: SettingsT
     blocking_rule: Callable[[str], bool]
     capabilities: Mapping[str, Capabilities]
     record: Callable[[CheckResult], None]

@@ -125,9 +125,9 @@ class PerformanceGate(Gate):
                 f"raise gates.performance.level_requests (now {settings.level_requests} requests per side at each level)")
         return f"more measurement decides it: {more} or measure on a quieter machine (nothing else running)"
 
-    def run(self, ctx: GateContext) -> None:
+    def run(self, ctx: GateContext[PerformanceSettings]) -> None:
         """Skip unless correctness passed; else measure, compare, sweep."""
-        s: PerformanceSettings = ctx.settings
+        s = ctx.settings
         correctness = [g for g in ctx.earlier if g.stage < self.stage and g.excluded is None]
         if correctness:
             verdict, _ = decide(correctness)
@@ -187,7 +187,7 @@ class PerformanceGate(Gate):
         ctx.notes.append(f"performance: baseline {choice.why}; {sum(len(lv.figures['candidate']) for lv in judged_levels)} "
                          f"blocks per side over concurrencies {', '.join(str(lv.level) for lv in judged_levels)}")
 
-    def _comparison(self, ctx: GateContext, s: PerformanceSettings, c: Comparison, p_adj: float | None, valid: bool,
+    def _comparison(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, c: Comparison, p_adj: float | None, valid: bool,
                     why: str, lv: LevelBlocks) -> None:
         name = f"{c.level}.{c.metric}"
         metrics = {"level": lv.level, "metric": c.metric, "pairs": c.pairs, "baseline": c.baseline,
@@ -237,7 +237,7 @@ class PerformanceGate(Gate):
         ctx.check(name, status, reason + family, metrics, [ratio, *evidence], advisory=advisory, undecided=undecided,
                   limit=bound)
 
-    def _errors(self, ctx: GateContext, s: PerformanceSettings, levels: list[LevelBlocks]) -> None:
+    def _errors(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, levels: list[LevelBlocks]) -> None:
         """`performance.errors_under_load`: the candidate's failed requests under load against the baseline's."""
         failed = {side: [r.error for lv in levels for res in lv.results[side] for r in res.measured if r.error]
                   for side in SIDES}
@@ -249,7 +249,8 @@ class PerformanceGate(Gate):
         ctx.check("errors_under_load", j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
                   metrics, undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
 
-    def _capacity(self, ctx: GateContext, s: PerformanceSettings, targets: dict[str, LoadTarget], workload: Workload) -> None:
+    def _capacity(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, targets: dict[str, LoadTarget],
+                  workload: Workload) -> None:
         """`performance.capacity` (advisory): each side's sweep, knee, goodput and cost."""
         slo = s.slo()
         points = sweep(targets, s.sweep, workload, ctx.run.seed, slo, ctx.progress)
