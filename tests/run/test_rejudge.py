@@ -26,9 +26,10 @@ SMOKE = ("--policy", str(ROOT / "gates/smoke.yaml"))
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory) -> RunOutcome:
-    """A clean run of the shipped model, the performance gate included."""
-    out = gk_run(tmp_path_factory.mktemp("clean"), *SMOKE, "--gates", "startup,numerics,golden,performance")
+def clean(shared_run) -> RunOutcome:
+    """A clean run of the shipped model under the smoke policy, every gate (the performance gate
+    included): the session's shared run, which the real-browser and resume tests read too."""
+    out = shared_run(*SMOKE)
     assert out.code == 0, out.stderr[-3000:]
     return out
 

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,6 @@ from gatekeeper.run.plan import build_plan
 from gatekeeper.run.run_dir import INCOMPLETE, fingerprint, mark_incomplete, write_plan
 from gatekeeper.report.records import GATE_FORMAT, read_records
 from rejudge_util import gk_rejudge
-from run_util import gk_run
 from paths import ROOT
 
 
@@ -32,7 +32,7 @@ def _interrupted_dir(tmp_path: Path, **options: str) -> Path:
     plan.json with the fingerprint of the plan `options` make."""
     values, sources = resolve(None, {}, options)
     run_dir = tmp_path / "out" / "20260101T000000Z-abcdef"
-    values["out"] = str(run_dir.parent)
+    values = replace(values, out=str(run_dir.parent))  # as `gatekeeper run --resume` sets it
     plan = build_plan(values, sources, run_dir.name)
     run_dir.mkdir(parents=True)
     mark_incomplete(run_dir, run_dir.name, "2026-01-01T00:00:00+00:00")
@@ -71,9 +71,9 @@ def _gates_ended(run_dir: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.serial  # the resumed verdict must equal the whole run's, performance gate included: alone on the machine
-def test_a_run_killed_after_gate_3_resumes_to_the_uninterrupted_verdict_rerunning_only_the_rest(tmp_path):
+def test_a_run_killed_after_gate_3_resumes_to_the_uninterrupted_verdict_rerunning_only_the_rest(tmp_path, shared_run):
     pytest.importorskip("torch")
-    whole = gk_run(tmp_path / "whole", "--policy", "gates/smoke.yaml")
+    whole = shared_run("--policy", str(ROOT / "gates/smoke.yaml"))  # the session's clean smoke run (real-browser, rejudge tests)
     assert whole.summary is not None and (whole.run_dir / INCOMPLETE).exists() is False
 
     out = tmp_path / "cut"
