@@ -41,6 +41,7 @@ from gatekeeper.traffic.format import load_traffic
 from gatekeeper.verdict import decide
 from gatekeeper.stats.quantiles import percentile
 from gatekeeper.gates.performance import checks
+from gatekeeper.gates.performance.checks import CapacityFinding, ComparisonFinding, ErrorsFinding, SloLimits
 
 CDF_POINTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 
@@ -132,7 +133,7 @@ class PerformanceGate(Gate):
         if correctness:
             verdict, _ = decide(correctness)
             if verdict is not Verdict.PROMOTE:
-                ctx.skip("not_run", f"not measured: correctness did not pass (verdict {verdict.value}); the speed of "
+                ctx.skip(checks.NOT_RUN, f"not measured: correctness did not pass (verdict {verdict.value}); the speed of "
                          "wrong answers is not a result", advisory=True)
                 return
         else:
@@ -189,16 +190,17 @@ class PerformanceGate(Gate):
 
     def _comparison(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, c: Comparison, p_adj: float | None, valid: bool,
                     why: str, lv: LevelBlocks) -> None:
-        name = f"{c.level}.{c.metric}"
-        metrics = {"level": lv.level, "metric": c.metric, "pairs": c.pairs, "baseline": c.baseline,
-                   "candidate": c.candidate, "ratio": c.ratio, "ci": c.ci, "confidence": s.confidence,
-                   "noise_ratio": c.noise_ratio, "noise_ci": c.noise_ci, "budget": c.limit, "threshold": c.threshold,
-                   "p_worse": c.p_worse, "p_worse_holm": p_adj, "worse_by": c.worse_by,
-                   "baseline_blocks": lv.series("baseline", c.metric), "candidate_blocks": lv.series("candidate", c.metric)}
+        name = checks.comparison(lv.level, c.metric)
         evidence = [_quantile_series(lv, c.metric)] if c.metric.startswith(("ttft", "tpot", "e2e")) else []
         if not valid:
-            ctx.check(name, Status.SKIP, f"not judged: {why}", {"level": lv.level, "metric": c.metric})
+            ctx.check(name, Status.SKIP, f"not judged: {why}", ComparisonFinding(level=lv.level, metric=c.metric).metrics())
             return
+        metrics = ComparisonFinding(
+            level=lv.level, metric=c.metric, pairs=c.pairs, baseline=c.baseline, candidate=c.candidate, ratio=c.ratio,
+            ci=c.ci, confidence=s.confidence, noise_ratio=c.noise_ratio, noise_ci=c.noise_ci, budget=c.limit,
+            threshold=c.threshold, p_worse=c.p_worse, p_worse_holm=p_adj, worse_by=c.worse_by,
+            baseline_blocks=tuple(lv.series("baseline", c.metric)), candidate_blocks=tuple(lv.series("candidate", c.metric)),
+        ).metrics()
         if c.unjudged is not None:
             ctx.check(name, Status.SKIP, f"not judged: {c.unjudged}", metrics)
             return
@@ -243,11 +245,11 @@ class PerformanceGate(Gate):
                   for side in SIDES}
         total = {side: sum(len(res.measured) for lv in levels for res in lv.results[side]) for side in SIDES}
         j = judge_errors(len(failed["candidate"]), total["candidate"], len(failed["baseline"]), total["baseline"], s.alpha)
-        metrics = {"candidate_failed": len(failed["candidate"]), "baseline_failed": len(failed["baseline"]),
-                   "candidate_requests": total["candidate"], "baseline_requests": total["baseline"], "p": j.p,
-                   "examples": failed["candidate"][:5]}
-        ctx.check("errors_under_load", j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
-                  metrics, undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
+        finding = ErrorsFinding(candidate_failed=len(failed["candidate"]), baseline_failed=len(failed["baseline"]),
+                                candidate_requests=total["candidate"], baseline_requests=total["baseline"], p=j.p,
+                                examples=tuple(failed["candidate"][:5]))
+        ctx.check(checks.ERRORS, j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
+                  finding.metrics(), undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
 
     def _capacity(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, targets: dict[str, LoadTarget],
                   workload: Workload) -> None:
@@ -270,10 +272,11 @@ class PerformanceGate(Gate):
         table = Table(f"capacity under the SLOs ({SINGLE})", ("side", "knee (concurrency)", "requests/s at knee", "goodput at knee",
                                                   "cost per 1,000 requests", "KV cache peak", "preemptions",
                                                   "queue peak"), rows)
-        metrics = {"slo": {"ttft_p95_s": slo.ttft_s, "tpot_p95_s": slo.tpot_s}, "knee": {k: _lvl(v) for k, v in knees.items()},
-                   "cost_per_1000": costs, "price_per_accelerator_hour": s.price_per_accelerator_hour,
-                   "accelerators": s.accelerators, "sweep": {side: describe_points(points[side]) for side in SIDES},
-                   "single_measurement": True}
+        metrics = CapacityFinding(
+            slo=SloLimits(ttft_p95_s=slo.ttft_s, tpot_p95_s=slo.tpot_s), knee={k: _lvl(v) for k, v in knees.items()},
+            cost_per_1000=costs, price_per_accelerator_hour=s.price_per_accelerator_hour, accelerators=s.accelerators,
+            sweep={side: describe_points(points[side]) for side in SIDES}, single_measurement=True,
+        ).metrics()
         kb, kc = knees["baseline"], knees["candidate"]
         if kb is None:
             ctx.check(checks.CAPACITY, Status.SKIP, "not judged: the baseline misses the SLOs already at the lowest swept concurrency",

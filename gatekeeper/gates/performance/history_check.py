@@ -16,6 +16,8 @@ from pathlib import Path
 from gatekeeper.errors import GatekeeperError
 from gatekeeper.evidence import Series, Table
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.performance import checks
+from gatekeeper.gates.performance.checks import HistoryFinding
 from gatekeeper.perf.compare import Comparison
 from gatekeeper.perf.history import MIN_RUNS, HistoryEntry, append_entry, load_history, trend
 from gatekeeper.results import Judgement, Status
@@ -48,12 +50,12 @@ def history_check(ctx: GateContext, path: Path, entry: HistoryEntry, higher_is_b
         append_entry(path, entry)
         entries = load_history(path)
     except (OSError, GatekeeperError) as e:
-        ctx.check("history", Status.ERROR, f"the performance history {path} could not be written or read: {e}",
-                  {"path": str(path)}, advisory=True)
+        ctx.check(checks.HISTORY, Status.ERROR, f"the performance history {path} could not be written or read: {e}",
+                  HistoryFinding(path=str(path)).metrics(), advisory=True)
         return
-    metrics = {"path": str(path), "runs": len(entries)}
+    metrics = HistoryFinding(path=str(path), runs=len(entries)).metrics()
     if len(entries) < MIN_RUNS:
-        ctx.check("history", Status.SKIP, f"appended run {len(entries)} to {path}; change points need at least "
+        ctx.check(checks.HISTORY, Status.SKIP, f"appended run {len(entries)} to {path}; change points need at least "
                   f"{MIN_RUNS} runs", metrics, advisory=True)
         return
     worse, rows, curves = [], [], []
@@ -70,13 +72,13 @@ def history_check(ctx: GateContext, path: Path, entry: HistoryEntry, higher_is_b
             if not name.endswith(".ratio"):
                 curves.append(Series(f"{name} across runs", t.runs, {name: t.values}, "run", name))
     except GatekeeperError as e:  # Otava is an extra: without it the history still grows
-        ctx.check("history", Status.SKIP, f"appended run {len(entries)} to {path}; {e}", metrics, advisory=True)
+        ctx.check(checks.HISTORY, Status.SKIP, f"appended run {len(entries)} to {path}; {e}", metrics, advisory=True)
         return
     evidence = [Table("change points", ("metric", "change", "direction"), rows), *curves[:4]] if rows else curves[:4]
-    metrics["change_points"] = [r[:2] for r in rows]
+    metrics = HistoryFinding(path=str(path), runs=len(entries), change_points=tuple((r[0], r[1]) for r in rows)).metrics()
     if worse:
-        ctx.check("history", Status.WARN, f"{len(worse)} figure(s) drifted worse across runs: {worse[0]}", metrics,
+        ctx.check(checks.HISTORY, Status.WARN, f"{len(worse)} figure(s) drifted worse across runs: {worse[0]}", metrics,
                   evidence, advisory=True, judgement=Judgement.STATISTICAL)
     else:
-        ctx.check("history", Status.PASS, f"no figure drifted worse over the last {min(len(entries), TREND_RUNS)} runs "
+        ctx.check(checks.HISTORY, Status.PASS, f"no figure drifted worse over the last {min(len(entries), TREND_RUNS)} runs "
                   f"of {path}", metrics, evidence, advisory=True, judgement=Judgement.STATISTICAL)

@@ -14,6 +14,7 @@ import numpy as np
 from gatekeeper.detection import tolerance
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
+from gatekeeper.gates.performance.checks import MeasurementFinding, QuietWaits
 from gatekeeper.gates.performance.measure import SIDES, LevelBlocks
 from gatekeeper.perf.quiet import MOST_S, QUIET_CORES
 from gatekeeper.perf.workload import Workload
@@ -34,30 +35,28 @@ def measurement_check(ctx: GateContext, levels: list[LevelBlocks], baseline: str
     base_errors = sum(1 for r in rows["baseline"] if r.error)
     empty = {side: sum(1 for r in rows[side] if not r.error and not r.output_tokens) for side in SIDES}
     per_side = {side: int(sum((f.get("requests") or 0.0) for lv in levels for f in lv.figures[side])) for side in SIDES}
-    metrics = {"baseline": baseline, "lateness_p99_s": late, "baseline_failed_requests": base_errors,
-               "empty_answers": empty,
-               "figures": {f"c{lv.level}": {side: _means(lv.figures[side]) for side in SIDES} for lv in levels},
-               "requests_per_side": per_side, "output_lengths_controlled": workload.ignore_eos,
-               "source": workload.source, "input_sizing": workload.calibration,
-               "levels": [lv.level for lv in levels],
-               "pairs": {f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}}
     waits = [w for lv in levels for w in lv.waits]
-    settled = ""
+    quiet_waits, settled = None, ""
     if waits:
         loud = sum(1 for w in waits if not w.quiet)
         median = float(np.median([w.seconds for w in waits]))
-        metrics["quiet_waits"] = {"blocks": len(waits), "median_s": median,
-                                  "total_s": sum(w.seconds for w in waits), "not_quiet": loud}
+        quiet_waits = QuietWaits(blocks=len(waits), median_s=median, total_s=sum(w.seconds for w in waits), not_quiet=loud)
         settled = (f"; taken block by block, {len(waits)} blocks sent when the other side had gone quiet (median "
                    f"wait {median:.2f} s"
                    + (f"; {loud} sent after {MOST_S:g} s with the other side still busy, their {loud_pairs} "
                       "pair(s) left out" if loud else "") + ")")
-    if base_errors:
+    metrics = MeasurementFinding(
+        baseline=baseline, lateness_p99_s=late, baseline_failed_requests=base_errors, empty_answers=empty,
+        figures={f"c{lv.level}": {side: _means(lv.figures[side]) for side in SIDES} for lv in levels},
+        requests_per_side=per_side, output_lengths_controlled=workload.ignore_eos, source=workload.source,
+        input_sizing=workload.calibration, levels=tuple(lv.level for lv in levels),
+        pairs={f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}, quiet_waits=quiet_waits,
+        client_paced_pairs=None if base_errors else late_pairs, unquiet_pairs=None if base_errors else loud_pairs,
+    ).metrics()
+    if base_errors:  # the pairs left out are not told: nothing is compared
         ctx.check(checks.MEASUREMENT, Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
                   "figures are not a baseline", metrics)
         return False, "the baseline failed requests under load"
-    metrics["client_paced_pairs"] = late_pairs
-    metrics["unquiet_pairs"] = loud_pairs
     if loud_pairs * 2 > pairs:
         ctx.check(checks.MEASUREMENT, Status.WARN, f"the other side was still busy when {loud_pairs} of {pairs} block "
                   f"pairs were sent (it kept ≥ {QUIET_CORES:g} core busy for {MOST_S:g} s): the two servers shared the "

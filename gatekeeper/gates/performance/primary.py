@@ -18,6 +18,7 @@ from gatekeeper.detection import DetectionLimit
 from gatekeeper.evidence import Interval, Intervals, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
+from gatekeeper.gates.performance.checks import PrimaryFinding, PrimaryNoise
 from gatekeeper.gates.performance.measure import LevelBlocks
 from gatekeeper.gates.performance.primary_figure import Figure
 from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
@@ -44,11 +45,11 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
     side's mean; `tau_source`: "calibrated" or "assumed"; `invalid`: why the measurement describes
     no server)."""
     if invalid is not None:
-        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", {"metric": figure.metric})
+        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", PrimaryFinding(metric=figure.metric).metrics())
         return
     if state is None:
         ctx.check(checks.PRIMARY, Status.WARN, f"undecided: no comparable block pair of {figure.name} in the first "
-                  "launch round", {"metric": figure.metric}, undecided=True)
+                  "launch round", PrimaryFinding(metric=figure.metric).metrics(), undecided=True)
         return
     name = figure.name
     noise = state.noise
@@ -57,18 +58,18 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
              f"{state.rounds} launch round(s) of {_pairs(rounds)} pairs")
     test = (f"sequential test at materiality {s.materiality:.0%} (false FAIL {s.primary_alpha:.0%}, power "
             f"{s.primary_power:.0%}): log-likelihood ratio {state.llr:+.2f}, boundaries {state.lower:+.2f} / {state.upper:+.2f}")
-    metrics = {"metric": figure.metric, "level": PRIMARY_LEVEL,
-               **{side: _mean(figure, blocks, side) for side in ("baseline", "candidate")},
-               "materiality": s.materiality, "alpha": s.primary_alpha,
-               "power": s.primary_power, "rounds": state.rounds, "min_rounds": s.rounds[0], "max_rounds": s.rounds[1],
-               "ratio": state.ratio, "ci": state.ci, "confidence": s.confidence, "llr": state.llr,
-               "boundaries": [state.lower, state.upper], "sigma_round": state.sigma, "sigma_model": state.sigma_model,
-               "pair_sd": math.sqrt(sum(r.variance for r in rounds) / len(rounds)),
-               "fixed_design_detectable": state.detectable, "round_ratios": [math.exp(r.mean) for r in rounds],
-               "pairs_per_round": [len(r.log_ratios) for r in rounds],
-               "launched_first": ["baseline" if r.baseline_first else "candidate" for r in rounds], "tau_source": tau_source,
-               "noise": None if noise is None else {"q": noise.q, "df": noise.df, "p": noise.p,
-                                                    "tau_measured": noise.tau_measured, "tau_assumed": noise.tau_assumed}}
+    metrics = PrimaryFinding(
+        metric=figure.metric, level=PRIMARY_LEVEL, baseline=_mean(figure, blocks, "baseline"),
+        candidate=_mean(figure, blocks, "candidate"), materiality=s.materiality, alpha=s.primary_alpha,
+        power=s.primary_power, rounds=state.rounds, min_rounds=s.rounds[0], max_rounds=s.rounds[1], ratio=state.ratio,
+        ci=state.ci, confidence=s.confidence, llr=state.llr, boundaries=(state.lower, state.upper),
+        sigma_round=state.sigma, sigma_model=state.sigma_model,
+        pair_sd=math.sqrt(sum(r.variance for r in rounds) / len(rounds)), fixed_design_detectable=state.detectable,
+        round_ratios=tuple(math.exp(r.mean) for r in rounds), pairs_per_round=tuple(len(r.log_ratios) for r in rounds),
+        launched_first=tuple("baseline" if r.baseline_first else "candidate" for r in rounds), tau_source=tau_source,
+        noise=None if noise is None else PrimaryNoise(q=noise.q, df=noise.df, p=noise.p, tau_measured=noise.tau_measured,
+                                                      tau_assumed=noise.tau_assumed),
+    ).metrics()
     evidence = [_interval(s, name, state), _table(rounds, state)]
     undecided = False
     if state.noisy:

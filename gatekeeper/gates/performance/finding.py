@@ -1,0 +1,95 @@
+"""A finding: what one of the performance gate's checks found, as a frozen value whose fields
+are the check's metric keys.
+
+The gate builds the finding and records `finding.metrics()` as the check's `CheckResult.metrics`;
+whatever reads the check (performance.html's table, a stored summary.json) reads it back with
+`TheFinding.of(check)`. Each key is written once, as a field name, so renaming a field renames
+its key for the writer and every reader at once, and a reader that names a field the finding
+does not have fails mypy instead of blanking a report cell.
+
+How the fields become metrics, in field order:
+
+- a nested finding is written as an object (its own `metrics()`), and read back through the
+  class its field declares (`nested(Cls)`);
+- a tuple is written as a list (JSON has no tuples) unless the field is a `PAIR` (an interval,
+  kept a tuple as the statistics return it); a list read back becomes a tuple;
+- a field declared `OPTIONAL` is left out while it is None (a key only some outcomes carry);
+- a finding that is not `complete()` (the check compared nothing) writes only its `KEY` fields.
+
+A key the metrics lack reads as the field's default, else None: a summary.json from an older
+release, or a check that wrote the short form, reads without error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Self
+
+from gatekeeper.results import CheckResult
+
+OPTIONAL = {"optional": True}
+"""Field metadata: left out of the metrics while None."""
+PAIR = {"pair": True}
+"""Field metadata: a two-number interval, written as the tuple it is."""
+KEY = {"key": True}
+"""Field metadata: written even when the finding is not `complete()` (what it is about)."""
+
+
+def nested(cls: type[Finding], optional: bool = False) -> Any:
+    """A field holding a nested finding of `cls` (None by default; `optional`: left out while None)."""
+    return field(default=None, metadata={"nested": cls, "optional": optional})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The base of the performance gate's findings: `metrics()` writes one, `of` reads one back."""
+
+    def complete(self) -> bool:
+        """Whether the check compared anything (False: only the `KEY` fields are written)."""
+        return True
+
+    def metrics(self) -> dict[str, Any]:
+        """The finding as `CheckResult.metrics` (the module docstring says how)."""
+        written: dict[str, Any] = {}
+        brief = not self.complete()
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if (brief and not f.metadata.get("key")) or (value is None and f.metadata.get("optional")):
+                continue
+            written[f.name] = _written(value, bool(f.metadata.get("pair")))
+        return written
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, Any]) -> Self:
+        """The finding that `metrics` (recorded by the gate, or read from summary.json) describe."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name in metrics:
+                values[f.name] = _read(metrics[f.name], f.metadata.get("nested"))
+            elif f.default is MISSING and f.default_factory is MISSING:
+                values[f.name] = None
+        return cls(**values)
+
+    @classmethod
+    def of(cls, check: CheckResult) -> Self:
+        """The finding of a recorded `check`."""
+        return cls.from_metrics(check.metrics)
+
+
+def _written(value: Any, pair: bool) -> Any:
+    if isinstance(value, Finding):
+        return value.metrics()
+    if isinstance(value, tuple) and not pair:
+        return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def _read(value: Any, cls: type[Finding] | None) -> Any:
+    if cls is not None:
+        return cls.from_metrics(value) if isinstance(value, Mapping) else None
+    if isinstance(value, list):
+        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return value
