@@ -46,6 +46,7 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
     """
     import os
     import tempfile
+    from dataclasses import replace
 
     from gatekeeper.config.run_config import resolve
     from gatekeeper.matrix.cell_run import apply_cell, options_sha256
@@ -54,8 +55,8 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
     from gatekeeper.commands.progress import Progress
 
     ctx = click.get_current_context()
-    values, sources = resolve(config_path, os.environ, flags)
-    if values["report_url"]:
+    options, sources = resolve(config_path, os.environ, flags)
+    if options.report_url:
         from gatekeeper.cli_exit import fail
         from gatekeeper.exit_codes import USAGE
 
@@ -64,12 +65,12 @@ def matrix_run(path: str, config_path: str | None, **flags) -> None:
     m = load_matrix(path)
     with tempfile.TemporaryDirectory(prefix="gatekeeper-matrix-") as scratch:  # every cell's options, checked first
         for cell in m.cells:
-            apply_cell({**values, "matrix": path, "cell": cell.id}, sources, Path(scratch) / "cell")
-    root = Path(values["out"]) / m.name
+            apply_cell(replace(options, matrix=path, cell=cell.id), sources, Path(scratch) / "cell")
+    root = Path(options.out) / m.name
     run_args = argv_of(ctx, skip={"path", "out"})
     progress = Progress()
     progress(f"matrix {m.name}: {len(m.cells)} cells from {path}, under {root}/")
-    outcomes = run_cells(m, path, root, run_args, options_sha256(values), list(values["candidate_faults"]), progress)
+    outcomes = run_cells(m, path, root, run_args, options_sha256(options), list(options.candidate_faults), progress)
     click.echo(table(outcomes))
     kept = sum(o.kept for o in outcomes)
     missed = sum(o.matched is False for o in outcomes)

@@ -114,20 +114,15 @@ def perf_load(url: str, model: str | None, profile: str, concurrency: int, rate:
         click.echo("  warning: the load generator fell behind its schedule; the figures describe the client", err=True)
 
 
-_CALIBRATE_OPTIONS = ("--config", "--candidate", "--model", "--served-model", "--policy", "--out", "--candidate-opt",
-                      "--candidate-fault", "--seed", "--timeout")
+_CALIBRATE_OPTIONS = ("candidate", "model", "served_model", "policy", "out", "candidate_opts", "candidate_faults", "seed",
+                      "timeout")
 
 
 def _calibrate_options(command: Callable[..., None]) -> Callable[..., None]:
-    """The run options that say which build to launch and how to measure it."""
-    from gatekeeper.commands.options import RUN_OPTIONS
+    """-c and the run options that say which build to launch and how to measure it."""
+    from gatekeeper.commands.options import CONFIG, table_options
 
-    for option in reversed(RUN_OPTIONS):
-        probe = option(lambda: None)  # click stores the Option on the function: read its flags
-        params = getattr(probe, "__click_params__", [])
-        if params and any(flag in _CALIBRATE_OPTIONS for flag in params[-1].opts):
-            command = option(command)
-    return command
+    return CONFIG(table_options(_CALIBRATE_OPTIONS)(command))
 
 
 @perf.command("calibrate")
@@ -156,8 +151,8 @@ def perf_calibrate(config_path: str | None, pairs: int, **flags: Any) -> None:
     run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-calibrate-"))
     try:
         try:
-            values, sources = resolve(config_path, os.environ, flags)
-            plan = build_plan(values, sources, new_run_id())
+            options, sources = resolve(config_path, os.environ, flags)
+            plan = build_plan(options, sources, new_run_id())
             calibration_target(plan)
         except ConfigError as e:
             fail(str(e), USAGE, e.hint)

@@ -32,6 +32,8 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
     load, which cannot be replayed: its recorded result is carried over when the policy asks it the
     same question, otherwise it is a blocking SKIP (HOLD). A new run directory is written, its
     summary.json naming the run it re-judged."""
+    from dataclasses import replace
+
     from gatekeeper.errors import ConfigError
     from gatekeeper.run.plan import build_plan, new_run_id
     from gatekeeper.commands.progress import Progress
@@ -54,15 +56,15 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
             raise ConfigError(f"{run_dir}: no recorded answers ({DIR}/{TARGETS} is missing: a run made before gatekeeper "
                               "recorded answers)")
         recorded = read_plan_options(run_dir)
-        original = build_plan(dict(recorded.values), dict(recorded.sources), run_dir.name, asks_servers=False)
-        values, sources = dict(recorded.values), dict(recorded.sources)
+        original = build_plan(recorded.options, recorded.sources, run_dir.name, asks_servers=False)
+        options, sources = recorded.options, recorded.sources
         if policy:
-            values["policy"], sources["policy"] = policy, "flag"
-        values["out"] = out or str(run_dir.parent)
-        values["on_rollback"], values["reference_cache"] = [], None  # a rejudge notifies no one and asks nothing
-        values["report_url"] = base  # another run directory: the recorded run's base is not its
-        plan = build_plan(values, sources, new_run_id(), asks_servers=False)
-        parts = fingerprint(plan, values)
+            options, sources = replace(options, policy=policy), sources.with_layer("policy", "flag")
+        options = replace(options, out=out or str(run_dir.parent),
+                          on_rollback=(), reference_cache=None,  # a rejudge notifies no one and asks nothing
+                          report_url=base)  # another run directory: the recorded run's base is not its
+        plan = build_plan(options, sources, new_run_id(), asks_servers=False)
+        parts = fingerprint(plan, options)
     except ConfigError as e:
         fail(str(e), exit_codes.USAGE, e.hint)
     progress = Progress(plan.redactor())
@@ -72,7 +74,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
             progress(f"note: the {part.replace('_', ' ')} differ from the recorded run's: requests it did not make are "
                      "ERRORs, changed expectations are judged as they are now")
     try:
-        result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(values, sources)).run()
+        result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(options, sources)).run()
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the rejudge could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code
@@ -87,7 +89,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
 
 def _report_url(given: str | None) -> str | None:
     """--report-url checked as `gatekeeper run` checks it (ConfigError naming the flag)."""
-    from gatekeeper.config.run_config import BY_NAME
+    from gatekeeper.config.option_table import BY_NAME
     from gatekeeper.errors import ConfigError
 
     if given is None:

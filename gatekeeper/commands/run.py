@@ -9,14 +9,13 @@ import click
 
 from gatekeeper import exit_codes
 from gatekeeper.cli_exit import crashed, fail, json_errors
-from gatekeeper.commands.options import discard, env_help, run_options
+from gatekeeper.commands.options import ONE_CELL, discard, run_options, table_options
 from gatekeeper.errors import GatekeeperError
 
 
 @click.command()
 @run_options
-@click.option("--matrix", default=None, help=env_help("matrix", "Matrix file (matrices/*.yaml): run one of its cells (--cell)."))
-@click.option("--cell", default=None, help=env_help("cell", "The matrix cell to run, by id (`gatekeeper matrix plan M` lists them)."))
+@table_options(ONE_CELL)
 @click.option("--dry-run", is_flag=True, help="Print the resolved plan (targets, policy, gates, golden cases) and exit "
               "(3 when a URL target does not answer or refuses its key).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
@@ -38,6 +37,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     """
     import os
     import tempfile
+    from dataclasses import replace
 
     from gatekeeper.config.run_config import resolve
     from gatekeeper.errors import ConfigError
@@ -58,16 +58,16 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     cell_run = None
     resumable = None
     try:
-        values, sources = resolve(config_path, os.environ, flags)
+        options, sources = resolve(config_path, os.environ, flags)
         if resume_dir:
-            values["out"] = str(Path(resume_dir).parent)
-        run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-dry-run-")) if dry_run else Path(values["out"]) / run_id
-        if values["matrix"] or values["cell"]:
+            options = replace(options, out=str(Path(resume_dir).parent))
+        run_dir = Path(tempfile.mkdtemp(prefix="gatekeeper-dry-run-")) if dry_run else Path(options.out) / run_id
+        if options.matrix or options.cell:
             from gatekeeper.matrix.cell_run import apply_cell
 
-            values, sources, cell_run = apply_cell(values, sources, run_dir)  # may write the cell's policy there
-        plan = build_plan(values, sources, run_id)
-        parts = None if dry_run else fingerprint(plan, values)  # hashing the model and code: not for a dry run
+            options, sources, cell_run = apply_cell(options, sources, run_dir)  # may write the cell's policy there
+        plan = build_plan(options, sources, run_id)
+        parts = None if dry_run else fingerprint(plan, options)  # hashing the model and code: not for a dry run
         if resume_dir:
             assert parts is not None  # --resume and --dry-run were refused together above
             resumable = check_resumable(Path(resume_dir), parts, redo_gates(redo))
@@ -94,7 +94,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         progress(f"matrix {cell_run.matrix.name} cell {cell_run.cell.id}"
                  + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
     try:
-        result = Runner(plan, progress, parts, resumable, PlanOptions(values, sources)).run()
+        result = Runner(plan, progress, parts, resumable, PlanOptions(options, sources)).run()
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: exit INTERNAL_ERROR, the run dir stays incomplete

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gatekeeper.config.run_config import find_file
+from gatekeeper.config.run_options import OptionSources, RunOptions
 from gatekeeper.config.yaml_lines import load_yaml
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.cell import Cell
@@ -38,11 +39,11 @@ POLICY_FILE = "cell-policy.yaml"
 _NOT_OPTIONS = ("out", "matrix", "cell")  # where reports go and which cell: not what the verdict depends on
 
 
-def options_sha256(values: dict[str, Any]) -> str:
+def options_sha256(options: RunOptions) -> str:
     """A hash of the resolved run options a cell's verdict depends on (all but `out`, `matrix`
     and `cell`), and of the policy file's bytes, which its path alone does not pin."""
-    relevant = {k: v for k, v in values.items() if k not in _NOT_OPTIONS}
-    policy = find_file(str(values.get("policy") or ""))
+    relevant = {k: v for k, v in options.as_json().items() if k not in _NOT_OPTIONS}
+    policy = find_file(options.policy or "")
     relevant["policy_sha256"] = hashlib.sha256(policy.read_bytes()).hexdigest() if policy.is_file() else None
     return hashlib.sha256(json.dumps(relevant, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -72,29 +73,29 @@ class CellRun:
         return write_atomic(run_dir / CELL_FILE, json.dumps(self.record(run_id), indent=2) + "\n")
 
 
-def apply_cell(values: dict[str, Any], sources: dict[str, str], run_dir: Path) -> tuple[dict[str, Any], dict[str, str], CellRun]:
-    """The options with the cell `values["cell"]` of the matrix `values["matrix"]` applied, their
-    sources, and the CellRun. A merged policy is written into `run_dir` (created if needed)."""
-    if not values["matrix"] or not values["cell"]:
-        missing = "--cell" if values["matrix"] else "--matrix"
+def apply_cell(options: RunOptions, sources: OptionSources, run_dir: Path) -> tuple[RunOptions, OptionSources, CellRun]:
+    """The options with the cell `options.cell` of the matrix `options.matrix` applied (one more
+    layer: the cell's candidate and policy), their sources, and the CellRun. A merged policy is
+    written into `run_dir` (created if needed)."""
+    if not options.matrix or not options.cell:
+        missing = "--cell" if options.matrix else "--matrix"
         raise ConfigError(f"--matrix and --cell go together (`gatekeeper matrix plan M` lists the cells); {missing} is missing",
                           key=missing.lstrip("-"))
-    matrix = load_matrix(values["matrix"])
-    cell = matrix.cell(values["cell"])
+    matrix = load_matrix(options.matrix)
+    cell = matrix.cell(options.cell)
     if sources["candidate"] != "default":
         given = {"flag": "--candidate", "env": "GATEKEEPER_CANDIDATE"}.get(sources["candidate"], f"candidate in {sources['candidate']}")
         raise ConfigError(f"the matrix's candidate template sets the candidate of cell {cell.id}; drop {given}", key="candidate")
-    run = CellRun(matrix, cell, matrix.expected(cell, values["candidate_faults"]), tuple(values["candidate_faults"]),
-                  options_sha256(values))
-    _no_contradiction(cell.target.get("options", {}), values["candidate_opts"], cell, "--candidate-opt")
-    _no_contradiction(dict(cell.declared), parse_declared(values["candidate_declare"], "candidate_declare"), cell,
+    faults = options.candidate_faults
+    run = CellRun(matrix, cell, matrix.expected(cell, faults), faults, options_sha256(options))
+    _no_contradiction(cell.target.get("options", {}), dict(options.candidate_opts), cell, "--candidate-opt")
+    _no_contradiction(dict(cell.declared), parse_declared(dict(options.candidate_declare), "candidate_declare"), cell,
                       "--candidate-declare")
-    out, where = dict(values), dict(sources)
-    out["candidate"] = {**cell.target, "declare": dict(cell.declared)}
-    where["candidate"] = matrix.path
+    out = replace(options, candidate={**cell.target, "declare": dict(cell.declared)})
+    where = sources.with_layer("candidate", matrix.path)
     if cell.policy:
-        out["policy"] = str(write_policy(run_dir, values["policy"], matrix, cell))
-        where["policy"] = f"{sources['policy']} + {matrix.path}"
+        out = replace(out, policy=str(write_policy(run_dir, options.policy, matrix, cell)))
+        where = where.with_layer("policy", f"{sources['policy']} + {matrix.path}")
     return out, where, run
 
 

@@ -14,12 +14,13 @@ import secrets
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
 
 from gatekeeper.config.policy import Policy, load_policy
-from gatekeeper.config.run_config import BY_NAME, find_file
+from gatekeeper.config.run_config import find_file
+from gatekeeper.config.run_options import OptionSources, RoleOptions, RunOptions
 from gatekeeper.traffic.store.location import is_postgres
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
@@ -46,127 +47,127 @@ def load_golden(paths: list[str]) -> tuple[GoldenSet, ...]:
     return tuple(load_golden_set(find_file(p)) for p in paths)
 
 
-def build_plan(values: dict[str, Any], sources: dict[str, str], run_id: str | None = None, *,
+def build_plan(options: RunOptions, sources: OptionSources, run_id: str | None = None, *,
                asks_servers: bool = True) -> RunPlan:
     """A validated RunPlan; every problem is a ConfigError (exit code 3). `run_id`: the run's
     id when the caller chose it (a matrix cell writes into its run directory first), else a new one.
     `asks_servers=False` (a rejudge): the key variables the targets name need not be set."""
-    def file_of(name: str) -> str | None:
-        return sources[name] if sources[name] not in ("default", "flag", "env") else None
-
-    reference = parse_target(values["reference"], "reference", file_of("reference"))
-    candidate = parse_target(values["candidate"], "candidate", file_of("candidate"))
+    file_of = sources.file_of
+    reference = parse_target(options.reference, "reference", file_of("reference"))
+    candidate = parse_target(options.candidate, "candidate", file_of("candidate"))
     in_file = {"reference": bool(reference.engine_options or reference.faults),  # for the engine's errors
                "candidate": bool(candidate.engine_options or candidate.faults)}
-    reference, candidate = _models(values, reference, candidate, file_of)
-    if values["candidate_faults"] or values["candidate_opts"]:
+    reference, candidate = _models(options, reference, candidate, sources)
+    if options.candidate_faults or options.candidate_opts:
         if candidate.kind != "bundled":
             raise ConfigError("candidate faults and engine options apply to a bundled candidate only (declare a URL or "
                               "launch candidate's path with --candidate-declare)", key="candidate")
-        from_flags = tuple((k, str(v)) for k, v in values["candidate_opts"].items())
+        from_flags = tuple((k, str(v)) for k, v in options.candidate_opts.items())
         merged = dict(candidate.engine_options)
         merged.update(dict(from_flags))
         candidate = replace(candidate, engine_options=tuple(merged.items()),
-                            faults=candidate.faults + tuple(values["candidate_faults"]))
-    reference = _declared(reference, values["reference_declare"], "reference_declare")
-    candidate = _declared(candidate, values["candidate_declare"], "candidate_declare")
-    reference = _key_and_log(reference, "reference", values, sources, file_of)
-    candidate = _key_and_log(candidate, "candidate", values, sources, file_of)
+                            faults=candidate.faults + tuple(options.candidate_faults))
+    reference = _declared(reference, options.reference_declare, "reference_declare")
+    candidate = _declared(candidate, options.candidate_declare, "candidate_declare")
+    reference = _key_and_log(reference, "reference", options.role("reference"), sources)
+    candidate = _key_and_log(candidate, "candidate", options.role("candidate"), sources)
     for role, spec in (("reference", reference), ("candidate", candidate)):
-        named = values[f"{role}_key_env"]  # the key option, when it set the variable; else the target's own key
+        named = options.role(role).key_env  # the key option, when it set the variable; else the target's own key
         if asks_servers:  # a rejudge asks no server: it needs no key
             _check_key(role, spec, file_of(f"{role}_key_env") if named else file_of(role),
-                       _option_label(f"{role}_key_env", sources[f"{role}_key_env"]) if named else f"{role}.api_key_env")
+                       sources.label(f"{role}_key_env") if named else f"{role}.api_key_env")
         if spec.kind == "bundled" and (spec.engine_options or spec.faults):
             where = [f"{role}.options/faults"] if in_file[role] else []
             if role == "candidate":
-                where += [_option_label(name, sources[name]) for name in ("candidate_opts", "candidate_faults") if values[name]]
+                where += [sources.label(name) for name, given in (("candidate_opts", options.candidate_opts),
+                                                                  ("candidate_faults", options.candidate_faults)) if given]
             _check_engine(role, spec, file_of(role) if in_file[role] else None, " or ".join(where))
-    policy = load_gate_policy(values["policy"])
-    if values.get("shadow_store"):
-        store = values["shadow_store"]  # a PostgreSQL URL as given; a SQLite path found
+    policy = load_gate_policy(options.policy)
+    if options.shadow_store:
+        store = options.shadow_store  # a PostgreSQL URL as given; a SQLite path found
         policy = policy.with_setting("shadow", "store", store if is_postgres(store) else str(find_file(store)))
     restricted = []
-    if values.get("cases"):
-        policy = policy.with_setting("golden", "cases", list(values["cases"]))
-        restricted.append(f"golden cases chosen by --cases {' '.join(values['cases'])}")
-    if values.get("limit"):
-        policy = policy.with_setting("golden", "limit", values["limit"])
-        restricted.append(f"at most {values['limit']} golden cases (--limit)")
+    if options.cases:
+        policy = policy.with_setting("golden", "cases", list(options.cases))
+        restricted.append(f"golden cases chosen by --cases {' '.join(options.cases)}")
+    if options.limit:
+        policy = policy.with_setting("golden", "limit", options.limit)
+        restricted.append(f"at most {options.limit} golden cases (--limit)")
     try:
-        selected = [g for g in select(values["gates"]) if g.id in policy.enabled]  # unknown names fail here
+        selected = [g for g in select(options.gates) if g.id in policy.enabled]  # unknown names fail here
     except ConfigError as e:
         if file_of("gates") is None:
             raise
         raise ConfigError(e.message, file_of("gates"), key="gates") from None
-    golden_paths = tuple(str(find_file(p)) for p in values["golden"])
+    golden_paths = tuple(str(find_file(p)) for p in options.golden)
     golden = load_golden(list(golden_paths)) if any(g.uses_golden_sets for g in selected) else ()
     if restricted:
-        _check_case_flags(values, golden, [g.id for g in selected])
+        _check_case_flags(options, golden, [g.id for g in selected])
     plan = RunPlan(
         reference=reference,
         candidate=candidate,
         policy=policy,
         golden=golden,
         golden_paths=golden_paths,
-        out_dir=Path(values["out"]),
+        out_dir=Path(options.out),
         run_id=run_id or new_run_id(),
-        gates=tuple(values["gates"]) if values["gates"] else None,
-        seed=values["seed"],
-        timeout_s=values["timeout"],
-        on_rollback=tuple(values["on_rollback"]),
+        gates=options.gates or None,
+        seed=options.seed,
+        timeout_s=options.timeout,
+        on_rollback=options.on_rollback,
         restricted=tuple(restricted),
-        reference_cache=values.get("reference_cache") or None,
-        report_links=ReportLinks(values.get("report_url") or None),
+        reference_cache=options.reference_cache or None,
+        report_links=ReportLinks(options.report_url or None),
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)
     return plan
 
 
-def _check_case_flags(values: dict[str, Any], golden: tuple[GoldenSet, ...], gates: list[str]) -> None:
+def _check_case_flags(options: RunOptions, golden: tuple[GoldenSet, ...], gates: list[str]) -> None:
     """--cases and --limit choose golden cases: refused when gate 3 does not run, and a glob
     matching no case is named with the flag (not the policy's golden.cases)."""
     from gatekeeper.gates.golden.gate import named_cases, select_cases
 
-    flags = " and ".join(f for f, key in (("--cases", "cases"), ("--limit", "limit")) if values.get(key))
+    flags = " and ".join(f for f, given in (("--cases", options.cases), ("--limit", options.limit)) if given)
     if "golden" not in gates:
         raise ConfigError(f"{flags}: choose golden cases, and this run does not run gate 3 (golden)")
-    if values.get("cases"):
+    if options.cases:
         try:
-            select_cases(named_cases(golden), list(values["cases"]))
+            select_cases(named_cases(golden), list(options.cases))
         except ConfigError as e:
             raise ConfigError(f"--cases: {e.message}") from None
 
 
-def _models(values: dict[str, Any], reference: TargetSpec, candidate: TargetSpec,
-            file_of: Callable[[str], str | None]) -> tuple[TargetSpec, TargetSpec]:
+def _models(options: RunOptions, reference: TargetSpec, candidate: TargetSpec,
+            sources: OptionSources) -> tuple[TargetSpec, TargetSpec]:
     """Apply `--model` by target kind — a checkpoint directory for bundled targets, the served
     model id for URL and launch targets — and `--served-model` to URL and launch targets
-    (`file_of`: the run config an option came from, for its errors)."""
+    (`sources`: the run config an option came from, for its errors)."""
     specs = [reference, candidate]
-    if values["model"]:
-        found = find_file(values["model"])
+    model, file_of = options.model, sources.file_of
+    if model:
+        found = find_file(model)
         if found.is_dir():
             path = str(found.resolve())
             specs = [replace(s, model=s.model or path) if s.kind == "bundled" else s for s in specs]
         elif all(s.kind == "bundled" for s in specs):
-            raise ConfigError(f"model directory {values['model']!r} not found (bundled targets load a checkpoint "
+            raise ConfigError(f"model directory {model!r} not found (bundled targets load a checkpoint "
                               "directory; a served model id is for URL and launch targets)", file_of("model"), key="model")
         else:
-            specs = [replace(s, model=s.model or values["model"]) if s.kind != "bundled" else s for s in specs]
-    if values["served_model"]:
+            specs = [replace(s, model=s.model or model) if s.kind != "bundled" else s for s in specs]
+    if options.served_model:
         if all(s.kind == "bundled" for s in specs):
             raise ConfigError("applies to URL and launch targets only (a bundled target serves its checkpoint)",
                               file_of("served_model"), key="served_model")
-        specs = [replace(s, model=values["served_model"]) if s.kind != "bundled" else s for s in specs]
+        specs = [replace(s, model=options.served_model) if s.kind != "bundled" else s for s in specs]
     return specs[0], specs[1]
 
 
-def _declared(spec: TargetSpec, flags: dict[str, str], key: str) -> TargetSpec:
+def _declared(spec: TargetSpec, flags: Mapping[str, str], key: str) -> TargetSpec:
     """The spec with the flags' declared path merged in (flags win); a bundled target's declared
     dtype must match its engine option."""
-    merged = {**dict(spec.declared), **parse_declared(flags, key)} if flags else dict(spec.declared)
+    merged = {**dict(spec.declared), **parse_declared(dict(flags), key)} if flags else dict(spec.declared)
     if spec.kind == "bundled" and "dtype" in merged:
         engine = normalise_dtype(dict(spec.engine_options).get("dtype", "float32"))
         if engine != merged["dtype"]:
@@ -175,23 +176,20 @@ def _declared(spec: TargetSpec, flags: dict[str, str], key: str) -> TargetSpec:
     return replace(spec, declared=tuple(merged.items()))
 
 
-def _key_and_log(spec: TargetSpec, role: str, values: dict[str, Any], sources: dict[str, str],
-                 file_of: Callable[[str], str | None]) -> TargetSpec:
+def _key_and_log(spec: TargetSpec, role: str, given: RoleOptions, sources: OptionSources) -> TargetSpec:
     """The spec with its role's key and log options applied (`--candidate-key-env`,
     `--candidate-log-file`, `--candidate-log-command` and their variables and run-config keys):
     they win over the target's own `api_key_env`, `log_file` and `log_command`. The key goes to
     URL and launch targets, the log source to URL targets only (gatekeeper captures the log of
     an engine it starts)."""
-    def label(name: str) -> str:
-        return _option_label(name, sources[name])
-
+    label, file_of = sources.label, sources.file_of
     key_name, file_name, command_name = f"{role}_key_env", f"{role}_log_file", f"{role}_log_command"
-    if values[key_name]:
+    if given.key_env:
         if spec.kind == "bundled":
             raise ConfigError("applies to URL and launch targets only (the bundled engine gatekeeper starts takes no key)",
                               file_of(key_name), key=label(key_name))
-        spec = replace(spec, api_key_env=values[key_name])
-    log_file, log_command = values[file_name], values[command_name]
+        spec = replace(spec, api_key_env=given.key_env)
+    log_file, log_command = given.log_file, given.log_command
     if log_file and log_command:
         raise ConfigError(f"give the {role}'s log as a file or as a command, not both (also {label(command_name)})",
                           file_of(file_name), key=label(file_name))
@@ -210,14 +208,6 @@ def _key_and_log(spec: TargetSpec, role: str, values: dict[str, Any], sources: d
         if not argv:
             raise ConfigError("is an empty command", where[0], key=where[1])
     return spec
-
-
-def _option_label(name: str, source: str) -> str:
-    """How the user wrote a run option: its flag, its variable, or its key in the run config."""
-    option = BY_NAME[name]
-    if source == "flag":
-        return "--" + (option.flag or option.name).replace("_", "-")
-    return option.env if source == "env" else name
 
 
 def _check_key(role: str, spec: TargetSpec, path: str | None, key: str) -> None:
@@ -253,7 +243,7 @@ def check_faults(faults: tuple[str, ...] | list[str]) -> None:
         _check_engine("candidate", TargetSpec(kind="bundled", faults=tuple(faults)))
 
 
-def describe_plan(plan: RunPlan, sources: dict[str, str], warnings: Sequence[str] = ()) -> str:
+def describe_plan(plan: RunPlan, sources: Mapping[str, str], warnings: Sequence[str] = ()) -> str:
     """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
     the policy, the gates in order with their blocking rule, the golden cases, where reports go,
     then `warnings` (`plan_warnings.py`'s, which asks URL targets), one `warning:` line each."""

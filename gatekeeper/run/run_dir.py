@@ -30,6 +30,7 @@ from typing import Any
 
 from gatekeeper import __version__
 from gatekeeper.config.run_config import find_file
+from gatekeeper.config.run_options import OptionSources, RunOptions
 from gatekeeper.errors import ConfigError
 from gatekeeper.evidence import from_json
 from gatekeeper.atomic import write_atomic
@@ -73,14 +74,14 @@ def _named_files(plan: RunPlan) -> list[Path]:
     return found
 
 
-def fingerprint(plan: RunPlan, options: Mapping[str, Any]) -> dict[str, str]:
+def fingerprint(plan: RunPlan, options: RunOptions) -> dict[str, str]:
     """The plan's parts, each hashed: what must be the same for a run to be continued."""
     import gatekeeper
 
     code = Path(gatekeeper.__file__).parent
     models = [Path(s.model) for s in (plan.reference, plan.candidate) if s.kind == "bundled" and s.model]
     return {
-        "options": digest([json.dumps({k: v for k, v in options.items() if k not in _NOT_PLAN}, sort_keys=True,
+        "options": digest([json.dumps({k: v for k, v in options.as_json().items() if k not in _NOT_PLAN}, sort_keys=True,
                                        default=str).encode()]),
         "policy": files_digest([find_file(plan.policy.path)]),
         "golden_sets": files_digest(find_file(p) for p in plan.golden_paths),
@@ -98,7 +99,7 @@ def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: Pl
     (a URL's password, a launch command's key)."""
     data: dict[str, Any] = {"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)}
     if options is not None:
-        data["options"], data["sources"] = options.values, options.sources
+        data["options"], data["sources"] = options.options.as_json(), dict(options.sources)
     write_atomic(run_dir / PLAN, redact(json.dumps(data, indent=2, default=str)) + "\n")
 
 
@@ -106,8 +107,8 @@ def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: Pl
 class PlanOptions:
     """The resolved run options (`config/run_config.resolve`) and the layer each came from."""
 
-    values: dict[str, Any]
-    sources: dict[str, str]
+    options: RunOptions
+    sources: OptionSources
 
 
 def read_plan_options(run_dir: Path) -> PlanOptions:
@@ -121,7 +122,7 @@ def read_plan_options(run_dir: Path) -> PlanOptions:
     if not isinstance(data, dict) or not isinstance(data.get("options"), dict) or not isinstance(data.get("sources"), dict):
         raise ConfigError(f"{run_dir / PLAN}: records no options (a run made before gatekeeper recorded them, or not by "
                           "`gatekeeper run`): it cannot be re-judged")
-    return PlanOptions(data["options"], data["sources"])
+    return PlanOptions(RunOptions.from_values(data["options"]), OptionSources(data["sources"]))
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def policy_schema(settings_types: dict[str, type]) -> dict[str, Any]:
 
 def run_config_schema() -> dict[str, Any]:
     """The run config's schema from the run options and the target kinds."""
-    from gatekeeper.config.run_config import OPTIONS
+    from gatekeeper.config.option_table import OPTIONS
     from gatekeeper.targets.interface import DECLARABLE
     from gatekeeper.targets.spec import _KEYS, KEY_SCHEMAS
 

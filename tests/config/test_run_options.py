@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gatekeeper.config.run_config import NOT_OPTIONS
+from gatekeeper.config.option_table import NOT_OPTIONS
 
 
 def _gk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

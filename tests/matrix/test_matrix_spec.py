@@ -195,8 +195,8 @@ def test_the_vllm_cpu_matrix_and_its_reference_config_validate():
     cell = m.cell("version=0.32.0")
     assert cell.target["kind"] == "launch" and cell.target["command"] == "bash scripts/vllm_cpu.sh 0.32.0 --port {port}"
     options, _ = resolve(str(ROOT / "matrices" / "vllm-cpu-reference.yaml"), {}, {})
-    reference = parse_target(options["reference"], "reference")
-    assert options["served_model"] == "gk-tiny"
+    reference = parse_target(options.reference, "reference")
+    assert options.served_model == "gk-tiny"
     assert reference.kind == "launch" and reference.command == "bash scripts/vllm_cpu.sh 0.31.0 --port {port}"
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from gatekeeper.config.run_config import BY_NAME
+from gatekeeper.config.option_table import BY_NAME
 from gatekeeper.targets.spec import KEY_SCHEMAS
 from paths import ROOT
 
