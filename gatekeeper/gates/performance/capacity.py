@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from gatekeeper.evidence import Series
 from gatekeeper.perf.engine_metrics import EngineMetrics
@@ -77,7 +76,11 @@ def cost_per_1000(point: SweepPoint | None, price_per_hour: float, accelerators:
     return price_per_hour * accelerators * 1000.0 / (rps * 3600.0)
 
 
-def describe_points(points: list[SweepPoint]) -> list[dict[str, Any]]:
+SweepRow = dict[str, int | float | None | dict[str, float]]
+"""A sweep point as the capacity check's metrics hold it: its level, its figures and the engine's."""
+
+
+def describe_points(points: list[SweepPoint]) -> list[SweepRow]:
     """JSON-ready sweep points."""
     return [{"level": p.level, **{k: v for k, v in p.figures.items()}, "engine": p.engine} for p in points]
 

@@ -49,9 +49,9 @@ class Finding:
         """Whether the check compared anything (False: only the `KEY` fields are written)."""
         return True
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> dict[str, object]:
         """The finding as `CheckResult.metrics` (the module docstring says how)."""
-        written: dict[str, Any] = {}
+        written: dict[str, object] = {}
         brief = not self.complete()
         for f in fields(self):
             value = getattr(self, f.name)
@@ -63,7 +63,7 @@ class Finding:
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, Any]) -> Self:
         """The finding that `metrics` (recorded by the gate, or read from summary.json) describe."""
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for f in fields(cls):
             if f.name in metrics:
                 values[f.name] = _read(metrics[f.name], f.metadata.get("nested"))
@@ -77,7 +77,7 @@ class Finding:
         return cls.from_metrics(check.metrics)
 
 
-def _written(value: Any, pair: bool) -> Any:
+def _written(value: object, pair: bool) -> object:
     if isinstance(value, Finding):
         return value.metrics()
     if isinstance(value, tuple) and not pair:
@@ -87,7 +87,7 @@ def _written(value: Any, pair: bool) -> Any:
     return value
 
 
-def _read(value: Any, cls: type[Finding] | None) -> Any:
+def _read(value: object, cls: type[Finding] | None) -> object:
     if cls is not None:
         return cls.from_metrics(value) if isinstance(value, Mapping) else None
     if isinstance(value, list):
