@@ -5,7 +5,7 @@ found, typed (`finding.py`: a finding's fields are its metric keys, written once
 
 The gate builds each finding and records its `metrics()`; a reader takes it back with
 `TheFinding.of(check)`. The checks themselves (what each decides, and how) are described in
-`gate.py`'s `PerformanceGate` docstring; tests: tests/gates/performance/.
+`gate.py`'s `PerformanceGate` docstring; the findings' tests: tests/gates/performance/test_perf_findings.py.
 """
 
 from __future__ import annotations
