@@ -1,7 +1,7 @@
 """The performance gate's checks and findings that other code reads (performance.html's table, the
 correctness report that leaves this gate out): the gate id, its checks' ids, and what each check
 found, typed (`finding.py`: a finding's fields are its metric keys, written once here). A literal
-`performance.…` check id outside this package is a test failure (tests/repo/test_architecture.py).
+`performance.…` check id outside this package is a test failure (tests/repo/test_contracts.py).
 
 The gate builds each finding and records its `metrics()`; a reader takes it back with
 `TheFinding.of(check)`. The checks themselves (what each decides, and how) are described in
