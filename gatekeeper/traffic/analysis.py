@@ -34,7 +34,6 @@ out, Immaterial and Below materiality counted as Pass), and 0 when a critical me
 from __future__ import annotations
 
 import math
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from gatekeeper.stats.hodges_lehmann import hodges_lehmann
+from gatekeeper.stats.signed_rank import SignedRanks
 from gatekeeper.traffic.excess_bound import upper_bound
 from gatekeeper.traffic.measures import Measures, Pair
 from gatekeeper.traffic.sequential import PairedEProcess
@@ -200,8 +200,8 @@ class SliceState:
     pairs: int = 0
     judged: int = 0
     unjudged: dict[str, int] = field(default_factory=dict)
-    sim_delta: array = field(default_factory=lambda: array("d"))  # 8 bytes per pair: bounded, not the pairs
-    len_delta: array = field(default_factory=lambda: array("d"))
+    sim_delta: SignedRanks = field(default_factory=SignedRanks)  # 16 bytes per pair: bounded, not the pairs
+    len_delta: SignedRanks = field(default_factory=SignedRanks)
 
 
 @dataclass(frozen=True)
@@ -326,10 +326,10 @@ class Analysis:
                         state.fired_at = s.judged
                         if self.first_fired_at is None:
                             self.first_fired_at = self.pairs
-            s.sim_delta.append(m.similarity - m.twin_similarity)
+            s.sim_delta.add(m.similarity - m.twin_similarity)
             if m.length_ratio is not None and m.twin_length_ratio is not None and m.length_ratio > 0 \
                     and m.twin_length_ratio > 0:
-                s.len_delta.append(math.log(m.length_ratio) - math.log(m.twin_length_ratio))
+                s.len_delta.add(math.log(m.length_ratio) - math.log(m.twin_length_ratio))
 
     @property
     def fired(self) -> bool:
@@ -364,16 +364,13 @@ class Analysis:
         return MetricResult(name, False, "High" if high else "Pass", cand_rate, twin_rate, st.eligible, float(p), None,
                             excess)
 
-    def _continuous(self, name: str, deltas: array, tolerance: float, direction: str) -> MetricResult:
-        if sum(1 for d in deltas if d != 0.0) < 5:
-            return MetricResult(name, False, "Pass" if deltas else "Nodata", None, None, len(deltas), None, None,
-                                0.0 if deltas else None)
-        from scipy.stats import wilcoxon  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
-
-        alt = "less" if direction == "decrease" else "two-sided"
-        values = np.frombuffer(deltas, dtype=float)
-        p = float(wilcoxon(values, alternative=alt, zero_method="zsplit").pvalue)
-        shift = hodges_lehmann(values)
+    def _continuous(self, name: str, deltas: SignedRanks, tolerance: float, direction: str) -> MetricResult:
+        if deltas.nonzero < 5:
+            return MetricResult(name, False, "Pass" if len(deltas) else "Nodata", None, None, len(deltas), None, None,
+                                0.0 if len(deltas) else None)
+        # Wilcoxon's signed-rank test (zero-split), carried from look to look: a look ranks only the new deltas
+        p = deltas.pvalue("less" if direction == "decrease" else "two-sided")
+        shift = hodges_lehmann(np.array(deltas.values))
         beyond = shift < -tolerance if direction == "decrease" else abs(shift) > tolerance
         label = "Pass"
         if p < 1 - self.t.confidence and beyond:
