@@ -37,7 +37,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
     from gatekeeper.errors import ConfigError
     from gatekeeper.run.plan import build_plan, new_run_id
     from gatekeeper.commands.progress import Progress
-    from gatekeeper.run.run_dir import INCOMPLETE, PlanOptions, fingerprint, read_plan_options
+    from gatekeeper.run.run_dir import INCOMPLETE, fingerprint, read_plan_options
     from gatekeeper.tape.recording import DIR, TARGETS
     from gatekeeper.run.rejudge import ReplayRunner
 
@@ -55,16 +55,15 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
         if not (run_dir / DIR / TARGETS).is_file():
             raise ConfigError(f"{run_dir}: no recorded answers ({DIR}/{TARGETS} is missing: a run made before gatekeeper "
                               "recorded answers)")
-        recorded = read_plan_options(run_dir)
-        original = build_plan(recorded.options, recorded.sources, run_dir.name, asks_servers=False)
-        options, sources = recorded.options, recorded.sources
+        options, sources = read_plan_options(run_dir)
+        original = build_plan(options, sources, run_dir.name, asks_servers=False)
         if policy:
             options, sources = replace(options, policy=policy), sources.with_layer("policy", "flag")
         options = replace(options, out=out or str(run_dir.parent),
                           on_rollback=(), reference_cache=None,  # a rejudge notifies no one and asks nothing
                           report_url=base)  # another run directory: the recorded run's base is not its
         plan = build_plan(options, sources, new_run_id(), asks_servers=False)
-        parts = fingerprint(plan, options)
+        parts = fingerprint(plan)
     except ConfigError as e:
         fail(str(e), exit_codes.USAGE, e.hint)
     progress = Progress(plan.redactor())
@@ -74,7 +73,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
             progress(f"note: the {part.replace('_', ' ')} differ from the recorded run's: requests it did not make are "
                      "ERRORs, changed expectations are judged as they are now")
     try:
-        result = ReplayRunner(plan, original, run_dir, progress, parts, PlanOptions(options, sources)).run()
+        result = ReplayRunner(plan, original, run_dir, progress, parts).run()
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the rejudge could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: its own exit code

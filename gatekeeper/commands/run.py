@@ -45,7 +45,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
     from gatekeeper.commands.progress import Progress
     from gatekeeper.run.runner import Runner
 
-    from gatekeeper.run.run_dir import PlanOptions, check_resumable, fingerprint
+    from gatekeeper.run.run_dir import check_resumable, fingerprint
 
     if as_json:
         json_errors()
@@ -67,7 +67,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
             options, sources, cell_run = apply_cell(options, sources, run_dir)  # may write the cell's policy there
         plan = build_plan(options, sources, run_id)
-        parts = None if dry_run else fingerprint(plan, options)  # hashing the model and code: not for a dry run
+        parts = None if dry_run else fingerprint(plan)  # hashing the model and code: not for a dry run
         if resume_dir:
             assert parts is not None  # --resume and --dry-run were refused together above
             resumable = check_resumable(Path(resume_dir), parts, redo_gates(redo))
@@ -82,7 +82,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         if cell_run is not None:
             click.echo(f"matrix {cell_run.matrix.path} cell {cell_run.cell.id} (expected: {cell_run.expected or 'nothing'})")
         found = plan_warnings(plan)  # asks each URL target for its models
-        click.echo(plan.redactor().text(describe_plan(plan, sources, found.lines)))
+        click.echo(plan.redactor().text(describe_plan(plan, found.lines)))
         discard(run_dir)
         if found.unusable:
             fail(plan.redactor().text("; ".join(found.unusable)), exit_codes.USAGE,
@@ -94,7 +94,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
         progress(f"matrix {cell_run.matrix.name} cell {cell_run.cell.id}"
                  + (f" (expected {cell_run.expected})" if cell_run.expected else ""))
     try:
-        result = Runner(plan, progress, parts, resumable, PlanOptions(options, sources)).run()
+        result = Runner(plan, progress, parts, resumable).run()
     except GatekeeperError as e:
         fail(str(e), exit_codes.HOLD, "no verdict: the run could not finish")
     except Exception as e:  # noqa: BLE001 — gatekeeper's own failure: exit INTERNAL_ERROR, the run dir stays incomplete

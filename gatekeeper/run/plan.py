@@ -118,6 +118,8 @@ def build_plan(options: RunOptions, sources: OptionSources, run_id: str | None =
         restricted=tuple(restricted),
         reference_cache=options.reference_cache or None,
         report_links=ReportLinks(options.report_url or None),
+        options=options,
+        sources=sources,
     )
     for gate in selected:
         gate.validate(policy.settings(gate.id), plan)
@@ -243,7 +245,7 @@ def check_faults(faults: tuple[str, ...] | list[str]) -> None:
         _check_engine("candidate", TargetSpec(kind="bundled", faults=tuple(faults)))
 
 
-def describe_plan(plan: RunPlan, sources: Mapping[str, str], warnings: Sequence[str] = ()) -> str:
+def describe_plan(plan: RunPlan, warnings: Sequence[str] = ()) -> str:
     """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
     the policy, the gates in order with their blocking rule, the golden cases, where reports go,
     then `warnings` (`plan_warnings.py`'s, which asks URL targets), one `warning:` line each."""
@@ -257,7 +259,7 @@ def describe_plan(plan: RunPlan, sources: Mapping[str, str], warnings: Sequence[
         log = (f", log from file {spec.log_file}" if spec.log_file else f", log from the command '{spec.log_command}'"
                if spec.log_command else ", no log" if spec.kind == "url" else "")
         lines.append(f"{role}: {spec.describe()}{model}{key}{log}; dtype {spec.dtype} ({declared})")
-    lines.append(f"policy: {plan.policy.path} (from {sources.get('policy', 'default')})")
+    lines.append(f"policy: {plan.policy.path} (from {plan.sources.get('policy', 'default')})")
     for gate in select(plan.gates):
         state = "enabled" if gate.id in plan.policy.enabled else "disabled by policy"
         lines.append(f"  gate {gate.stage} {gate.id}: {gate.title} — {state}")

@@ -20,7 +20,7 @@ from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext, TargetRuntime, utc_now
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, Status
-from gatekeeper.run.run_dir import PlanOptions, Resumable, finished_gates
+from gatekeeper.run.run_dir import Resumable, finished_gates
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.run.liveness import Liveness
 from gatekeeper.run.runner import ROLES, Runner
@@ -61,9 +61,8 @@ class ReplayRunner(Runner):
     """The runner on a recorded run's answers; `original` is the plan that run was made with."""
 
     def __init__(self, plan: RunPlan, original: RunPlan, source_dir: Path,
-                 progress: Callable[[str], None] = lambda m: None, fingerprint: dict[str, str] | None = None,
-                 options: PlanOptions | None = None) -> None:
-        super().__init__(plan, progress, fingerprint, options=options)
+                 progress: Callable[[str], None] = lambda m: None, fingerprint: dict[str, str] | None = None) -> None:
+        super().__init__(plan, progress, fingerprint)
         self.original, self.source_dir = original, source_dir
         self.recorded = Recorded(source_dir)
         self.measured: Resumable = finished_gates(source_dir)

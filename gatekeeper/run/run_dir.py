@@ -74,14 +74,15 @@ def _named_files(plan: RunPlan) -> list[Path]:
     return found
 
 
-def fingerprint(plan: RunPlan, options: RunOptions) -> dict[str, str]:
+def fingerprint(plan: RunPlan) -> dict[str, str]:
     """The plan's parts, each hashed: what must be the same for a run to be continued."""
     import gatekeeper
 
     code = Path(gatekeeper.__file__).parent
     models = [Path(s.model) for s in (plan.reference, plan.candidate) if s.kind == "bundled" and s.model]
+    options = plan.options.as_json() if plan.options is not None else {}
     return {
-        "options": digest([json.dumps({k: v for k, v in options.as_json().items() if k not in _NOT_PLAN}, sort_keys=True,
+        "options": digest([json.dumps({k: v for k, v in options.items() if k not in _NOT_PLAN}, sort_keys=True,
                                        default=str).encode()]),
         "policy": files_digest([find_file(plan.policy.path)]),
         "golden_sets": files_digest(find_file(p) for p in plan.golden_paths),
@@ -92,27 +93,20 @@ def fingerprint(plan: RunPlan, options: RunOptions) -> dict[str, str]:
     }
 
 
-def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: PlanOptions | None = None,
-               redact: Callable[[str], str] = lambda text: text) -> None:
+def write_plan(run_dir: Path, run_id: str, parts: Mapping[str, str], options: RunOptions | None = None,
+               sources: Mapping[str, str] | None = None, redact: Callable[[str], str] = lambda text: text) -> None:
     """Record the plan's fingerprint in the run directory and, when given, the resolved options
     and where each came from (what `gatekeeper rejudge` rebuilds the plan from), through `redact`
     (a URL's password, a launch command's key)."""
-    data: dict[str, Any] = {"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)}
+    data: dict[str, object] = {"format": PLAN_FORMAT, "run_id": run_id, "fingerprint": dict(parts)}
     if options is not None:
-        data["options"], data["sources"] = options.options.as_json(), dict(options.sources)
+        data["options"], data["sources"] = options.as_json(), dict(sources or {})
     write_atomic(run_dir / PLAN, redact(json.dumps(data, indent=2, default=str)) + "\n")
 
 
-@dataclass(frozen=True)
-class PlanOptions:
-    """The resolved run options (`config/run_config.resolve`) and the layer each came from."""
-
-    options: RunOptions
-    sources: OptionSources
-
-
-def read_plan_options(run_dir: Path) -> PlanOptions:
-    """The options a finished run recorded in plan.json (ConfigError naming what is missing)."""
+def read_plan_options(run_dir: Path) -> tuple[RunOptions, OptionSources]:
+    """The options a finished run recorded in plan.json and where each came from (ConfigError
+    naming what is missing)."""
     try:
         data = json.loads((run_dir / PLAN).read_text(encoding="utf-8"))
     except OSError:
@@ -122,7 +116,7 @@ def read_plan_options(run_dir: Path) -> PlanOptions:
     if not isinstance(data, dict) or not isinstance(data.get("options"), dict) or not isinstance(data.get("sources"), dict):
         raise ConfigError(f"{run_dir / PLAN}: records no options (a run made before gatekeeper recorded them, or not by "
                           "`gatekeeper run`): it cannot be re-judged")
-    return PlanOptions(RunOptions.from_values(data["options"]), OptionSources(data["sources"]))
+    return RunOptions.from_values(data["options"]), OptionSources(data["sources"])
 
 
 @dataclass(frozen=True)

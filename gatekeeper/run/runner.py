@@ -33,7 +33,7 @@ from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
 from gatekeeper.run import liveness, next_steps, retry_check
 from gatekeeper.run.liveness import ROLES, Liveness
-from gatekeeper.run.run_dir import (PlanOptions, Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
+from gatekeeper.run.run_dir import (Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.interface import Started, Target, TargetSpec
@@ -49,13 +49,11 @@ class Runner:
     """Runs one plan; `progress` receives one-line status messages."""
 
     def __init__(self, plan: RunPlan, progress: Callable[[str], None] = lambda m: None,
-                 fingerprint: Mapping[str, str] | None = None, resume: Resumable | None = None,
-                 options: PlanOptions | None = None) -> None:
+                 fingerprint: Mapping[str, str] | None = None, resume: Resumable | None = None) -> None:
         self.plan = plan
         self.progress = progress
         self.fingerprint = fingerprint  # recorded in plan.json, for a later --resume
         self.resume = resume
-        self.options = options  # the resolved options, recorded in plan.json with the fingerprint (for a rejudge)
         self.run_dir = plan.out_dir / plan.run_id
         self.targets: dict[str, Target] = {}
         self._extra: list[Endpoint] = []  # endpoints of targets a gate started
@@ -112,7 +110,7 @@ class Runner:
         started_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         mark_incomplete(self.run_dir, plan.run_id, started_at)
         if self.fingerprint is not None:
-            write_plan(self.run_dir, plan.run_id, self.fingerprint, self.options, plan.redactor().text)
+            write_plan(self.run_dir, plan.run_id, self.fingerprint, plan.options, plan.sources, plan.redactor().text)
         if self.resume is not None:
             keep_reused_records(self.resume)
             set_aside_logs(self.run_dir)

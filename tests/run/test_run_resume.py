@@ -36,7 +36,7 @@ def _interrupted_dir(tmp_path: Path, **options: str) -> Path:
     plan = build_plan(values, sources, run_dir.name)
     run_dir.mkdir(parents=True)
     mark_incomplete(run_dir, run_dir.name, "2026-01-01T00:00:00+00:00")
-    write_plan(run_dir, run_dir.name, fingerprint(plan, values))
+    write_plan(run_dir, run_dir.name, fingerprint(plan))
     return run_dir
 
 
