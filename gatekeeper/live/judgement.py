@@ -15,8 +15,10 @@ changes under it: it is new (a tenant reaching `min_slice_requests`), a critical
 apply to it (its first JSON request), or the alpha of one of its tests changed (the first
 judgement fixes its slices' split, but a measure that starts to apply to one of them divides
 that share anew). These are rare and bounded (slices × measures); otherwise a look costs the new
-pairs, plus `Analysis.results` over every slice (the non-critical tests: Wilcoxon over each
-slice's deltas, Hodges-Lehmann over a fixed-size subsample of them).
+pairs, plus `Analysis.results` over every slice: McNemar's test from counts, the Wilcoxon test
+from its carried statistic (`stats/signed_rank.py`: the new deltas ranked among the earlier ones,
+then merged in: one memmove of the sorted deltas, about 1 ms per 10⁶), Hodges-Lehmann over a
+fixed-size subsample — about 0.2 s at 10⁶ stored pairs, measured, almost all of it the fixed part.
 
 A look reads the store up to its last pair when it starts; pairs the mirror commits meanwhile
 wait for the next look. A look that fails before it changes anything (a stored row that is no
