@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gatekeeper.gates.performance.finding import KEY, OPTIONAL, PAIR, Finding, nested
+from gatekeeper.gates.finding import KEY, OPTIONAL, PAIR, Finding, nested
 from gatekeeper.results import CheckResult
 
 GATE = "performance"

@@ -1,4 +1,4 @@
-"""The performance gate's findings (gates/performance/checks.py, finding.py): what the gate records
+"""The performance gate's findings (gates/performance/checks.py, gates/finding.py): what the gate records
 is each finding's `metrics()`, read back by `of(check)` from a recorded check or a stored
 summary.json, and performance.html's table reads the findings, not metric keys."""
 

@@ -1,9 +1,9 @@
-"""A finding: what one of the performance gate's checks found, as a frozen value whose fields
-are the check's metric keys.
+"""A finding: what one gate check found, as a frozen value whose fields are the check's metric
+keys. Each gate declares its findings in its `checks.py` (the performance gate's, gate 4's...).
 
 The gate builds the finding and records `finding.metrics()` as the check's `CheckResult.metrics`;
-whatever reads the check (performance.html's table, a stored summary.json) reads it back with
-`TheFinding.of(check)`. Each key is written once, as a field name, so renaming a field renames
+whatever reads the check (the correctness table, performance.html's table, a stored
+summary.json) reads it back with `TheFinding.of(check)`. Each key is written once, as a field name, so renaming a field renames
 its key for the writer and every reader at once, and a reader that names a field the finding
 does not have fails mypy instead of blanking a report cell.
 
@@ -43,7 +43,7 @@ def nested(cls: type[Finding], optional: bool = False) -> Any:
 
 @dataclass(frozen=True)
 class Finding:
-    """The base of the performance gate's findings: `metrics()` writes one, `of` reads one back."""
+    """The base of every gate's findings: `metrics()` writes one, `of` reads one back."""
 
     def complete(self) -> bool:
         """Whether the check compared anything (False: only the `KEY` fields are written)."""
