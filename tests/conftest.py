@@ -132,6 +132,22 @@ def pg_server():
 
 
 @pytest.fixture
+def own_server():
+    """A PostgreSQL server of the test's own, which it may stop and start again (`halt`, `resume`:
+    the session's `pg_server` serves other tests meanwhile)."""
+    from pg_server import find_binaries, start
+
+    bin_dir = find_binaries()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): install the postgresql package")
+    server = start(bin_dir)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
 def pg_url(pg_server, request) -> str:
     """The URL of a fresh, empty database on the session's PostgreSQL server (password included)."""
     import re

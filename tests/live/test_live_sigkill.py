@@ -28,88 +28,25 @@ import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import httpx
-import psycopg
 import pytest
 
 from gatekeeper import exit_codes
 from gatekeeper.traffic.store import open_store
-from live_util import live
 from paths import ROOT
-from scripted_server import Reply, Request, chat_body, scripted_server
-
-FLUSH_PAIRS, WORKERS, QUEUE, CLIENTS = 16, 2, 64, 3
-PAUSE_S = 0.05  # between a client's requests: a steady load the mirror keeps up with on a busy 2-core machine
-BOUND = FLUSH_PAIRS + QUEUE + WORKERS + CLIENTS
-
-
-def _upstream(req: Request) -> Reply:
-    text = (req.body or {}).get("messages", [{}])[-1].get("content", "")
-    return Reply.json(chat_body(f"echo: {text}"))
-
-
-class Load:
-    """CLIENTS threads sending requests to one proxy, one at a time each, until stopped or the
-    proxy is gone; `answered` holds the contents the proxy answered with 200."""
-
-    def __init__(self, url: str, name: str) -> None:
-        self.url, self.name = url, name
-        self.answered: list[str] = []
-        self.stop = threading.Event()
-        self._lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._run, args=(c,), daemon=True) for c in range(CLIENTS)]
-        for t in self.threads:
-            t.start()
-
-    def _run(self, c: int) -> None:
-        with httpx.Client(timeout=30) as client:
-            i = 0
-            while not self.stop.is_set():
-                content = f"{self.name}-{c}-{i}"
-                try:
-                    r = client.post(self.url + "/v1/chat/completions",
-                                    json={"model": "m", "messages": [{"role": "user", "content": content}], "temperature": 0})
-                except httpx.HTTPError:
-                    return  # the proxy is gone
-                if r.status_code == 200:
-                    with self._lock:
-                        self.answered.append(content)
-                i += 1
-                self.stop.wait(PAUSE_S)
-
-    def join(self) -> list[str]:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=60)
-        return list(self.answered)
-
-
-def _stored(url: str) -> dict[str, list[str]]:
-    """The stored pairs' contents per replica, in stored order."""
-    with psycopg.connect(url) as db:
-        rows = db.execute("SELECT replica, record FROM pairs ORDER BY seq").fetchall()
-    out: dict[str, list[str]] = {}
-    for replica, record in rows:
-        out.setdefault(replica, []).append(json.loads(record)["request"]["messages"][-1]["content"])
-    return out
-
-
-def _replica(up: str, url: str, name: str):  # noqa: ANN202 — live()'s context manager
-    return live("shadow", "--primary", up, "--shadow", up, "--sample", "1", "--store", url, "--replica", name,
-                "--flush-pairs", str(FLUSH_PAIRS), "--flush-interval", "3600", "--workers", str(WORKERS),
-                "--queue", str(QUEUE), "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", new_session=True)
+from replica_load import BOUND, FLUSH_PAIRS, Load, replica, stored_contents, upstream
+from scripted_server import scripted_server
 
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_replica_sigkilled_mid_load_loses_at_most_its_unflushed_batch_and_never_half_a_pair(pg_url: str, seed: int):
     rng = random.Random(seed)
-    with scripted_server(_upstream) as (up, _), _replica(up, pg_url, "a") as a, _replica(up, pg_url, "b") as b:
+    with scripted_server(upstream) as (up, _), replica(up, pg_url, "a") as a, replica(up, pg_url, "b") as b:
         load_a, load_b = Load(a.url, "a"), Load(b.url, "b")
         deadline = time.monotonic() + 120
-        while len(_stored(pg_url).get("a", [])) < 3 * FLUSH_PAIRS and time.monotonic() < deadline:
+        while len(stored_contents(pg_url).get("a", [])) < 3 * FLUSH_PAIRS and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(rng.uniform(0.0, 0.5))  # somewhere inside a batch
         dropped_a = a.verdict()["mirror"]["dropped"]  # copies a dropped for a full queue (counted, by design)
@@ -125,7 +62,7 @@ def test_a_replica_sigkilled_mid_load_loses_at_most_its_unflushed_batch_and_neve
         time.sleep(0.1)
     assert not _pids_in_group(a.proc.pid)
 
-    stored = _stored(pg_url)
+    stored = stored_contents(pg_url)
     with open_store(pg_url, readonly=True) as store:  # every row decodes (a row that does not is a ConfigError)
         decoded = sum(1 for _ in store.rows())
         assert decoded == len(store) == sum(len(v) for v in stored.values())

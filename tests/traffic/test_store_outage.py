@@ -20,23 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from gatekeeper.live.admin import serve_admin
 from gatekeeper.live.mirror import Counters, Mirror, MirrorConfig, Upstream
 from gatekeeper.traffic.store import Batching
-from pg_server import PASSWORD, PgServer, find_binaries, start
+from pg_server import PASSWORD, PgServer
 from store_pairs import pair
 
 MAX_PENDING, FLUSH_PAIRS = 20, 4
-
-
-@pytest.fixture
-def own_server():
-    """A PostgreSQL server this test may stop and start (the session's serves other tests)."""
-    bin_dir = find_binaries()
-    if bin_dir is None:
-        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl): install the postgresql package")
-    server = start(bin_dir)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _metrics(url: str) -> dict[str, float]:
