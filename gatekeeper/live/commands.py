@@ -52,6 +52,8 @@ def _patterns(redact: tuple[str, ...], no_default: bool) -> tuple[str, ...]:
     return (() if no_default else PII_DEFAULTS) + redact
 
 
+MIRROR_STOP_S = 10.0  # how long a stopping proxy waits for its mirror to finish the queue and commit
+
 _REDACT = [click.option("--tenant-header", default=None, metavar="NAME", help="Request header naming the tenant."),
            click.option("--redact", multiple=True, metavar="REGEX",
                         help="Also replace matches of REGEX (PII) with <redacted> (repeatable)."),
@@ -198,12 +200,18 @@ def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, repl
             q.put_nowait(None)  # the mirror's sentinel; a full queue (a hung shadow) is not waited for
         except queue.Full:
             pass
-        child.join(timeout=10)
+        child.join(timeout=MIRROR_STOP_S)
         if child.is_alive():
             child.terminate()
         q.cancel_join_thread()  # copies still buffered for a mirror that is gone are dropped, not waited for
-        click.echo(f"shadow: {counters.forwarded.value} forwarded, {counters.sampled.value} sampled, "
-                   f"{counters.dropped.value} dropped", err=True)
+        line = (f"shadow: {counters.forwarded.value} forwarded, {counters.sampled.value} sampled, "
+                f"{counters.dropped.value} dropped")
+        if not counters.closed.value:  # stopped before it finished: what it had not done is lost, and said
+            unfinished = counters.sampled.value - counters.dropped.value - counters.mirrored.value
+            line += (f"; the mirror had not finished {MIRROR_STOP_S:g} s after the stop (a slow or hung shadow, or "
+                     f"store) and was stopped: {unfinished} cop(ies) not mirrored, and the pairs it had not "
+                     f"committed yet, are lost")
+        click.echo(line, err=True)
 
 
 shadow = _with(_REDACT, shadow)

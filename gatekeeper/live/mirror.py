@@ -84,6 +84,8 @@ class Counters:
     dropped: Any = field(default_factory=lambda: mp.Value("q", 0))
     forwarded: Any = field(default_factory=lambda: mp.Value("q", 0))
     admin_port: Any = field(default_factory=lambda: mp.Value("i", 0))
+    mirrored: Any = field(default_factory=lambda: mp.Value("q", 0))  # copies the mirror finished (stored or not)
+    closed: Any = field(default_factory=lambda: mp.Value("i", 0))  # 1 once the mirror closed its store at the end
 
 
 def offer(q: Any, counters: Counters, ex: Exchange) -> bool:
@@ -182,8 +184,9 @@ class Mirror:
         self.store.add(record, self._redacted(reference), self._redacted(candidate),
                        self._redacted(twin) if twin is not None else None)  # counted by the store
 
-    def work(self, q: Any) -> None:
-        """A worker thread: exchanges until the sentinel."""
+    def work(self, q: Any, finished: Any | None = None) -> None:
+        """A worker thread: exchanges until the sentinel; `finished` (a shared counter) counts
+        each exchange done with, stored or not."""
         while True:
             ex = q.get()
             if ex is STOP:
@@ -196,4 +199,7 @@ class Mirror:
                 self.handle(ex)
             except Exception:  # noqa: BLE001 — one bad exchange must not stop the mirror
                 self._count("mirror_errors")
+            if finished is not None:
+                with finished.get_lock():
+                    finished.value += 1
 

@@ -33,7 +33,7 @@ def mirror_main(cfg: MirrorConfig, q: Any, counters: Counters, parent: int) -> N
     mirror = Mirror(cfg)
     server = serve_admin(cfg, mirror, counters)
     counters.admin_port.value = server.server_address[1]
-    workers = [threading.Thread(target=mirror.work, args=(q,), daemon=True) for _ in range(cfg.workers)]
+    workers = [threading.Thread(target=mirror.work, args=(q, counters.mirrored), daemon=True) for _ in range(cfg.workers)]
     for w in workers:
         w.start()
     for w in workers:
@@ -43,3 +43,4 @@ def mirror_main(cfg: MirrorConfig, q: Any, counters: Counters, parent: int) -> N
         mirror.store.close()
     except GatekeeperError as e:  # pairs the store could not take at the end: one line, no traceback
         print(f"gatekeeper shadow: {e}", file=sys.stderr, flush=True)
+    counters.closed.value = 1  # the proxy's stop line: everything accounted for

@@ -112,8 +112,11 @@ def test_a_dead_or_hung_shadow_changes_no_answer_and_the_copies_it_cannot_take_a
             proxied = [httpx.post(sh.url + "/v1/chat/completions", json=body(i), timeout=30).json() for i in range(20)]
             mirror = sh.verdict()["mirror"]
             metrics = httpx.get(sh.admin + "/metrics", timeout=30).text
+            stopped = sh.stop()  # with the shadow still hung: the mirror cannot finish, and the stop line says what is lost
             hang.set()
     assert proxied == direct
+    assert "shadow: 20 forwarded, 20 sampled, 17 dropped; the mirror had not finished 10 s after the stop" in stopped, stopped
+    assert "3 cop(ies) not mirrored" in stopped, stopped
     # one copy in flight at the hung shadow, two waiting: the other 17 were dropped, the clients' requests never
     assert mirror["sampled"] == 20 and mirror["dropped"] == 17 and mirror["forwarded"] == 20, mirror
     dropped = [smp.value for f in text_string_to_metric_families(metrics) for smp in f.samples
