@@ -3,8 +3,9 @@
 layer each came from, which also says how the user wrote an option when an error names it.
 
 They flow one way: resolve → (a matrix cell's layer, `matrix/cell_run.apply_cell`) →
-`run/plan.build_plan` → the RunPlan; plan.json records `RunOptions.as_json()` and the sources, from
-which `gatekeeper rejudge` rebuilds them (`RunOptions.from_values`).
+`run/plan.build_plan` → the RunPlan, which carries them on (`plan.options`, `plan.sources`): the
+fingerprint hashes them and plan.json records `RunOptions.as_json()` with the sources, from which
+`gatekeeper rejudge` rebuilds them (`RunOptions.from_values`).
 """
 
 from __future__ import annotations
