@@ -131,7 +131,7 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
         _pct(sum(c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in cases), len(cases)) if cases else "–",
         ("FAIL" if degenerate else "PASS") if cases else "not run", tuple(c.id for c in degenerate)))
     grid = next((c for c in (longctx.checks if longctx else ()) if c.id == NEEDLE_GRID), None)
-    g = NeedleGridFinding.of(grid) if grid else NeedleGridFinding(0, 0, 0, 0)
+    g = NeedleGridFinding.of(grid) if grid else NeedleGridFinding()
     rows.append(CorrectnessRow(
         "Long context", "needle facts recalled (length × depth grid)", "not below the reference",
         _pct(g.reference_pass, g.cells) if grid else "–", _pct(g.candidate_pass, g.cells) if grid else "–",

@@ -17,12 +17,12 @@ GATES = ROOT / "gatekeeper" / "gates"
 NO_LIMIT = {
     "startup/gate.py:checks.ready(role)": "the failing call (FAIL or ERROR); the PASS call states its limit",
     "startup/gate.py:f'version.{role}'": "advisory: the version the target states",
-    "longctx/gate.py:'metrics'": "advisory: the engine's own metrics shown",
-    "longctx/session_decay.py:'trigger_conditions'": "advisory: which trigger conditions the sessions met",
+    "longctx/gate.py:checks.METRICS": "advisory: the engine's own metrics shown",
+    "longctx/session_decay.py:TRIGGER_CONDITIONS": "advisory: which trigger conditions the sessions met",
     "shadow/gate.py:'traffic'": "advisory: describes the traffic file read, not a judgement",
     "shadow/gate.py:checks.stage(stage.name)": "advisory; a stage that judged nothing SKIPs (stage_rule.py)",
     "performance/gate.py:checks.CAPACITY": "advisory: each side's sweep, knee and goodput",
-    "performance/history_check.py:'history'": "advisory: the figures against earlier runs' history",
+    "performance/history_check.py:checks.HISTORY": "advisory: the figures against earlier runs' history",
 }
 DECLARES = {"judged", "limit"}
 
@@ -59,9 +59,9 @@ def test_the_list_of_non_counts_names_only_checks_that_exist() -> None:
 def test_the_named_suspects_now_declare_their_counts() -> None:
     """The checks a review found passing or warning on nothing (issue: detection power)."""
     declared = {key for key, declares in _sites() if declares}
-    for key in ("longctx/block_sweep.py:'block_boundary'", "longctx/prefix_cache.py:'prefix_cache.shared_prefix'",
+    for key in ("longctx/block_sweep.py:BLOCK_BOUNDARY", "longctx/prefix_cache.py:SHARED_PREFIX",
                 "longctx/tool_checks.py:TOOL_CALLS", "longctx/tool_checks.py:TOOL_RESULT",
                 "longctx/tool_checks.py:TOOL_STREAM", "longctx/tool_checks.py:JSON_SCHEMA",
-                "golden/gate.py:checks.CANDIDATE_REPEAT", "longctx/session_decay.py:'session_recall'",
-                "longctx/session_decay.py:'session_agreement'", "longctx/needle_grid.py:NEEDLE_GRID"):
+                "golden/gate.py:checks.CANDIDATE_REPEAT", "longctx/session_decay.py:SESSION_RECALL",
+                "longctx/session_decay.py:SESSION_AGREEMENT", "longctx/needle_grid.py:NEEDLE_GRID"):
         assert key in declared, key

@@ -56,6 +56,7 @@ from gatekeeper.errors import EndpointError, refused_alike
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.prompts import NeedlePrompt, needle_prompts
+from gatekeeper.gates.longctx.checks import BATCH_FEATURES, BatchFeaturesFinding
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import both
@@ -63,7 +64,6 @@ from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Judgement, Status
 from gatekeeper.detection import exact
 
-NAME = "batch_features"
 SEED = 1234
 UNJUDGED = "not judged: "
 REFERENCE_FAILS = UNJUDGED + "reference fails too"
@@ -236,7 +236,7 @@ def run_last(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, co
     if s.batch_features_urls or not any(_kind(ctx, r) == "url" for r in ("reference", "candidate")):
         run(ctx, s, counter, context, max_prompt)
         return
-    ctx.skip(NAME, "not run: a target is a URL, and this check may kill the engine it probes (vLLM 0.31.0's and "
+    ctx.skip(BATCH_FEATURES, "not run: a target is a URL, and this check may kill the engine it probes (vLLM 0.31.0's and "
              "0.32.0's CPU engines die on a seeded request split by chunked prefill); launch both targets "
              "(kind: launch) to run it on fresh copies, or set gates.longctx.batch_features_urls: true", advisory=True)
 
@@ -269,7 +269,7 @@ def _copies(ctx: GateContext) -> tuple[Endpoint, Endpoint] | None:
             return ref.result(), cand.result()
     except EndpointError as e:
         ctx.not_judged("request failed", len(FEATURES), 0)
-        ctx.check(NAME, Status.ERROR, f"a copy of a target for this check did not start: {e}")
+        ctx.check(BATCH_FEATURES, Status.ERROR, f"a copy of a target for this check did not start: {e}")
         return None
 
 
@@ -305,39 +305,40 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
     for _, why in unjudged:
         ctx.not_judged(why.removeprefix(UNJUDGED))
     table = Table("each feature alone and in a full batch", ["feature", "reference", "candidate", "judged"], rows)
-    metrics = {"features": len(FEATURES), "judged": judged, "broken": [f.name for f, _ in broken],
-               "changed": [f.name for f in changed], "batch_tokens": budget, "prompt_tokens": length, "fillers": fillers_n}
+    metrics = BatchFeaturesFinding(features=len(FEATURES), judged=judged, broken=tuple(f.name for f, _ in broken),
+                                   changed=tuple(f.name for f in changed), batch_tokens=budget, prompt_tokens=length,
+                                   fillers=fillers_n).metrics()
     if broken:
         feature, c = broken[0]
         err = c.batch_error()
         again = _outcomes(feature, ref, cand)[0].repeats
-        ctx.check(NAME, Status.FAIL, f"{feature.name}: the candidate answered it alone but failed in a full batch ({err}) — "
+        ctx.check(BATCH_FEATURES, Status.FAIL, f"{feature.name}: the candidate answered it alone but failed in a full batch ({err}) — "
                   f"{condition}; the reference answered it both ways"
                   + (f", and in {again} more full batches of it" if again else "")
                   + ("; the candidate's engine died there" if died else "")
                   + (f"; also failing: {', '.join(f.name for f, _ in broken[1:])}" if len(broken) > 1 else ""),
                   metrics, [table], started=t0, judgement=Judgement.EXACT)
     elif both_died:
-        ctx.check(NAME, Status.WARN, f"both builds' engines died of one cause in a full batch — {shared_death} — the "
+        ctx.check(BATCH_FEATURES, Status.WARN, f"both builds' engines died of one cause in a full batch — {shared_death} — the "
                   f"candidate's on {', '.join(f.name for f in both_died)}, the reference's later in the same check: a defect "
                   f"both share, not a regression of the candidate, and not judged ({condition}); {judged} of "
                   f"{len(FEATURES)} features judged", metrics, [table], started=t0, judgement=Judgement.EXACT)
     elif not judged:
-        ctx.check(NAME, Status.SKIP, "undecided: no request feature could be judged ("
+        ctx.check(BATCH_FEATURES, Status.SKIP, "undecided: no request feature could be judged ("
                   + "; ".join(f"{f.name}: {why.removeprefix(UNJUDGED)}" for f, why in unjudged) + ")", metrics, [table],
                   started=t0, undecided=True)
     elif shared:
-        ctx.check(NAME, Status.WARN, f"both targets fail {', '.join(f.name for f in shared)} in a full batch — a bug the "
+        ctx.check(BATCH_FEATURES, Status.WARN, f"both targets fail {', '.join(f.name for f in shared)} in a full batch — a bug the "
                   f"reference has too, so not a regression of the candidate and not judged ({condition}; e.g. "
                   f"{shared_error})" + (f"; the candidate's answer also changed there for {', '.join(f.name for f in changed)}"
                                         if changed else "") + f"; {judged} of {len(FEATURES)} features judged",
                   metrics, [table], started=t0, judgement=Judgement.EXACT)
     elif changed:
-        ctx.check(NAME, Status.WARN, f"every judged feature answered in a full batch, but the candidate's answer changed "
+        ctx.check(BATCH_FEATURES, Status.WARN, f"every judged feature answered in a full batch, but the candidate's answer changed "
                   f"there for {', '.join(f.name for f in changed)} where the reference's did not ({condition})",
                   metrics, [table], started=t0, judgement=Judgement.EXACT)
     else:
-        ctx.check(NAME, Status.PASS, f"{judged} of {len(FEATURES)} request features gave the candidate the same answer "
+        ctx.check(BATCH_FEATURES, Status.PASS, f"{judged} of {len(FEATURES)} request features gave the candidate the same answer "
                   f"alone and in a full batch ({condition})"
                   + (f"; not judged: {'; '.join(f'{f.name} ({why.removeprefix(UNJUDGED)})' for f, why in unjudged)}"
                      if unjudged else ""),

@@ -17,6 +17,7 @@ import time
 from gatekeeper.detection import Items
 from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.checks import BLOCK_BOUNDARY, BoundaryFinding
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.stats import noise
 from gatekeeper.gates.longctx.near_ties import near_ties
@@ -58,13 +59,13 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     ref2_flat = [a for t in ref2 or [] for a in t]
     refusal = refused_by_both([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
     if refusal is not None:
-        ctx.refused_by_both("block_boundary", refusal, len(flat))
+        ctx.refused_by_both(BLOCK_BOUNDARY, refusal, len(flat))
         return
     refused = refused_each([x[1] for x in flat], [x[2] for x in flat], ref2_flat)  # past both contexts: the rest is judged
     flat, ref2_flat, asked = kept(flat, refused), kept(ref2_flat, refused), len(flat)
     err = first_error([x[1] for x in flat], [x[2] for x in flat], ref2_flat)
     if err is not None:
-        ctx.error_check("block_boundary", err)
+        ctx.error_check(BLOCK_BOUNDARY, err)
         ctx.not_judged("request failed", len(flat), failed_requests([x[1] for x in flat], [x[2] for x in flat], ref2_flat))
         ctx.not_judged("both fail identically", asked - len(flat))
         return
@@ -93,10 +94,10 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
     ctx.not_judged("reference unstable", sum(noisy))
     ctx.not_judged("near tie", ties)
     ctx.not_judged("both fail identically", asked - len(flat))
-    ctx.check("block_boundary", Status.FAIL if len(bad) > mm else Status.PASS,
+    ctx.check(BLOCK_BOUNDARY, Status.FAIL if len(bad) > mm else Status.PASS,
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
               + (f" at {bad} tokens" if bad else "") + note + refused_note(refused),
-              {"lengths": [p.tokens for p, _, _ in flat], "mismatches": len(bad), "block_size": block,
-               "exact_lengths": not inexact, "refused_by_both": asked - len(flat)},
+              BoundaryFinding(lengths=tuple(p.tokens for p, _, _ in flat), mismatches=len(bad), block_size=block,
+                              exact_lengths=not inexact, refused_by_both=asked - len(flat)).metrics(),
               [Table(f"block-boundary sweep (B={block})", ["tokens", "position", "secret", "reference", "candidate", ""], rows)],
               started=t0, judged=Items(judged, "boundary-length answers differing from the reference's", mm + 1))

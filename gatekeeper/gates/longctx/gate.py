@@ -26,6 +26,7 @@ from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.gates.longctx.traffic import Watched
 from gatekeeper.results import Status
 from gatekeeper.gates.longctx import checks
+from gatekeeper.gates.longctx.checks import CacheMetricsFinding, NanInfFinding
 from gatekeeper.detection import exact
 
 _FALLBACK_CONTEXT = 2048
@@ -146,11 +147,11 @@ def _context(ctx: GateContext, configured: int) -> tuple[int, str]:
 
 def _nan_check(ctx: GateContext, w: Watched) -> None:
     if not w.logprobs:
-        ctx.check("nan_inf", Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
+        ctx.check(checks.NAN_INF, Status.SKIP, "the candidate returns no logprobs (capability probe), so NaN/Inf cannot be seen")
         return
     if not w.answers:  # nothing watched: no PASS on nothing
-        ctx.check("nan_inf", Status.WARN, "undecided: no answer of the candidate's was watched for NaN/Inf logprobs",
-                  {"answers": 0}, undecided=True)
+        ctx.check(checks.NAN_INF, Status.WARN, "undecided: no answer of the candidate's was watched for NaN/Inf logprobs",
+                  NanInfFinding(answers=0).metrics(), undecided=True)
         return
     # A null logprob is what a NaN becomes in strict JSON: where some came back null and none was
     # NaN/Inf, the check cannot say there was none (undecided, which holds the run), not a pass.
@@ -158,25 +159,25 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
                if w.missing else "")
     undecided = bool(w.missing) and not w.non_finite
     status = Status.FAIL if w.non_finite else Status.WARN if w.missing else Status.PASS
-    ctx.check("nan_inf", status,
+    ctx.check(checks.NAN_INF, status,
               ("undecided: " if undecided else "")
               + (f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
                  f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
               + missing,
-              {"non_finite": w.non_finite, "missing": w.missing, "answers_hit": w.answers_hit, "answers": w.answers},
+              NanInfFinding(non_finite=w.non_finite, missing=w.missing, answers_hit=w.answers_hit, answers=w.answers).metrics(),
               undecided=undecided, limit=exact("NaN/Inf logprob in the candidate's answers", w.answers))
 
 
 def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:
     if not after.available:
-        ctx.skip("metrics", "the candidate exposes no Prometheus /metrics: prefix-cache hit rate and KV usage unknown")
+        ctx.skip(checks.METRICS, "the candidate exposes no Prometheus /metrics: prefix-cache hit rate and KV usage unknown")
         return
     hits, queries = delta(before, after, "vllm:prefix_cache_hits"), delta(before, after, "vllm:prefix_cache_queries")
     rows = [[name, before.get(name), after.get(name)] for name in
             ("vllm:prefix_cache_hits", "vllm:prefix_cache_queries", "vllm:kv_cache_usage_perc", "vllm:num_preemptions",
              "gatekeeper:blocks_evicted", "gatekeeper:blocks_stale_rejected") if after.get(name) is not None]
     rate = f"{hits / queries:.0%}" if hits is not None and queries else "n/a"
-    ctx.check("metrics", Status.PASS, f"prefix-cache hit rate over the gate {rate}"
+    ctx.check(checks.METRICS, Status.PASS, f"prefix-cache hit rate over the gate {rate}"
               + (f" ({hits:.0f} of {queries:.0f} tokens)" if hits is not None and queries else ""),
-              {"prefix_cache_hits": hits, "prefix_cache_queries": queries},
+              CacheMetricsFinding(prefix_cache_hits=hits, prefix_cache_queries=queries).metrics(),
               [Table("candidate metrics before and after gate 4", ["metric", "before", "after"], rows)])

@@ -45,7 +45,7 @@ from gatekeeper.gates.longctx.traffic import (
     unstable,
 )
 from gatekeeper.results import Status
-from gatekeeper.gates.longctx.checks import NEEDLE_GRID
+from gatekeeper.gates.longctx.checks import NEEDLE_GRID, NeedleGridFinding
 
 MARK = {(True, True): "✓ ✓", (True, False): "✓ ✗ regression", (False, True): "✗ ✓", (False, False): "✗ ✗"}  # (reference, candidate)
 
@@ -64,14 +64,14 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                                    ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     refusal = refused_by_both(ref, cand, ref2 or [])
     if refusal is not None:
-        ctx.refused_by_both("needle_grid", refusal, len(grid))
+        ctx.refused_by_both(NEEDLE_GRID, refusal, len(grid))
         return
     # A cell both targets refuse alike (a prompt past both contexts) answers nothing on either side:
     # it is a cell neither answers identically (not judged), and the grid judges the rest.
     refused = refused_each(ref, cand, ref2 or [])
     err = first_error(kept(ref, refused), kept(cand, refused), kept(ref2 or [], refused))  # a failed noise-floor request: an error
     if err is not None:
-        ctx.error_check("needle_grid", err)
+        ctx.error_check(NEEDLE_GRID, err)
         ctx.not_judged("request failed", len(grid), failed_requests(ref, cand, ref2 or []))
         return
     noisy = unstable(ref, ref2)
@@ -154,15 +154,16 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                  "(asked again with logprobs: noise, not judged)" if len(ties) > len(missed_at_tie) else "")
               + (f"; {len(confident)} regression(s) confirmed as a confident divergence, logprobs in the evidence"
                  if confident and status is Status.FAIL else ""))
-    ctx.check(NEEDLE_GRID, status, reason, {
-        "cells": len(grid), "judged": judged, "regressions": len(regressions), "reference_unstable": sum(noisy),
-        "both_fail": both_fail, "both_fail_differs": sum(o is Outcome.DIFFERS for o in outcomes.values()),
-        "limit": limit, "near_ties": len(ties), "missed_at_near_tie": len(missed_at_tie),
-        "confident_divergences": len(confident),
-        "reference_pass": sum(ok_ref), "candidate_pass": sum(ok_cand), "longest_candidate_pass": longest_ok,
-        "lengths": [p.tokens for p in grid[::len(depths)]], "depths": depths, "regressions_by_length": by_length,
-        "differ_by_length": differ_by_length, "exact_lengths": all(p.exact for p in grid),
-        "refused_by_both": sum(r is not None for r in refused)},
+    finding = NeedleGridFinding(
+        cells=len(grid), judged=judged, regressions=len(regressions), reference_unstable=sum(noisy),
+        both_fail=both_fail, both_fail_differs=sum(o is Outcome.DIFFERS for o in outcomes.values()),
+        limit=limit, near_ties=len(ties), missed_at_near_tie=len(missed_at_tie),
+        confident_divergences=len(confident),
+        reference_pass=sum(ok_ref), candidate_pass=sum(ok_cand), longest_candidate_pass=longest_ok,
+        lengths=tuple(p.tokens for p in grid[::len(depths)]), depths=tuple(depths), regressions_by_length=by_length,
+        differ_by_length=differ_by_length, exact_lengths=all(p.exact for p in grid),
+        refused_by_both=sum(r is not None for r in refused))
+    ctx.check(NEEDLE_GRID, status, reason, finding.metrics(),
         ev, started=t0, undecided=undecided,
         judged=Items(judged, "needle cells the candidate misses where the reference answers", limit + 1))
 

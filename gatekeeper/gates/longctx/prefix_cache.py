@@ -21,6 +21,7 @@ import time
 from gatekeeper.detection import Items, exact
 from gatekeeper.evidence import JsonValue, Table, TextPair
 from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.checks import COLD_WARM, SHARED_PREFIX, ColdWarmFinding, SharedPrefixFinding
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.stats import noise
 from gatekeeper.gates.longctx import tasks
@@ -63,11 +64,11 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
     after = scrape(ctx.candidate)
     refusal = refused_by_both([ref], [cold], [ref2], [warm])
     if refusal is not None:
-        ctx.refused_by_both("prefix_cache.cold_warm", refusal)
+        ctx.refused_by_both(COLD_WARM, refusal)
         return
     err = first_error([ref, ref2, cold, warm])
     if err is not None:
-        ctx.error_check("prefix_cache.cold_warm", err)
+        ctx.error_check(COLD_WARM, err)
         ctx.not_judged("request failed", 1, failed_requests([ref, ref2, cold, warm]))
         return
     shaky = text(ref) != text(ref2)
@@ -92,13 +93,14 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
         ctx.not_judged("no cache hit")
     else:
         ctx.judged()
-    ctx.check("prefix_cache.cold_warm", status,
+    ctx.check(COLD_WARM, status,
               ("cold, warm and reference answers are equal" if same else
                f"answers differ: reference {texts['reference']!r}, cold {texts['cold']!r}, warm {texts['warm']!r}"
                + (" (the reference does not repeat its own answer: only cold = warm is judged)" if shaky else "")
                + (" (the candidate parts from the reference at a near tie: only cold = warm is judged)" if tie else ""))
               + f" ({prompt.tokens}-token prompt; {seen})",
-              {"tokens": prompt.tokens, "warm_cached_tokens": hits, **texts}, ev, started=t0,
+              ColdWarmFinding(tokens=prompt.tokens, warm_cached_tokens=hits, reference=texts["reference"], cold=texts["cold"],
+                              warm=texts["warm"]).metrics(), ev, started=t0,
               limit=exact("difference between the cold and the warm answer" if shaky or tie else
                           "difference between the cold, the warm and the reference's answer"))
 
@@ -143,7 +145,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
                                    ctx.reference, ctx.candidate, conc, s.noise_floor_concurrency)
     refusal = refused_by_both(ref, cand, ref2 or [])
     if refusal is not None:
-        ctx.refused_by_both("prefix_cache.shared_prefix", refusal, len(items))
+        ctx.refused_by_both(SHARED_PREFIX, refusal, len(items))
         return
     refused = refused_each(ref, cand, ref2 or [])  # a prompt past both contexts: set aside, the rest judged
     asked = len(items)
@@ -152,7 +154,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
     ctx.not_judged("both fail identically", asked - len(items))
     err = first_error(ref, cand, ref2 or [])
     if err is not None:
-        ctx.error_check("prefix_cache.shared_prefix", err)
+        ctx.error_check(SHARED_PREFIX, err)
         ctx.not_judged("request failed", len(items), failed_requests(ref, cand, ref2 or []))
         return
     rows, mismatches = [], 0
@@ -175,12 +177,12 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
         rows.append([messages[-1]["content"][-60:], want or "(unrelated)", text(a), text(b), verdict])
     right = sum(1 for (_, want), b in zip(items, cand) if want is not None and text(b) == want)
     limit_mm = s.prefix_max_mismatches
-    ctx.check("prefix_cache.shared_prefix", Status.FAIL if mismatches > limit_mm else Status.PASS,
+    ctx.check(SHARED_PREFIX, Status.FAIL if mismatches > limit_mm else Status.PASS,
               f"{mismatches} of {len(items)} answers differ from the reference (limit {limit_mm}); {len(asks)} questions "
               f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets"
               + refused_note(refused),
-              {"mismatches": mismatches, "requests": len(items), "shared": len(asks), "candidate_recalled": right,
-               "refused_by_both": asked - len(items)},
+              SharedPrefixFinding(mismatches=mismatches, requests=len(items), shared=len(asks), candidate_recalled=right,
+                                  refused_by_both=asked - len(items)).metrics(),
               [Table("answers (questions on the shared prefix, and any unrelated prompt that differs)",
                      ["question", "secret", "reference", "candidate", ""], rows)], started=t0,
               judged=Items(judged, "answers on a shared prefix differing from the reference's", limit_mm + 1))

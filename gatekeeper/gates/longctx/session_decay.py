@@ -32,6 +32,9 @@ from gatekeeper.detection import DetectionLimit, Items
 from gatekeeper.evidence import Series, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.near_ties import near_ties, unreviewable
+from gatekeeper.gates.longctx.checks import (SESSION_AGREEMENT, SESSION_DECAY, SESSION_RECALL, TRIGGER_CONDITIONS,
+                                             AgreementFinding, DecayFinding, RecallFinding, SessionsSetAside,
+                                             TriggerConditionsFinding)
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import conditions as cond
 from gatekeeper.gates.longctx.decay import Cell, Decay, detectable, score
@@ -122,8 +125,8 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
             f"retries (" + ", ".join(f"{role} {n}" for role, n in by_role.items() if n) + f"); first, {first_role}: {first}")
     ctx.notes.append(f"longctx: session decay: {what}")
     if len(sessions) - len(failed) < MIN_SESSIONS_LEFT:
-        ctx.check("session_decay", Status.ERROR, f"too few sessions left to judge: {what}",
-                  {"error_kind": first.kind, "role": first_role, "sessions_set_aside": len(failed)}, started=started,
+        ctx.check(SESSION_DECAY, Status.ERROR, f"too few sessions left to judge: {what}",
+                  SessionsSetAside(error_kind=first.kind, role=first_role, sessions_set_aside=len(failed)).metrics(), started=started,
                   failed=[e for _, e in failed.values()])
         return None
     return set(failed)
@@ -194,12 +197,13 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
     worst = next((c for c in cells if c.ref_ok and not c.cand_ok), None)
     if worst is not None:
         ev.append(_pair(worst, rounds))
-    ctx.check("session_decay", status, why, {
-        "excess_slope": d.excess_slope, "limit": limit, "p_value": d.p_value, "p_holm": p_holm, "alpha": alpha,
-        "sessions": d.sessions, "one_cell": d.one_cell, "reference_slopes": d.ref_slopes, "candidate_slopes": d.cand_slopes,
-        "sqdr_reference": d.sqdr_ref, "sqdr_candidate": d.sqdr_cand, "sqdr_excess": d.excess,
-        "regressions": d.regressions, "improvements": d.improvements, "cells": d.cells,
-        "reference_by_round": d.ref_rates, "candidate_by_round": d.cand_rates}, ev, started=t0,
+    finding = DecayFinding(
+        excess_slope=d.excess_slope, limit=limit, p_value=d.p_value, p_holm=p_holm, alpha=alpha,
+        sessions=d.sessions, one_cell=d.one_cell, reference_slopes=tuple(d.ref_slopes), candidate_slopes=tuple(d.cand_slopes),
+        sqdr_reference=d.sqdr_ref, sqdr_candidate=d.sqdr_cand, sqdr_excess=d.excess,
+        regressions=d.regressions, improvements=d.improvements, cells=d.cells,
+        reference_by_round=tuple(d.ref_rates), candidate_by_round=tuple(d.cand_rates))
+    ctx.check(SESSION_DECAY, status, why, finding.metrics(), ev, started=t0,
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_slopes, d.cand_slopes, limit, alpha), "faster recall decay than the "
                              "reference's, as a mean per-session slope", "recall/round", judged=d.sessions))
@@ -219,10 +223,11 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
         status, undecided = Status.WARN, True
         why = (f"undecided: the reference recalls {first:.0%} at round 1, below decay_min_recall {s.decay_min_recall:g}, "
                "so a recall drop cannot show: the sessions are judged by longctx.session_agreement; " + why)
-    ctx.check("session_recall", status, why, {
-        "recall_drop": d.recall_drop, "limit": limit, "p_value": d.recall_p_value, "p_holm": p_holm, "alpha": alpha,
-        "sessions": d.sessions, "one_cell": d.one_cell_recall, "reference_recall": d.ref_recall,
-        "candidate_recall": d.cand_recall}, [_curve(d)] if status is not Status.PASS else [],
+    finding = RecallFinding(
+        recall_drop=d.recall_drop, limit=limit, p_value=d.recall_p_value, p_holm=p_holm, alpha=alpha,
+        sessions=d.sessions, one_cell=d.one_cell_recall, reference_recall=tuple(d.ref_recall),
+        candidate_recall=tuple(d.cand_recall))
+    ctx.check(SESSION_RECALL, status, why, finding.metrics(), [_curve(d)] if status is not Status.PASS else [],
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_recall, d.cand_recall, limit, alpha), "rounds recalled less than by the "
                              "reference, as a mean per session", judged=d.sessions))
@@ -234,14 +239,15 @@ def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: 
     rate = d.disagreements / d.cells if d.cells else 0.0
     first = next((c for c in cells if not c.agree), None)
     where = f"; first at session {first.session} round {first.round}" if first else ""
-    ctx.check("session_agreement", Status.FAIL if rate > limit else Status.PASS,
+    ctx.check(SESSION_AGREEMENT, Status.FAIL if rate > limit else Status.PASS,
               f"the candidate's answer differs from the reference's in {d.disagreements} of {d.cells} identical requests "
               f"({rate:.1%}, limit {limit:.0%}){where}"
               + (f"; {forgiven} more differ at a near tie (noise: asked again with logprobs, each side's token is in the "
                  f"other's top-k within the dtype's gap or drift)" if forgiven else "")
               + (f"; {why}" if d.disagreements and (why := unreviewable(ctx, s)) else ""),
-              {"disagreements": d.disagreements, "near_ties": forgiven, "cells": d.cells, "rate": rate, "limit": limit,
-               "agreement_by_round": d.agreement}, [_curve(d)] if first else [], judgement=Judgement.TOLERANCE,
+              AgreementFinding(disagreements=d.disagreements, near_ties=forgiven, cells=d.cells, rate=rate, limit=limit,
+                               agreement_by_round=tuple(d.agreement)).metrics(), [_curve(d)] if first else [],
+              judgement=Judgement.TOLERANCE,
               judged=Items(d.cells - forgiven, "session answers differing from the reference's", math.floor(limit * d.cells) + 1))
 
 
@@ -255,8 +261,8 @@ def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: To
     reason = ("all of the KV-reuse bug's trigger conditions were exercised" if not absent else
               "not exercised: " + "; ".join(f"{c.name} ({c.label}: {c.detail})" for c in absent))
     ctx.notes.append("session decay trigger conditions — " + "; ".join(lines))
-    ctx.check("trigger_conditions", Status.WARN if absent else Status.PASS, reason,
-              {c.name: c.label for c in found}, [table])
+    ctx.check(TRIGGER_CONDITIONS, Status.WARN if absent else Status.PASS, reason,
+              TriggerConditionsFinding(conditions={c.name: c.label for c in found}).metrics(), [table])
 
 
 def _median(xs: list[int]) -> int:

@@ -52,7 +52,8 @@ from gatekeeper.gates.longctx.traffic import (Answer, both, chat, failed_request
                                               refused_each, refused_note, text)
 from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
-from gatekeeper.gates.longctx.checks import JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM
+from gatekeeper.gates.longctx.checks import (JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM, JsonSchemaFinding,
+                                             ToolCallsFinding, ToolResultFinding, ToolStreamFinding)
 
 _CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
 
@@ -211,8 +212,9 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     ctx.check(TOOL_CALLS, status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer"
-              + _review_note(found, n), {"cases": n, "regressions": regressions, "malformed": hard, "both_fail": both_fail,
-                                         "both_fail_differs": differ, "near_ties": len(ties - {n})}, evidence, started=t0,
+              + _review_note(found, n),
+              ToolCallsFinding(cases=n, regressions=regressions, malformed=hard, both_fail=both_fail,
+                               both_fail_differs=differ, near_ties=len(ties - {n})).metrics(), evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties - {n}))
@@ -232,8 +234,8 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               + (f"; undecided: asked again with logprobs the answers part at a near tie ({found[n].describe()}) — a "
                  "precision change or a regression, and a result only the candidate misses is never forgiven as a near tie"
                  if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
-              {"expected": want, "reference": final_ref, "candidate": final_cand,
-               "both_fail": outcome.value if outcome else None, "near_tie": tie},
+              ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
+                                both_fail=outcome.value if outcome else None, near_tie=tie).metrics(),
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
               judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
@@ -252,7 +254,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               (f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
                f"{n - len(quirks)} of {n} streamed tool-call answers judged, each equal to its non-streamed one"
                if len(quirks) < n else f"none of {n} streamed tool-call answers judged") + quirk_text,
-              {"cases": n, "differ": len(diff), "differ_both_fail": len(quirks)},
+              ToolStreamFinding(cases=n, differ=len(diff), differ_both_fail=len(quirks)).metrics(),
               [TextPair("non-streamed vs streamed (candidate)", *_render_pair(cand[shown[0]], streamed[shown[0]]), 0, None)]
               if shown else [], judged=Items(n - len(quirks), "streamed tool-call answers differing from the non-streamed",
                                              reference_fails_all=True))
@@ -356,8 +358,9 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases))
               + refused_note(refused),
-              {"cases": len(cases), "regressions": regressions, "invalid_json": hard, "both_fail": both_fail,
-               "both_fail_differs": differ, "near_ties": len(ties), "refused_by_both": asked - len(cases)}, evidence, started=t0,
+              JsonSchemaFinding(cases=len(cases), regressions=regressions, invalid_json=hard, both_fail=both_fail,
+                                both_fail_differs=differ, near_ties=len(ties), refused_by_both=asked - len(cases)).metrics(),
+              evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties))
