@@ -10,7 +10,8 @@ does not have fails mypy instead of blanking a report cell.
 How the fields become metrics, in field order:
 
 - a nested finding is written as an object (its own `metrics()`), and read back through the
-  class its field declares (`nested(Cls)`);
+  class its field declares (`nested(Cls)`); a mapping of them (`nested_map(Cls)`) as an object
+  of objects;
 - a tuple is written as a list (JSON has no tuples) unless the field is a `PAIR` (an interval,
   kept a tuple as the statistics return it); a list read back becomes a tuple;
 - a field declared `OPTIONAL` is left out while it is None (a key only some outcomes carry);
@@ -41,6 +42,11 @@ def nested(cls: type[Finding], optional: bool = False) -> Any:
     return field(default=None, metadata={"nested": cls, "optional": optional})
 
 
+def nested_map(cls: type[Finding]) -> Any:
+    """A field holding a mapping of names to nested findings of `cls` (empty by default)."""
+    return field(default_factory=dict, metadata={"each": cls})
+
+
 @dataclass(frozen=True)
 class Finding:
     """The base of every gate's findings: `metrics()` writes one, `of` reads one back."""
@@ -66,7 +72,7 @@ class Finding:
         values: dict[str, object] = {}
         for f in fields(cls):
             if f.name in metrics:
-                values[f.name] = _read(metrics[f.name], f.metadata.get("nested"))
+                values[f.name] = _read(metrics[f.name], f.metadata.get("nested"), f.metadata.get("each"))
             elif f.default is MISSING and f.default_factory is MISSING:
                 values[f.name] = None
         return cls(**values)
@@ -83,13 +89,15 @@ def _written(value: object, pair: bool) -> object:
     if isinstance(value, tuple) and not pair:
         return list(value)
     if isinstance(value, Mapping):
-        return dict(value)
+        return {k: v.metrics() if isinstance(v, Finding) else v for k, v in value.items()}
     return value
 
 
-def _read(value: object, cls: type[Finding] | None) -> object:
+def _read(value: object, cls: type[Finding] | None, each: type[Finding] | None = None) -> object:
     if cls is not None:
         return cls.from_metrics(value) if isinstance(value, Mapping) else None
+    if each is not None:
+        return {k: each.from_metrics(v) for k, v in value.items() if isinstance(v, Mapping)} if isinstance(value, Mapping) else {}
     if isinstance(value, list):
         return tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return value

@@ -124,7 +124,7 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
         "–" if numerics is None or numerics.coverage is None else _pct(numerics.coverage.judged, numerics.coverage.total),
         _worst(drift), tuple(c.id for c in drift)))
     cases = [c for c in (golden.checks if golden else ()) if golden_checks.is_case(c) or golden_checks.is_streamed(c)]
-    degenerate = [c for c in cases if CaseFinding.of(c).degenerate]
+    degenerate = [c for c in cases if golden_checks.is_degenerate(c)]
     rows.append(CorrectnessRow(
         "Degeneration", "answers with repeated tokens, garbage or nothing (golden)", "0 severe degenerations", "–",
         f"{len(degenerate)} of {len(cases)}" if cases else "–",

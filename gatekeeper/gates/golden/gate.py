@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import replace
 from functools import partial
 
 from gatekeeper.errors import ConfigError, EndpointError, refused_alike
@@ -35,6 +35,7 @@ from gatekeeper.results import Judgement, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
 from gatekeeper.gates.golden import checks
+from gatekeeper.gates.golden.checks import ReferenceFailed, RepeatFinding, StreamCutsFinding
 
 Answer = ChatResponse | EndpointError
 
@@ -170,15 +171,16 @@ class GoldenGate(Gate):
             which = " could not answer" if not good_refs else "'s noise-floor pass failed on this case"
             ctx.not_judged("reference request failed", 1, requests=1)
             ctx.check(name, Status.ERROR, f"the reference{which}, so the case cannot be judged: {err}",
-                      {"error_kind": err.kind, "role": "reference"}, family=case.family, failed=(err,))
+                      ReferenceFailed(error_kind=err.kind, role="reference").metrics(), family=case.family, failed=(err,))
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
         ref_ok = [passes_absolute(case, r) for r in good_refs]
         cand_ok = passes_absolute(case, cand)
-        j.metrics.update(judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
+        assert j.case is not None  # judge_case's
+        found = replace(j.case, judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         # its time is its candidate request's (the cases went out together, judged after): the request, then the judging
-        ctx.check(name, j.status, j.reason, j.metrics, ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
+        ctx.check(name, j.status, j.reason, found.metrics(), ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
                   limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None)
         _count(ctx, j)
         rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
@@ -193,8 +195,8 @@ class GoldenGate(Gate):
         reason = (f"the candidate changed {sum(changed)} of {len(changed)} answers on a second pass (the reference "
                   f"{sum(ref_changed)})" + (f"; only the candidate: {', '.join(only_cand[:10])}" if only_cand else ""))
         ctx.check(checks.CANDIDATE_REPEAT, Status.WARN if only_cand else Status.PASS, reason,
-                  {"candidate_changed": sum(changed), "reference_changed": sum(ref_changed), "cases": len(changed),
-                   "only_candidate": only_cand},
+                  RepeatFinding(candidate_changed=sum(changed), reference_changed=sum(ref_changed), cases=len(changed),
+                                only_candidate=tuple(only_cand)).metrics(),
                   judged=Items(sum(not r for r in ref_changed), "answers the candidate does not repeat where the reference does"))
 
     def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
@@ -265,7 +267,9 @@ class GoldenGate(Gate):
         rates = CutRates(cand_cut, cand_n, *count_cuts(ref_pairs))
         if rates.shared:
             p = rates.p_value()
-            metrics = {**asdict(rates), "p_value": p, "alpha": STREAM_CUT_ALPHA}
+            metrics = StreamCutsFinding(candidate_cut=rates.candidate_cut, candidate_streams=rates.candidate_streams,
+                                        reference_cut=rates.reference_cut, reference_streams=rates.reference_streams,
+                                        p_value=p, alpha=STREAM_CUT_ALPHA).metrics()
             if p < STREAM_CUT_ALPHA:
                 ctx.check(checks.STREAM_CUTS, Status.FAIL, f"{rates.describe()}: more than the reference beyond chance "
                           f"(Fisher's exact test, one-sided, p={p:.2g} < {STREAM_CUT_ALPHA:g})", metrics,
@@ -303,7 +307,7 @@ class GoldenGate(Gate):
         j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish, cuts_shared)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
-                  j.metrics, ev, family=case.family, started=started,
+                  j.metrics(), ev, family=case.family, started=started,
                   limit=exact("difference between the streamed and the non-streamed answer")
                   if j.judged and not j.forgiven else None)
         _count(ctx, j)

@@ -30,7 +30,7 @@ from gatekeeper.golden.assertion_base import Assertion
 from gatekeeper.golden.assertions import similarity
 from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.endpoints.responses import ChatResponse
-from gatekeeper.gates.golden.checks import STREAM_CUTS
+from gatekeeper.gates.golden.checks import STREAM_CUTS, CaseFinding, StreamFinding
 from gatekeeper.gates.golden.stream_cuts import is_cut
 from gatekeeper.results import Status
 
@@ -39,12 +39,14 @@ _RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
 
 @dataclass
 class CaseJudgement:
-    """A case's status, the reasons behind it (worst first) and numbers for the report."""
+    """A case's status, the reasons behind it (worst first) and what was found (`case` for a case,
+    `stream` for its streamed variant: the check's metrics)."""
 
     status: Status = Status.PASS
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    metrics: dict[str, Any] = field(default_factory=dict)
+    case: CaseFinding | None = None
+    stream: StreamFinding | None = None
     unjudged: str | None = None  # why a WARN finding could not be judged (e.g. "both fail identically")
     divergent_fails: int = 0  # FAIL findings resting only on the candidate's text differing from the reference's
     other_fails: int = 0
@@ -78,6 +80,11 @@ class CaseJudgement:
         self.divergent_fails = 0
         self.forgiven = True
         self.notes.append(note)
+
+    def metrics(self) -> dict[str, object]:
+        """What was found, as the check's metrics."""
+        found = self.case or self.stream
+        return {} if found is None else found.metrics()
 
     @property
     def judged(self) -> bool:
@@ -113,17 +120,17 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
     for w in candidate.protocol_warnings:
         j.add(Status.WARN, f"protocol: {w}")
     ref = references[0] if references else None
-    j.metrics.update({
-        "assertions": len(case.assertions),
-        "failed": failed,
-        "candidate_finish_reason": candidate.finish_reason,
-        "candidate_tokens": candidate.completion_tokens,
-        "reference_finish_reason": ref.finish_reason if ref else None,
-        "reference_tokens": ref.completion_tokens if ref else None,
-        "similarity": round(similarity(render_answer(candidate), render_answer(ref)), 4) if ref else None,
-        "reference_self_similarity": (round(similarity(render_answer(references[0]), render_answer(references[1])), 4)
-                                      if len(references) > 1 else None),
-    })
+    j.case = CaseFinding(
+        assertions=len(case.assertions),
+        failed=tuple(failed),
+        candidate_finish_reason=candidate.finish_reason,
+        candidate_tokens=candidate.completion_tokens,
+        reference_finish_reason=ref.finish_reason if ref else None,
+        reference_tokens=ref.completion_tokens if ref else None,
+        similarity=round(similarity(render_answer(candidate), render_answer(ref)), 4) if ref else None,
+        reference_self_similarity=(round(similarity(render_answer(references[0]), render_answer(references[1])), 4)
+                                   if len(references) > 1 else None),
+    )
     return j
 
 
@@ -216,11 +223,10 @@ def judge_stream(case: GoldenCase, streamed: ChatResponse, plain: ChatResponse,
     ref_quirk = stream_quirk(case, *reference_pair, compare_finish) if reference_pair is not None else None
     if not compare_finish:
         j.notes.append(f"finish reasons not compared: {finish_reasons}")
-    j.metrics.update({"streamed_calls": len(streamed.tool_calls), "plain_calls": len(plain.tool_calls),
-                      "streamed_finish_reason": streamed.finish_reason, "plain_finish_reason": plain.finish_reason,
-                      "similarity": round(similarity(render_answer(streamed), render_answer(plain)), 4),
-                      "stream_difference": list(quirk),
-                      "reference_stream_difference": None if ref_quirk is None else list(ref_quirk)})
+    j.stream = StreamFinding(streamed_calls=len(streamed.tool_calls), plain_calls=len(plain.tool_calls),
+                             streamed_finish_reason=streamed.finish_reason, plain_finish_reason=plain.finish_reason,
+                             similarity=round(similarity(render_answer(streamed), render_answer(plain)), 4),
+                             stream_difference=quirk, reference_stream_difference=ref_quirk)
     if quirk and not broken:
         what = f"the streamed answer differs from the non-streamed one ({'; '.join(quirk)})"
         if cuts_shared and is_cut(streamed, plain):

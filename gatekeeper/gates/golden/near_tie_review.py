@@ -6,8 +6,11 @@ where the answers part named in the reason."""
 from __future__ import annotations
 
 from gatekeeper.endpoints.fanout import fan_out
+from dataclasses import replace
+
+from gatekeeper.gates.golden.checks import NearTie
 from gatekeeper.gates.golden.judge import CaseJudgement
-from gatekeeper.stats.near_tie import first_divergence
+from gatekeeper.stats.near_tie import Divergence, first_divergence
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.golden_set import GoldenCase
@@ -52,13 +55,17 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
             _note(j, "near-tie review: asked again with logprobs, the answers' tokens do not part (the difference is "
                      "outside the tokens, or the answers changed)")
         elif d.tie:
-            j.metrics["near_tie"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
-                                     "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
+            j.case = replace(j.case, near_tie=_parted(d, gap)) if j.case is not None else None
             j.forgive(f"near tie, not a regression: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
         else:
-            j.metrics["divergence"] = {"index": d.index, "reference": d.reference.token, "candidate": d.candidate.token,
-                                       "reference_gap": d.reference_gap, "candidate_gap": d.candidate_gap, "max_gap": gap}
+            j.case = replace(j.case, divergence=_parted(d, gap)) if j.case is not None else None
             _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
+
+
+def _parted(d: Divergence, gap: float) -> NearTie:
+    """Where the answers part, for the case's finding."""
+    return NearTie(index=d.index, reference=d.reference.token, candidate=d.candidate.token, reference_gap=d.reference_gap,
+                   candidate_gap=d.candidate_gap, max_gap=gap)
 
 
 def _note(j: CaseJudgement | None, note: str) -> None:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from gatekeeper.detection import Items
 from gatekeeper.evidence import Heatmap, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Judgement, Status
-from gatekeeper.gates.golden.checks import PASS_RATE
+from gatekeeper.gates.golden.checks import PASS_RATE, FamilyRates, PassRateFinding
 
 
 @dataclass
@@ -62,12 +61,10 @@ class PassRates:
             f.judged_reference += 1
             f.reference += reference_ok
 
-    def metrics(self) -> dict[str, Any]:
-        """Overall and per-family rates and status counts."""
-        def rate(n: int, d: int) -> float | None:
-            return round(n / d, 4) if d else None
-        fam = {name: {"cases": f.cases, "candidate_pass_rate": rate(f.candidate, f.judged_candidate),
-                      "reference_pass_rate": rate(f.reference, f.judged_reference), "statuses": dict(f.statuses)}
+    def finding(self, max_drop: float) -> PassRateFinding:
+        """Overall and per-family rates and status counts, against the policy's `max_drop`."""
+        fam = {name: FamilyRates(cases=f.cases, candidate_pass_rate=_rate(f.candidate, f.judged_candidate),
+                                 reference_pass_rate=_rate(f.reference, f.judged_reference), statuses=dict(f.statuses))
                for name, f in sorted(self.families.items())}
         tot = _Family()
         for f in self.families.values():
@@ -77,18 +74,19 @@ class PassRates:
             tot.judged_reference += f.judged_reference
             for k, v in f.statuses.items():
                 tot.statuses[k] += v
-        return {"pass_rate": rate(tot.candidate, tot.judged_candidate),
-                "reference_pass_rate": rate(tot.reference, tot.judged_reference),
-                "reference_noise": rate(self.reference_flips, tot.judged_reference) or 0.0,
-                "cases": sum(f.cases for f in self.families.values()), "statuses": dict(tot.statuses), "families": fam}
+        return PassRateFinding(pass_rate=_rate(tot.candidate, tot.judged_candidate),
+                               reference_pass_rate=_rate(tot.reference, tot.judged_reference),
+                               reference_noise=_rate(self.reference_flips, tot.judged_reference) or 0.0,
+                               cases=sum(f.cases for f in self.families.values()), statuses=dict(tot.statuses), families=fam,
+                               max_pass_rate_drop=max_drop)
 
     def table(self) -> Table:
         """Family × (cases, candidate pass rate, reference pass rate, PASS/WARN/FAIL/ERROR counts)."""
         cols = ["family", "cases", "candidate pass rate", "reference pass rate", "PASS", "WARN", "FAIL", "ERROR"]
         rows = []
-        for name, m in self.metrics()["families"].items():
-            s = m["statuses"]
-            rows.append([name, m["cases"], _pct(m["candidate_pass_rate"]), _pct(m["reference_pass_rate"]),
+        for name, m in self.finding(0.0).families.items():
+            s = m.statuses
+            rows.append([name, m.cases, _pct(m.candidate_pass_rate), _pct(m.reference_pass_rate),
                          s.get("PASS", 0), s.get("WARN", 0), s.get("FAIL", 0), s.get("ERROR", 0)])
         return Table("Pass rate by family", cols, rows)
 
@@ -113,9 +111,9 @@ class PassRates:
     def report(self, ctx: GateContext, max_drop: float, started: float | None = None) -> None:
         """Record `golden.pass_rate` on the gate context, timed from `started` (the gate's start:
         the summary is decided by every case, so its time is theirs, not its own arithmetic's)."""
-        m = self.metrics()
-        cand, ref = m["pass_rate"], m["reference_pass_rate"]
-        m["max_pass_rate_drop"] = max_drop
+        found = self.finding(max_drop)
+        m = found.metrics()
+        cand, ref = found.pass_rate, found.reference_pass_rate
         if cand is None:
             ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(), self.heatmap()], started=started)
             return
@@ -124,10 +122,10 @@ class PassRates:
                       + ("has no judged case" if ref is None else "passes none") + ": no pass rate to compare with",
                       m, [self.table(), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
             return
-        allowed = max_drop + m["reference_noise"]
+        allowed = max_drop + found.reference_noise
         if cand < ref - allowed - 1e-9:
             status, why = Status.FAIL, (f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)} "
-                                        f"(allowed drop {_pct(max_drop)} + reference noise {_pct(m['reference_noise'])})")
+                                        f"(allowed drop {_pct(max_drop)} + reference noise {_pct(found.reference_noise)})")
         else:
             why = f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)}"
             status = Status.PASS
@@ -141,6 +139,10 @@ class PassRates:
         judged = sum(f.judged_candidate for f in self.families.values())
         return Items(passed, "the golden cases the reference passes failing on the candidate",
                      math.floor(allowed * judged + 1e-9) + 1)
+
+
+def _rate(n: int, d: int) -> float | None:
+    return round(n / d, 4) if d else None
 
 
 def _pct(x: float | None) -> str:
