@@ -1,6 +1,6 @@
 """Gate 2's checks and findings that other code reads (gate 5's `logit_drift` rule, the
 correctness table): ids and the drift figures of a check, typed. A literal `numerics.…` id
-outside this package is a test failure (tests/repo/test_architecture.py)."""
+outside this package is a test failure (tests/repo/test_contracts.py)."""
 
 from __future__ import annotations
 

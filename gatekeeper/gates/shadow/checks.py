@@ -1,6 +1,6 @@
 """Gate 5's checks and findings that other code reads (the correctness table, the Markdown
 summary): which checks are rules and stages, and a stage's overall disagreement, typed. A
-literal `shadow.…` id outside this package is a test failure (tests/repo/test_architecture.py).
+literal `shadow.…` id outside this package is a test failure (tests/repo/test_contracts.py).
 
 Each rollback rule is a check `shadow.rule.<name>`, each canary stage `shadow.stage.<name>`.
 """

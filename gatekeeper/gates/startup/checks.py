@@ -1,6 +1,6 @@
 """Gate 1's checks that other code reads (gate 5's rules, the correctness table, matrix path
 records, bisect): their ids, in one place. Renaming one here renames it everywhere; a literal
-`startup.…` id outside this package is a test failure (tests/repo/test_architecture.py)."""
+`startup.…` id outside this package is a test failure (tests/repo/test_contracts.py)."""
 
 from __future__ import annotations
 
