@@ -1,8 +1,8 @@
 """Gate 3's checks and what each found, typed: the gate id, which checks are cases and which
 their streamed variants, and one finding per check whose fields are its metric keys
 (`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and records its
-`metrics()`; a reader (the correctness table, gate 5's `deterministic_probe` rule, matrix path
-records, a stored summary.json) takes it back with `TheFinding.of(check)`.
+`metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
+`TheFinding.of(check)`. Gate 5's `deterministic_probe` rule reads the canary case's id.
 
 A case's check is `golden.<case id>`; its streamed variant `golden.<case id>.stream`; besides
 the cases the gate writes `golden.coverage`, `golden.pass_rate`, `golden.candidate_repeat` and, where both
