@@ -39,6 +39,11 @@ minutes each at 10⁶); each size's database is dropped after its row.
 Targets (issue 44): 4 replicas, 64 clients, 20,000 requests: 0 lost, the verdicts equal, overhead
 p50 ≤ 1 ms and p99 ≤ 5 ms; a look at 10⁶ stored pairs ≤ 1 s, equal to a full recompute.
 `--quick` (about a minute): 16 clients, 400 requests, looks at 10⁴ pairs only.
+
+`--upstream bundled`: the same with two bundled engines serving the shipped gk-tiny as the primary
+and the shadow, for an end-to-end figure (the engines take the cores: what the proxy costs a
+real, slower upstream); `--profile DIR`: py-spy samples the replicas during the load
+(benchmarks/spy.py) and the figures say where their CPU time went.
 """
 
 from __future__ import annotations
@@ -70,6 +75,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 from pg_server import PgServer, find_binaries, start  # noqa: E402
+from paths import GK_TINY  # noqa: E402
+from server_util import free_port  # noqa: E402
 from store_pairs import pair  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -151,9 +158,12 @@ def pct(values: list[float], q: float) -> float:
 
 # --- replicas -----------------------------------------------------------------------------------
 
+MODEL = "m"  # the model the requests name: the bundled engine's when it is the upstream (--upstream bundled)
+
+
 def request_body(i: int) -> bytes:
     """Request i, encoded once: the same bytes go direct and through a replica."""
-    return json.dumps({"model": "m", "messages": [{"role": "user", "content": f"Question {i}: what is the weather?"}],
+    return json.dumps({"model": MODEL, "messages": [{"role": "user", "content": f"Question {i}: what is the weather?"}],
                        "max_tokens": 16, "stream": True, "temperature": 0}).encode()
 
 
@@ -341,9 +351,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="16 clients, 400 requests, 4 blocks, looks at 10⁴ pairs only")
     ap.add_argument("--json", action="store_true", help="also print every figure as JSON")
+    ap.add_argument("--upstream", choices=("fast", "bundled"), default="fast",
+                    help="fast: benchmarks/fast_server.py (the proxy's own cost); bundled: two bundled engines serving "
+                         "the shipped gk-tiny (end to end; use fewer clients and requests, e.g. 8 and 400)")
     ap.add_argument("--profile", type=Path, metavar="DIR", help="sample the replicas with py-spy during the load "
                     "(raw stacks into DIR) and print where their CPU time went")
     args = ap.parse_args()
+    global MODEL
+    MODEL = "gk-tiny" if args.upstream == "bundled" else MODEL
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     if args.quick:
@@ -357,11 +372,17 @@ def main() -> None:
         stack.callback(server.stop)
         up: dict[str, str] = {}
         for role in ("primary", "mirror"):
+            if args.upstream == "bundled":  # end to end: the shipped model on the bundled engine
+                p = launch([sys.executable, "-m", "gatekeeper.cli", "serve", "--model", str(GK_TINY), "--port",
+                            str(free_port())], work / f"{role}.log")
+                stack.callback(p.stop)
+                up[role] = p.wait_for(r"serving \S+ on (http://[\d.:]+)").group(1)
+                continue
             p = launch([sys.executable, str(ROOT / "benchmarks" / "fast_server.py"), "--port", "0", "--chunks", "16"],
                        work / f"{role}.log")
             stack.callback(p.stop)
             up[role] = p.wait_for(r"listening on (http://[\d.:]+)").group(1)
-        print(f"PostgreSQL {bin_dir.parent.name} on port {server.port}; fast upstream {up['primary']} (primary), "
+        print(f"PostgreSQL {bin_dir.parent.name} on port {server.port}; {args.upstream} upstream {up['primary']} (primary), "
               f"{up['mirror']} (shadow and reference replica); {args.clients} clients, {args.requests} requests per side "
               f"in {args.blocks} blocks, sample {args.sample:g}, queue {args.queue}, workers {args.workers}, "
               f"flush {args.flush_pairs}", flush=True)
