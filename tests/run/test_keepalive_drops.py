@@ -1,7 +1,7 @@
-"""Whole default runs through real proxies that lose requests on kept-alive connections (the race
-every uvicorn server has): a share both targets show alike never decides a run — the client sends
-each lost request again on a fresh connection and counts it — and a candidate that loses far more
-than the reference is not promoted (`<gate>.retry_excess`)."""
+"""Whole runs (every gate, the smoke policy) through real proxies that lose requests on kept-alive
+connections (the race every uvicorn server has): a share both targets show alike never decides a
+run — the client sends each lost request again on a fresh connection and counts it — and a
+candidate that loses far more than the reference is not promoted (`<gate>.retry_excess`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 
 from keepalive_proxy import keepalive_proxy  # noqa: E402
 from paths import GK_TINY, ROOT  # noqa: E402
-from run_util import gk_run, held_only_for_undecided_performance  # noqa: E402
+from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -23,7 +23,7 @@ def _reconnected(summary: dict, side: str) -> int:
 
 def _run(tmp_path, ref_rate: float, cand_rate: float, *flags: str):
     """Two servers of one build (the bundled engine's optimized path serving the shipped gk-tiny: a
-    clean upgrade, performance included), each behind its own proxy."""
+    clean upgrade), each behind its own proxy."""
     with running_server(GK_TINY, "--profile", "optimized") as ref, \
             running_server(GK_TINY, "--profile", "optimized") as cand, \
             keepalive_proxy(ref.url, ref_rate, seed=11) as ref_proxy, keepalive_proxy(cand.url, cand_rate, seed=12) as cand_proxy:
@@ -32,13 +32,14 @@ def _run(tmp_path, ref_rate: float, cand_rate: float, *flags: str):
     return out, ref_proxy, cand_proxy
 
 
-@pytest.mark.serial  # PROMOTE needs the performance gate decided: alone on the machine
-def test_a_clean_pair_losing_one_percent_alike_promotes_with_the_drops_counted(tmp_path):
-    out, ref_proxy, cand_proxy = _run(tmp_path, 0.01, 0.01)
+def test_a_clean_pair_losing_two_percent_alike_promotes_with_the_drops_counted(tmp_path):
+    # every gate under the smoke policy, whose performance figures are shown, not judged: a verdict
+    # that does not depend on this machine's speed, so the test needs no machine of its own
+    out, ref_proxy, cand_proxy = _run(tmp_path, 0.02, 0.02, "--policy", str(ROOT / "gates" / "smoke.yaml"))
+    print(f"\ndropped: reference {ref_proxy.dropped} of {ref_proxy.reused} kept-alive, candidate {cand_proxy.dropped} of "
+          f"{cand_proxy.reused}")
     assert ref_proxy.dropped > 0 and cand_proxy.dropped > 0
-    # PROMOTE — or, as for any clean default run (test_run_gk_tiny.py::test_default_run_promotes), HOLD
-    # only because the performance gate's interval could not decide on this machine: never for a drop
-    assert out.summary["verdict"] == "PROMOTE" or held_only_for_undecided_performance(out.summary), out.summary["reasons"]
+    assert out.summary["verdict"] == "PROMOTE", out.summary["reasons"]  # never held or rolled back for a drop
     # every request the gates' client lost was sent again and counted, per target and gate, in summary.json;
     # the performance gate's load generator re-sends its own (records marked reconnected), not counted there
     for side, proxy in (("reference", ref_proxy), ("candidate", cand_proxy)):
