@@ -17,8 +17,12 @@ own `/metrics` and every other path reach clients untouched.
 - `GET /metrics`: Prometheus text (`gatekeeper_shadow_*`, each labelled with the replica: `metrics.py`).
 - `GET /healthz` (or `/health`): always 200 while the process serves — a liveness probe must not
   restart a replica whose pairs wait for the database (a restart loses them) — its body "ok", or
-  "degraded: ..." while the store's commits fail (pairs waiting, dropped, the error); readiness
-  and alerts read `/metrics`' `store_degraded`.
+  "degraded: ..." while the store's commits fail (pairs waiting, dropped, the error); alerts read
+  `/metrics`' `store_degraded`.
+- `GET /readyz`: 200 "ready" while the proxy accepts requests, 503 before it listens (this server
+  starts first) and once it stopped accepting (SIGTERM: the mirror still drains): what a readiness
+  probe or a load balancer's health check reads. A failing store does not make a replica unready:
+  its clients are served all the same.
 - `POST /verdict/reset`: clears a latched ROLLBACK (a ROLLBACK is sticky: later pairs do not undo
   it); the operator's decision, after the candidate was rolled back or the cause understood.
 """
@@ -145,8 +149,13 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
                     self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
                 elif path in ("/healthz", "/health"):
                     self._send(200, judge.health().encode(), "text/plain")
+                elif path == "/readyz":
+                    ready = bool(counters.listening.value)
+                    self._send(200 if ready else 503, b"ready\n" if ready else
+                               b"not ready: the proxy is not accepting requests (starting, or stopping)\n", "text/plain")
                 else:
-                    self._send(404, b'{"error": "not found: /verdict[/promote|/healthy|/rollback], /metrics, /healthz"}\n',
+                    self._send(404, b'{"error": "not found: /verdict[/promote|/healthy|/rollback], /metrics, /healthz, '
+                               b'/readyz"}\n',
                                "application/json")
             except Exception as e:  # noqa: BLE001 — a judging failure is an answer, not a dead server
                 self._send(500, json.dumps({"error": f"{type(e).__name__}: {e}"}).encode(), "application/json")

@@ -189,13 +189,15 @@ def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, repl
     app = sink_app(sample, q, counters) if sink else shadow_app(primary_url or "", sample, q, counters)
 
     def ready(url: str) -> None:
+        counters.listening.value = 1  # /readyz: 200 from now on
         what = "mirror sink" if sink else f"shadow proxy → {primary}"
         click.echo(f"{what}: listening on {url}; mirroring {sample:.0%} to {shadow_url}; store {shown(store_path)}; "
-                   f"admin {admin_url} (/verdict, /metrics)", err=True)
+                   f"admin {admin_url} (/verdict, /metrics, /healthz, /readyz)", err=True)
 
     try:
         serve(app, host, port, ready)
     finally:
+        counters.listening.value = 0  # /readyz: 503 while the mirror drains
         try:
             q.put_nowait(None)  # the mirror's sentinel; a full queue (a hung shadow) is not waited for
         except queue.Full:

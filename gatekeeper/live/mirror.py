@@ -86,6 +86,7 @@ class Counters:
     admin_port: Any = field(default_factory=lambda: mp.Value("i", 0))
     mirrored: Any = field(default_factory=lambda: mp.Value("q", 0))  # copies the mirror finished (stored or not)
     closed: Any = field(default_factory=lambda: mp.Value("i", 0))  # 1 once the mirror closed its store at the end
+    listening: Any = field(default_factory=lambda: mp.Value("i", 0))  # 1 while the proxy accepts requests (`/readyz`)
 
 
 def offer(q: Any, counters: Counters, ex: Exchange) -> bool:

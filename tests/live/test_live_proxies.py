@@ -4,7 +4,9 @@ shadow never changes what clients get, and the copies it cannot take are dropped
 
 from __future__ import annotations
 
+import signal
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -112,8 +114,15 @@ def test_a_dead_or_hung_shadow_changes_no_answer_and_the_copies_it_cannot_take_a
             proxied = [httpx.post(sh.url + "/v1/chat/completions", json=body(i), timeout=30).json() for i in range(20)]
             mirror = sh.verdict()["mirror"]
             metrics = httpx.get(sh.admin + "/metrics", timeout=30).text
-            stopped = sh.stop()  # with the shadow still hung: the mirror cannot finish, and the stop line says what is lost
+            ready = httpx.get(sh.admin + "/readyz", timeout=30)
+            sh.proc.send_signal(signal.SIGTERM)  # the proxy stops accepting; the mirror, stuck on the hung shadow, lives on
+            deadline = time.monotonic() + 8
+            while (draining := httpx.get(sh.admin + "/readyz", timeout=30)).status_code == 200 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            _, stopped = sh.proc.communicate(timeout=60)  # the shadow still hung: the stop line says what is lost
             hang.set()
+    assert (ready.status_code, ready.text) == (200, "ready\n")
+    assert draining.status_code == 503 and draining.text.startswith("not ready: the proxy is not accepting"), draining.text
     assert proxied == direct
     assert "shadow: 20 forwarded, 20 sampled, 17 dropped; the mirror had not finished 10 s after the stop" in stopped, stopped
     assert "3 cop(ies) not mirrored" in stopped, stopped
