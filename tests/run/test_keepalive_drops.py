@@ -44,8 +44,11 @@ def test_a_clean_pair_losing_two_percent_alike_promotes_with_the_drops_counted(t
     # the performance gate's load generator re-sends its own (records marked reconnected), not counted there
     for side, proxy in (("reference", ref_proxy), ("candidate", cand_proxy)):
         assert 0 < _reconnected(out.summary, side) <= proxy.dropped, (side, proxy.dropped, out.summary["gates"])
+    # each gate where both sides sent requests compares their retries and finds them alike; a gate where one side
+    # sent none through the counted client (the performance gate's load generator counts its own) compares nothing
     excess = [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".retry_excess")]
-    assert excess and all(c["status"] == "PASS" for c in excess), excess
+    compared = [c for c in excess if not (c["status"] == "SKIP" and c["reason"].startswith("not compared: "))]
+    assert len(compared) >= 4 and all(c["status"] == "PASS" for c in compared), excess
 
 
 def test_a_candidate_losing_ten_percent_is_not_promoted(tmp_path):
