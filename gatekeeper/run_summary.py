@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.errors import ConfigError
+from gatekeeper.report.serialise import limit_of
 from gatekeeper.results import CheckResult, Judgement, Status, Verdict
 
 SUMMARY_FILE = "summary.json"
@@ -213,7 +214,7 @@ def _check(c: dict[str, Any], gate: str) -> CheckResult:
     return CheckResult(c["id"], gate, Status(c["status"]), c["blocking"], c["reason"], _numbers(c["metrics"]),
                        family=c.get("family"), duration_s=c["duration_s"], judgement=Judgement(c["judgement"]),
                        undecided=bool(c.get("undecided", False)), finished_at=c.get("finished_at", ""),
-                       near_miss=bool(c.get("near_miss", False)))
+                       near_miss=bool(c.get("near_miss", False)), detection_limit=limit_of(c.get("detection_limit")))
 
 
 def _numbers(value: Any) -> Any:

@@ -2,46 +2,50 @@
 
     python scripts/limits_table.py REPORTS/<run-id>/summary.json [--all]
 
-Reads `summary.json` (docs/summary-schema.md) and prints, for every blocking check (`--all`: every
-check), its status and its detection limit (`detection_limit.text`), or why it states none: a
-PASS without one is named "no limit stated". docs/detection-limits.md's table of the default
-policy's limits was printed by this script from a default bundled run.
+Reads `summary.json` through the typed, schema-checked reader (`gatekeeper.run_summary`) and
+prints, for every blocking check (`--all`: every check), its status and its detection limit (what
+`DetectionLimit.text` says), or why it states none: a PASS without one is named "no limit stated".
+docs/detection-limits.md's table of the default policy's limits was printed by this script from a
+default bundled run.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
+
+from gatekeeper.results import Status
+from gatekeeper.run_summary import SUMMARY_FILE, RunSummary, SummaryError, read_summary
 
 
-def rows(summary: dict[str, Any], every: bool) -> list[tuple[str, str, str, str]]:
+def rows(summary: RunSummary, every: bool) -> list[tuple[str, str, str, str]]:
     """(gate, check, status, limit) for the blocking checks of `summary` (every check with `every`)."""
     out = []
-    for gate in summary.get("gates", []):
-        for check in gate.get("checks", []):
-            if not (every or check.get("blocking")):
+    for gate in summary.gates:
+        for check in gate.checks:
+            if not (every or check.blocking):
                 continue
-            status = "UNDECIDED" if check.get("undecided") else check.get("status", "?")
-            limit = (check.get("detection_limit") or {}).get("text")
-            if limit is None:
-                limit = "no limit stated" if check.get("status") == "PASS" else "–"
-            out.append((gate.get("id", "?"), check.get("id", "?"), status, limit))
+            status = "UNDECIDED" if check.undecided else check.status.value
+            limit = check.detection_limit.text() if check.detection_limit is not None else \
+                "no limit stated" if check.status is Status.PASS else "–"
+            out.append((gate.id, check.id, status, limit))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the table; 1 with a one-line error when the file cannot be read."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("summary", type=Path, help="a run's summary.json")
+    parser.add_argument("summary", type=Path, help="a run's summary.json (or its run directory)")
     parser.add_argument("--all", action="store_true", help="every check, advisory ones too")
     args = parser.parse_args(argv)
+    run_dir = args.summary if args.summary.is_dir() else args.summary.parent
     try:
-        summary = json.loads(args.summary.read_text())
-    except (OSError, ValueError) as e:
-        print(f"error: {args.summary}: cannot read a summary.json ({e})", file=sys.stderr)
+        if not args.summary.is_dir() and args.summary.name != SUMMARY_FILE:
+            raise SummaryError(args.summary, f"not a {SUMMARY_FILE}")
+        summary = read_summary(run_dir)
+    except SummaryError as e:  # the typed reader's named errors: missing, unreadable, not a summary, another format
+        print(f"error: {args.summary}: cannot read a summary.json ({e.why})", file=sys.stderr)
         return 1
     table = rows(summary, args.all)
     print("| gate | check | status | what a PASS would have caught |\n|---|---|---|---|")

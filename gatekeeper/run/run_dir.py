@@ -38,6 +38,7 @@ from gatekeeper.report.records import GATE_FORMAT, RECORD_FORMAT, read_records
 from gatekeeper.report.serialise import limit_of
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, RequestTiming, RetryCount, Status
 from gatekeeper.run_plan import RunPlan
+from gatekeeper.run_summary import SUMMARY_FILE
 from gatekeeper.tape.digest import digest, files_digest
 
 INCOMPLETE = "incomplete.json"
@@ -145,7 +146,7 @@ def check_resumable(run_dir: Path, parts: Mapping[str, str], redo: tuple[str, ..
     if not run_dir.is_dir():
         raise ConfigError(f"--resume {run_dir}: no such run directory")
     if not (run_dir / INCOMPLETE).exists():
-        done = (run_dir / "summary.json").exists()
+        done = (run_dir / SUMMARY_FILE).exists()
         if not (done and redo):
             raise ConfigError(f"--resume {run_dir}: " + ("the run is complete (summary.json); nothing to resume" if done
                                                          else f"not an interrupted run ({INCOMPLETE} is missing)"),
