@@ -5,7 +5,6 @@ Long context row reads the needle grid's finding."""
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 from gatekeeper.gates.finding import Finding
@@ -16,7 +15,7 @@ from gatekeeper.gates.longctx.checks import (AgreementFinding, BatchFeaturesFind
                                              ToolCallsFinding, ToolResultFinding, ToolStreamFinding,
                                              TriggerConditionsFinding)
 from gatekeeper.report.correctness_table import build_table
-from gatekeeper.report.jsonable import to_jsonable
+from findings_util import assert_round_trips, stored
 from gatekeeper.results import CheckResult, Coverage, GateResult, Status
 
 GRID = NeedleGridFinding(cells=9, judged=6, regressions=1, reference_unstable=0, both_fail=3, both_fail_differs=1, limit=0,
@@ -78,10 +77,6 @@ def check(check_id: str, metrics: dict[str, object], status: Status = Status.PAS
     return CheckResult(check_id, checks.GATE, status, True, "", dict(metrics))
 
 
-def stored(metrics: dict[str, object]) -> dict[str, object]:
-    """`metrics` as summary.json holds them."""
-    return json.loads(json.dumps(to_jsonable(metrics)))
-
 
 def test_each_finding_writes_the_keys_the_gate_always_wrote_in_order() -> None:
     for check_id, keys in KEYS.items():
@@ -89,11 +84,7 @@ def test_each_finding_writes_the_keys_the_gate_always_wrote_in_order() -> None:
 
 
 def test_a_finding_reads_back_what_it_wrote_in_memory_and_from_json() -> None:
-    for check_id, finding in FINDINGS.items():
-        written = finding.metrics()
-        assert type(finding).of(check(check_id, written)) == finding, check_id
-        assert type(finding).from_metrics(stored(written)) == finding, check_id
-        assert stored(written) == written, check_id  # JSON's own types already: lists, not tuples
+    assert_round_trips(FINDINGS, checks.GATE)
 
 
 def test_tuples_are_written_as_lists() -> None:

@@ -4,14 +4,13 @@ summary.json, and performance.html's table reads the findings, not metric keys."
 
 from __future__ import annotations
 
-import json
 from types import SimpleNamespace
 
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.checks import (CapacityFinding, ComparisonFinding, HistoryFinding, MeasurementFinding,
                                                  PrimaryFinding, PrimaryNoise, QuietWaits, SloLimits)
-from gatekeeper.report.jsonable import to_jsonable
 from gatekeeper.report.perf_gate_view import baseline_of, seed_table
+from findings_util import stored
 from gatekeeper.results import CheckResult, Status
 
 COMPARED = ComparisonFinding(level=4, metric="tpot_p50_s", pairs=6, baseline=0.004, candidate=0.0044, ratio=1.1,
@@ -23,10 +22,6 @@ COMPARED = ComparisonFinding(level=4, metric="tpot_p50_s", pairs=6, baseline=0.0
 def check(check_id: str, metrics: dict[str, object], status: Status = Status.PASS) -> CheckResult:
     return CheckResult(check_id, checks.GATE, status, True, "", dict(metrics))
 
-
-def stored(metrics: dict[str, object]) -> dict[str, object]:
-    """`metrics` as summary.json holds them."""
-    return json.loads(json.dumps(to_jsonable(metrics)))
 
 
 def test_a_finding_reads_back_what_it_wrote_in_memory_and_from_json() -> None:
