@@ -58,18 +58,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiohttp
 
-from gatekeeper.live.judgement import LiveJudgement
-from gatekeeper.live.verdict import judge_store
-from gatekeeper.run.plan import load_gate_policy
-from gatekeeper.traffic.store import Batching, PairStore, open_store
+from gatekeeper.stats.quantiles import percentile
+from gatekeeper.traffic.store import PairStore, open_store
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
@@ -77,14 +74,12 @@ sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 from pg_server import PgServer, find_binaries, start  # noqa: E402
 from paths import GK_TINY  # noqa: E402
 from server_util import free_port  # noqa: E402
-from store_pairs import pair  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from shadow_looks import looks_row, print_look, print_looks_head, same_json  # noqa: E402
 from spy import Spy, summary  # noqa: E402
 
 CHAT = "/v1/chat/completions"
-POLICY = "gates/default.yaml"  # the replicas' --policy default; every judgement here uses it
-T = TypeVar("T")
 
 
 @dataclass
@@ -137,23 +132,6 @@ def gk(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     if res.returncode not in (0, 1, 2):
         raise SystemExit(f"gatekeeper {' '.join(args)}: exit {res.returncode}\n{res.stderr[-2000:]}")
     return res, time.perf_counter() - t0
-
-
-def timed(f: Callable[[], T]) -> tuple[T, float]:
-    """f's result and the seconds it took."""
-    t0 = time.perf_counter()
-    out = f()
-    return out, time.perf_counter() - t0
-
-
-def same_json(*verdicts: dict[str, Any]) -> bool:
-    """Whether the verdicts are one JSON (key order aside)."""
-    return len({json.dumps(v, sort_keys=True) for v in verdicts}) == 1
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 # --- replicas -----------------------------------------------------------------------------------
@@ -270,7 +248,7 @@ def replicas_row(server: PgServer, work: Path, up: dict[str, str], r: int, args:
     _, sampled, dropped = counts
     lat = done.latency
     return {"replicas": r, "rps": len(lat["proxied"]) / done.wall["proxied"], "direct_rps": len(lat["direct"]) / done.wall["direct"],
-            **{f"{name}_{side}_ms": pct(xs, q) * 1e3 for name, q in (("p50", 0.5), ("p99", 0.99)) for side, xs in lat.items()},
+            **{f"{name}_{side}_ms": percentile(xs, q) * 1e3 for name, q in (("p50", 50), ("p99", 99)) for side, xs in lat.items()},
             "sent": done.sent, "sampled": sampled, "dropped": dropped, "stored": stored,
             "lost": sampled - dropped - stored, "drain_s": drain, "verdict": verdict["verdict"],
             "same": same_json(verdict, json.loads(local.stdout)), "verdict_pg_s": pg_s, "verdict_sqlite_s": sqlite_s}
@@ -289,51 +267,6 @@ def print_replicas_row(x: dict[str, Any]) -> None:
           f" {x['sent']:6} {x['sampled']:7} {x['dropped']:7} {x['stored']:6} {x['lost']:4} {x['drain_s']:5.1f}s"
           f"  {x['verdict']:8}  {'yes' if x['same'] else 'NO':6}  {x['verdict_pg_s']:8.1f}/{x['verdict_sqlite_s']:.1f}",
           flush=True)
-
-
-# --- looks --------------------------------------------------------------------------------------
-
-def filled(url: str, n: int, seed: int) -> PairStore:
-    """A store holding synthetic pairs 0..n-1 of stream `seed` (clean: the candidate as noisy as the twin)."""
-    store = open_store(url, replica="synthetic", batching=Batching(1000, 3600.0, 1000))
-    for i in range(n):
-        store.add(*pair(seed, i, bad=0.01))
-    store.flush()
-    return store
-
-
-def looks_row(server: PgServer, n: int, new: int, seed: int) -> dict[str, Any]:
-    """One store of `n` pairs: the first look, a look after `new` more, the stateless path, a full recompute."""
-    s = load_gate_policy(str(ROOT / POLICY)).settings("shadow")
-    name = f"looks_{n}"
-    url = server.create_database(name)
-    store, build = timed(lambda: filled(url, n, seed))
-    try:
-        live = LiveJudgement(store, s)
-        _, first = timed(live.judge)
-        for i in range(n, n + new):
-            store.add(*pair(seed, i, bad=0.01))
-        store.flush()
-        data, look = timed(live.judge)
-        with open_store(url, readonly=True) as ro:
-            stateless_data, stateless = timed(LiveJudgement(ro, s).judge)
-        full_data, full = timed(lambda: judge_store(store, s, sticky=True))
-    finally:
-        store.close()
-    with server.admin() as db:
-        db.execute(f'DROP DATABASE "{name}"')  # the next size's room on disk
-    return {"pairs": n, "build_s": build, "first_s": first, "look_s": look, "stateless_s": stateless, "full_s": full,
-            "verdict": data["verdict"], "same": same_json(data, stateless_data, full_data)}
-
-
-def print_looks_head(new: int) -> None:
-    print(f"{'pairs':>8} {'build':>8} {'first look':>10} {f'+{new} look':>11} {'stateless':>10} {'recompute':>10}"
-          f" {'recompute/look':>14}  verdict   look = stateless = recompute", flush=True)
-
-
-def print_look(x: dict[str, Any]) -> None:
-    print(f"{x['pairs']:>8} {x['build_s']:7.1f}s {x['first_s']:9.2f}s {x['look_s']:10.3f}s {x['stateless_s']:9.2f}s"
-          f" {x['full_s']:9.2f}s {x['full_s'] / x['look_s']:13.0f}x  {x['verdict']:8}  {'yes' if x['same'] else 'NO'}", flush=True)
 
 
 def main() -> None:
