@@ -6,6 +6,7 @@ renderers only read them. Their JSON forms are written in one place, `report/ser
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -24,6 +25,22 @@ class Status(str, Enum):
     FAIL = "FAIL"
     SKIP = "SKIP"
     ERROR = "ERROR"
+
+    @property
+    def severity(self) -> int:
+        """0 PASS < 1 SKIP < 2 WARN < 3 FAIL < 4 ERROR: the worse of two statuses has the higher one
+        (a check that could not run is worse than one that failed: fail closed)."""
+        return _BEST_FIRST.index(self)
+
+    @staticmethod
+    def worst(statuses: Iterable[Status], default: Status | None = None) -> Status:
+        """The worst of `statuses` by `severity`; `default` for none (ValueError without one)."""
+        if default is None:
+            return max(statuses, key=lambda s: s.severity)
+        return max(statuses, key=lambda s: s.severity, default=default)
+
+
+_BEST_FIRST = (Status.PASS, Status.SKIP, Status.WARN, Status.FAIL, Status.ERROR)  # the one order of statuses
 
 
 class Judgement(str, Enum):
@@ -125,16 +142,13 @@ class RetryCount:
         return self.retried - self.rate_limited
 
 
-_WORST_FIRST = (Status.ERROR, Status.FAIL, Status.WARN, Status.SKIP, Status.PASS)
-
-
 def worst_status(checks: list[CheckResult] | tuple[CheckResult, ...]) -> Status:
     """A group's status (a gate's, a report row's): its worst check. An advisory SKIP (a question
     not asked, counted outside coverage: neither target has the capability, both refuse alike) does
     not turn checks that judged into a SKIP; a blocking SKIP does, and so does a group of SKIPs only
     (or none at all)."""
     counted = [c.status for c in checks if c.status != Status.SKIP or c.blocking] or [Status.SKIP]
-    return min(counted, key=_WORST_FIRST.index)
+    return Status.worst(counted)
 
 
 @dataclass(frozen=True)

@@ -28,3 +28,9 @@ def test_a_warn_fail_or_error_still_wins():
 def test_a_gate_of_skips_only_or_of_nothing_is_skipped():
     assert worst_status([_check(Status.SKIP, blocking=False)]) is Status.SKIP
     assert worst_status([]) is Status.SKIP
+
+
+def test_the_one_status_order_puts_a_check_that_could_not_run_worst():
+    assert [s.severity for s in (Status.PASS, Status.SKIP, Status.WARN, Status.FAIL, Status.ERROR)] == [0, 1, 2, 3, 4]
+    assert Status.worst([Status.WARN, Status.ERROR, Status.FAIL]) is Status.ERROR
+    assert Status.worst([], default=Status.PASS) is Status.PASS

@@ -34,8 +34,6 @@ from gatekeeper.gates.golden.checks import STREAM_CUTS, CaseFinding, StreamFindi
 from gatekeeper.gates.golden.stream_cuts import is_cut
 from gatekeeper.results import Status
 
-_RANK = {Status.PASS: 0, Status.WARN: 1, Status.FAIL: 2}
-
 
 @dataclass
 class CaseJudgement:
@@ -56,8 +54,7 @@ class CaseJudgement:
         """Record a finding; the status only ever gets worse. `unjudged` says the finding is a
         WARN because the case could not be judged (and why), not a judged deviation;
         `divergence` marks a FAIL that rests only on the candidate answering differently."""
-        if _RANK[status] > _RANK[self.status]:
-            self.status = status
+        self.status = Status.worst((self.status, status))
         if unjudged and status is not Status.FAIL:
             self.unjudged = self.unjudged or unjudged
         if status is Status.FAIL:
@@ -76,7 +73,7 @@ class CaseJudgement:
     def forgive(self, note: str) -> None:
         """Drop the divergence FAILs (found to be noise) and keep the rest, with `note`."""
         self.reasons = [r for r in self.reasons if not r.startswith("FAIL:")]
-        self.status = max((Status(r.split(":", 1)[0]) for r in self.reasons), key=_RANK.__getitem__, default=Status.PASS)
+        self.status = Status.worst((Status(r.split(":", 1)[0]) for r in self.reasons), default=Status.PASS)
         self.divergent_fails = 0
         self.forgiven = True
         self.notes.append(note)
@@ -95,7 +92,7 @@ class CaseJudgement:
     @property
     def reason(self) -> str:
         """One line: the worst findings first."""
-        ordered = sorted(self.reasons, key=lambda r: -_RANK[Status(r.split(":", 1)[0])])
+        ordered = sorted(self.reasons, key=lambda r: -Status(r.split(":", 1)[0]).severity)
         return "; ".join(ordered + self.notes) if ordered else "; ".join(["all assertions pass", *self.notes])
 
 
