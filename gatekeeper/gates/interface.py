@@ -36,24 +36,7 @@ from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Sta
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import utc_now
 from gatekeeper.targets.interface import TargetSpec
-
-
-@dataclass
-class TargetRuntime:
-    """What the runner knows about a started target (for the startup gate)."""
-
-    role: str
-    kind: str
-    description: str
-    startup_s: float | None = None
-    dtype: str = "float32"
-    ready: bool = True
-    start_error: str | None = None
-    log_lines: list[str] = field(default_factory=list)
-    alive: Callable[[], bool] = lambda: True
-    has_log: bool = True  # False: a URL target that names no log_file / log_command
-    log_error: str | None = None  # why its log could not be read
-    assumed: dict[str, str] = field(default_factory=dict)  # the path gatekeeper judges it by (declared, engine options)
+from gatekeeper.targets.runtime import TargetRuntime
 
 
 @dataclass

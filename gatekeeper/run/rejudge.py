@@ -17,7 +17,8 @@ from typing import Any
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.interface import Gate, GateContext, TargetRuntime, utc_now
+from gatekeeper.gates.interface import Gate, GateContext, utc_now
+from gatekeeper.targets.runtime import TargetRuntime
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, Status
 from gatekeeper.run.run_dir import Resumable, finished_gates

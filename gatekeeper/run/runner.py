@@ -24,7 +24,8 @@ from pathlib import Path
 from gatekeeper.endpoints import engine_death
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
-from gatekeeper.gates.interface import Gate, GateContext, RunInfo, StartupFindings, TargetRuntime, utc_now
+from gatekeeper.gates.interface import Gate, GateContext, RunInfo, StartupFindings, utc_now
+from gatekeeper.targets.runtime import TargetRuntime
 from gatekeeper.gates.probed import ProbedCapabilities
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.endpoints.client import Endpoint
-from gatekeeper.gates.interface import TargetRuntime
+from gatekeeper.targets.runtime import TargetRuntime
 from gatekeeper.targets.interface import Started, TargetSpec
 from gatekeeper.results import CacheUse
 from gatekeeper.tape.cache import AnswerCache, Identity, version_of
