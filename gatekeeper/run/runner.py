@@ -26,7 +26,7 @@ from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import Gate, GateContext, RunInfo, StartupFindings, utc_now
 from gatekeeper.targets.runtime import TargetRuntime
-from gatekeeper.gates.probed import ProbedCapabilities
+from gatekeeper.run.probed import ProbedCapabilities
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
 from gatekeeper.report.writer import write_reports
