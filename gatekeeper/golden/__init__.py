@@ -1,4 +1,5 @@
-"""Golden sets: versioned prompt cases with assertions, their loader, and reference baselines.
+"""Golden sets: versioned prompt cases with assertions, their loader, choosing cases by name
+(`case_selection.py`), and reference baselines.
 
 The gate side only: nothing here imports torch or the bundled engine.
 """

@@ -24,6 +24,7 @@ from gatekeeper.config.run_options import OptionSources, RoleOptions, RunOptions
 from gatekeeper.traffic.store.location import is_postgres
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.registry import select, settings_types
+from gatekeeper.golden.case_selection import named_cases, select_cases
 from gatekeeper.golden.golden_set import GoldenSet, load_golden_set
 from gatekeeper.report_links import ReportLinks
 from gatekeeper.run_plan import RunPlan
@@ -129,8 +130,6 @@ def build_plan(options: RunOptions, sources: OptionSources, run_id: str | None =
 def _check_case_flags(options: RunOptions, golden: tuple[GoldenSet, ...], gates: list[str]) -> None:
     """--cases and --limit choose golden cases: refused when gate 3 does not run, and a glob
     matching no case is named with the flag (not the policy's golden.cases)."""
-    from gatekeeper.gates.golden.gate import named_cases, select_cases
-
     flags = " and ".join(f for f, given in (("--cases", options.cases), ("--limit", options.limit)) if given)
     if "golden" not in gates:
         raise ConfigError(f"{flags}: choose golden cases, and this run does not run gate 3 (golden)")
@@ -249,8 +248,6 @@ def describe_plan(plan: RunPlan, warnings: Sequence[str] = ()) -> str:
     """The resolved plan as text (`gatekeeper run --dry-run`): targets with their declared paths,
     the policy, the gates in order with their blocking rule, the golden cases, where reports go,
     then `warnings` (`plan_warnings.py`'s, which asks URL targets), one `warning:` line each."""
-    from gatekeeper.gates.golden.gate import named_cases, select_cases
-
     lines = [f"run {plan.run_id} (seed {plan.seed}, request deadline {plan.timeout_s:g} s)"]
     for role, spec in (("reference", plan.reference), ("candidate", plan.candidate)):
         declared = ", ".join(f"{k}={v}" for k, v in spec.declared) or "nothing declared"

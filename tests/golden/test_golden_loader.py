@@ -168,7 +168,8 @@ def _policy(tmp_path, golden_section: str):
 
 
 def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error(tmp_path):
-    from gatekeeper.gates.golden.gate import GoldenGate, named_cases, select_cases
+    from gatekeeper.gates.golden.gate import GoldenGate
+    from gatekeeper.golden.case_selection import named_cases, select_cases
     from gatekeeper.run_plan import RunPlan
     from gatekeeper.targets.interface import TargetSpec
 
@@ -187,7 +188,7 @@ def test_case_globs_choose_a_subset_and_a_typo_is_a_config_error(tmp_path):
 
 def test_the_smoke_policy_subset_names_real_cases_in_every_family():
     from gatekeeper.config.policy import load_policy
-    from gatekeeper.gates.golden.gate import named_cases, select_cases
+    from gatekeeper.golden.case_selection import named_cases, select_cases
     from gatekeeper.gates.registry import settings_types
 
     core = [load_golden_set(CORE)]

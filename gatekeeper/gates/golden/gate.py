@@ -8,9 +8,7 @@ it); the settings are `settings.py`, the judging of one case `judge.py`, the pas
 
 from __future__ import annotations
 
-import fnmatch
 import time
-from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -28,7 +26,8 @@ from gatekeeper.stats import noise
 from gatekeeper.stats.noise import ask_twice
 from gatekeeper.golden.answer import render_answer, render_pair
 from gatekeeper.golden.baseline import Baseline, load_baseline
-from gatekeeper.golden.golden_set import GoldenCase, GoldenSet
+from gatekeeper.golden.case_selection import named_cases, select_cases
+from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.golden.request import Asker
 from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Judgement, Status
@@ -311,23 +310,6 @@ class GoldenGate(Gate):
                   limit=exact("difference between the streamed and the non-streamed answer")
                   if j.judged and not j.forgiven else None)
         _count(ctx, j)
-
-
-def named_cases(sets: Sequence[GoldenSet]) -> list[tuple[str, GoldenCase]]:
-    """Check names per case: the case id, prefixed by the set name when ids collide across sets."""
-    ids = [c.id for s in sets for c in s.cases]
-    return [(c.id if ids.count(c.id) == 1 else f"{s.name}.{c.id}", c) for s in sets for c in s.cases]
-
-
-def select_cases(cases: list[tuple[str, GoldenCase]], globs: list[str], limit: int = 0) -> list[tuple[str, GoldenCase]]:
-    """The cases whose check name matches one of `globs`, the first `limit` of them (0: all);
-    ConfigError for a glob that matches none."""
-    if cases:
-        for glob in globs:
-            if not any(fnmatch.fnmatchcase(name, glob) for name, _ in cases):
-                raise ConfigError(f"{glob!r} matches no golden case")
-    chosen = [(name, c) for name, c in cases if any(fnmatch.fnmatchcase(name, g) for g in globs)]
-    return chosen[:limit] if limit else chosen
 
 
 def _missing_capability(ctx: GateContext, case: GoldenCase, live_reference: bool) -> Missing | None:
