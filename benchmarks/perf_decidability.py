@@ -24,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gatekeeper.gates.performance.gate import judge, regressed  # noqa: E402
-from gatekeeper.gates.performance.measure import LevelBlocks  # noqa: E402
+from gatekeeper.perf.measure import LevelBlocks  # noqa: E402
 from gatekeeper.gates.performance.settings import PerformanceSettings  # noqa: E402
 
 PAIRS = {1: 24, 8: 12}

@@ -41,7 +41,7 @@ from gatekeeper.config.policy import load_policy  # noqa: E402
 from gatekeeper.gates.performance.gate import judge, launch_share, regressed  # noqa: E402
 from gatekeeper.gates.performance.spread import calibrated_spreads  # noqa: E402
 from gatekeeper.gates.registry import settings_types  # noqa: E402
-from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up  # noqa: E402
+from gatekeeper.perf.measure import LevelBlocks, measure_level, warm_up  # noqa: E402
 from gatekeeper.perf.cpu import CpuMeter  # noqa: E402
 from gatekeeper.perf.loadgen import LoadTarget  # noqa: E402
 

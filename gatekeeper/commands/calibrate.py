@@ -16,13 +16,12 @@ from pathlib import Path
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import ConfigError, EndpointError
-from gatekeeper.gates.performance.history_check import history_path
-from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
+from gatekeeper.perf.measure import LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.settings import PerformanceSettings
-from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
+from gatekeeper.perf.workload_choice import configured_workload, controlled_workload
 from gatekeeper.perf.calibration import Spread, aa_figures, load_class, machine_class, machine_load, spread_of, spreads
 from gatekeeper.perf.cpu import CpuMeter
-from gatekeeper.perf.history import HistoryEntry, append_entry, load_history
+from gatekeeper.perf.history import HistoryEntry, append_entry, history_path, load_history
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.targets.served import served_model
@@ -86,7 +85,7 @@ def _measure_pair(plan: RunPlan, s: PerformanceSettings, spec: TargetSpec, run_d
         targets = {side: LoadTarget(ep.base_url, ep.model, target.api_key(), plan.timeout_s, meter)
                    for side, ep, target, meter in zip(("baseline", "candidate"), endpoints, started, meters)}
         notes: list[str] = []
-        workload = controlled_workload(configured_workload(s, endpoints[0]), targets, plan.seed, notes)
+        workload = controlled_workload(configured_workload(s.source, s.traffic, s.workload(), endpoints[0]), targets, plan.seed, notes)
         for note in notes:
             progress(note)
         warm = warm_up(targets, workload.requests(s.warmup_requests, plan.seed + 1))

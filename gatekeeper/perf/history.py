@@ -38,6 +38,13 @@ ONSET_PVALUE = 0.05  # the Hunter pass's level for the candidate onsets of a con
 ONSET_MIN_MAGNITUDE = 0.02  # ... and the relative step an onset must mark (smaller ones are noise at 1-2% CV)
 SEED = 0  # the permutation test's seed: the same history always gives the same answer
 _KEYS = ("version", "run_id", "finished_at", "label", "baseline", "metrics")
+HISTORY_FILE = "perf-history.jsonl"
+
+
+def history_path(setting: str, out_dir: Path | None) -> Path:
+    """The policy's history file (`performance.history`), else `perf-history.jsonl` beside the
+    run directories."""
+    return Path(setting) if setting else (out_dir or Path("reports")) / HISTORY_FILE
 _OPTIONAL = ("kind", "machine", "aa", "load")
 KINDS = ("run", "calibration")
 

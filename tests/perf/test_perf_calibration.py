@@ -22,7 +22,7 @@ import time
 import pytest
 
 from gatekeeper.gates.performance.gate import judge
-from gatekeeper.gates.performance.measure import LevelBlocks
+from gatekeeper.perf.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.perf.calibration import MIN_PAIRS, aa_figures, machine_class, machine_load, spreads

@@ -18,7 +18,7 @@ from gatekeeper.perf.engine_metrics import EngineMetrics
 from gatekeeper.perf.figures import Slo, block_figures
 from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
 from gatekeeper.perf.workload import Workload
-from gatekeeper.gates.performance.measure import SIDES
+from gatekeeper.perf.measure import SIDES
 
 
 @dataclass

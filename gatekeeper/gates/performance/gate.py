@@ -22,14 +22,15 @@ from gatekeeper.gates.performance.launches import load_targets, sides
 from gatekeeper.gates.performance.rounds import measure_rounds
 from gatekeeper.gates.performance.errors_check import judge_errors
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep, sweep_curve
-from gatekeeper.gates.performance.history_check import entry_of, history_check, history_path
-from gatekeeper.gates.performance.measure import SIDES, LevelBlocks, measure_level, warm_up
+from gatekeeper.gates.performance.history_check import entry_of, history_check
+from gatekeeper.perf.measure import SIDES, LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.measurement_check import measurement_check
 from gatekeeper.gates.performance import primary
 from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PRIMARY_METRICS, PerformanceSettings
 from gatekeeper.gates.performance.spread import calibrated_spreads
 from gatekeeper.perf.calibration import machine_load
-from gatekeeper.gates.performance.workload_choice import configured_workload, controlled_workload
+from gatekeeper.perf.history import history_path
+from gatekeeper.perf.workload_choice import configured_workload, controlled_workload
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.stats.holm import holm
 from gatekeeper.perf.compare import Budget, Comparison, compare
@@ -146,7 +147,7 @@ class PerformanceGate(Gate):
         taus, tau_note = calibrated_spreads(history_path(s.history, ctx.run.out_dir), s, machine_load())
         base_ep, cand_ep = sides(ctx, choice, 1)
         targets = load_targets(ctx, choice, base_ep, cand_ep)
-        workload = controlled_workload(configured_workload(s, base_ep), targets, ctx.run.seed, ctx.notes)
+        workload = controlled_workload(configured_workload(s.source, s.traffic, s.workload(), base_ep), targets, ctx.run.seed, ctx.notes)
         levels = [LevelBlocks(level) for level in s.levels]
         rounds = None
         if launched:

@@ -22,13 +22,7 @@ from gatekeeper.perf.compare import Comparison
 from gatekeeper.perf.history import MIN_RUNS, HistoryEntry, append_entry, load_history, trend
 from gatekeeper.results import Judgement, Status
 
-HISTORY_FILE = "perf-history.jsonl"
 TREND_RUNS = 200
-
-
-def history_path(setting: str, out_dir: Path | None) -> Path:
-    """The policy's file, else `perf-history.jsonl` beside the run directories."""
-    return Path(setting) if setting else (out_dir or Path("reports")) / HISTORY_FILE
 
 
 def entry_of(run_id: str, label: str, baseline: str, comparisons: list[Comparison],

@@ -15,7 +15,7 @@ from gatekeeper.detection import tolerance
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.checks import MeasurementFinding, QuietWaits
-from gatekeeper.gates.performance.measure import SIDES, LevelBlocks
+from gatekeeper.perf.measure import SIDES, LevelBlocks
 from gatekeeper.perf.quiet import MOST_S, QUIET_CORES
 from gatekeeper.perf.workload import Workload
 from gatekeeper.results import Judgement, Status

@@ -19,7 +19,7 @@ from gatekeeper.evidence import Interval, Intervals, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.checks import PrimaryFinding, PrimaryNoise
-from gatekeeper.gates.performance.measure import LevelBlocks
+from gatekeeper.perf.measure import LevelBlocks
 from gatekeeper.gates.performance.primary_figure import Figure
 from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
 from gatekeeper.perf.compare import log_ratios

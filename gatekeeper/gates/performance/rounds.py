@@ -19,7 +19,7 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import primary, primary_figure
 from gatekeeper.gates.performance.baseline import BaselineChoice
 from gatekeeper.gates.performance.launches import load_targets, roles, sides
-from gatekeeper.gates.performance.measure import LevelBlocks, measure_level, warm_up
+from gatekeeper.perf.measure import LevelBlocks, measure_level, warm_up
 from gatekeeper.gates.performance.primary_figure import Figure
 from gatekeeper.gates.performance.settings import PRIMARY_LEVEL, PerformanceSettings
 from gatekeeper.perf.loadgen import LoadTarget

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from gatekeeper.gates.performance.device import engine_device
 from gatekeeper.gates.performance.gate import judge
-from gatekeeper.gates.performance.measure import LevelBlocks
+from gatekeeper.perf.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.perf.cpu import CpuMeter, accelerator_devices
 from gatekeeper.perf.loadgen import LoadTarget

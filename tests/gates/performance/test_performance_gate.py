@@ -19,7 +19,7 @@ from gatekeeper.config.settings import SettingError
 from gatekeeper.errors import ConfigError
 from gatekeeper.gates.performance.baseline import choose
 from gatekeeper.gates.performance.gate import judge, regressed
-from gatekeeper.gates.performance.measure import LevelBlocks
+from gatekeeper.perf.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.perf.compare import NOISE_CAP, Budget, compare
 from gatekeeper.targets.interface import TargetSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gatekeeper.config.settings import SettingError
-from gatekeeper.gates.performance.measure import WarmUp
+from gatekeeper.perf.measure import WarmUp
 from gatekeeper.gates.performance.primary_figure import DECODE, REQUEST, named
 from gatekeeper.gates.performance.settings import PerformanceSettings
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.performance import checks
-from gatekeeper.gates.performance.measure import SIDES, client_bound, measure_level, unquiet, warm_up
+from gatekeeper.perf.measure import SIDES, client_bound, measure_level, unquiet, warm_up
 from gatekeeper.gates.performance.measurement_check import measurement_check
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.perf.quiet import MOST_S

@@ -1,10 +1,10 @@
-"""The performance gate's requests: the configured source, then what both sides accept."""
+"""The performance measurement's requests (the gate's and `gatekeeper perf calibrate`'s): the
+configured source, then what both sides accept."""
 
 from __future__ import annotations
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.config.run_config import find_file
-from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.traffic.settings import ShadowSettings
 from gatekeeper.perf.loadgen import LoadProfile, LoadTarget, run_load
 from gatekeeper.perf.workload import Workload, calibrated, from_traffic
@@ -38,9 +38,11 @@ def controlled_workload(workload: Workload, targets: dict[str, LoadTarget], seed
     return workload
 
 
-def configured_workload(s: PerformanceSettings, baseline: Endpoint) -> Workload:
-    """The configured request source: synthetic (calibrated by the baseline's /tokenize) or traffic."""
-    if s.source == "traffic":
-        records = load_traffic(find_file(s.traffic or ShadowSettings().traffic), skip_bad=True).records
-        return from_traffic(s.workload(), [(r.endpoint, r.request) for r in records])
-    return calibrated(s.workload(), baseline)
+def configured_workload(source: str, traffic: str, shape: Workload, baseline: Endpoint) -> Workload:
+    """The configured request source (the performance settings' `source`, `traffic` and
+    `workload()`): synthetic prompts of `shape` (calibrated by the baseline's /tokenize) or the
+    traffic file's requests (gate 5's shipped sample when `traffic` is empty)."""
+    if source == "traffic":
+        records = load_traffic(find_file(traffic or ShadowSettings().traffic), skip_bad=True).records
+        return from_traffic(shape, [(r.endpoint, r.request) for r in records])
+    return calibrated(shape, baseline)
