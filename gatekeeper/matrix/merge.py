@@ -53,18 +53,29 @@ def load_cell(run_dir: Path) -> MatrixCell:
         meta = json.loads((run_dir / CELL_FILE).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ConfigError(f"{run_dir / CELL_FILE}: cannot read it: {e}") from None
-    cell, axes, expected = str(meta.get("cell")), dict(meta.get("axes") or {}), meta.get("expected")
+    cell, axes, expected = str(meta.get("cell")), dict(meta.get("axes") or {}), _expected(run_dir, meta.get("expected"))
     matrix = str((meta.get("matrix") or {}).get("name") or "")
     try:
         summary = read_summary(run_dir)
     except SummaryError as e:
-        return MatrixCell(cell, axes, expected, run_dir, Verdict.HOLD.value, {}, (), (), {}, matrix, _no_summary(e))
+        return MatrixCell(cell, axes, expected, run_dir, Verdict.HOLD, {}, (), (), {}, matrix, _no_summary(e))
     gates = {g.id: g.status.value for g in summary.gates}
     checks = tuple(MatrixCheck(c.id, c.status.value, c.blocking, c.reason, c.duration_s) for c in summary.checks)
     failing = tuple(f"{c.id}: {c.status.value} — {c.reason[:200]}" for c in summary.checks
                     if c.status is Status.ERROR or (c.status is Status.FAIL and c.blocking))
-    return MatrixCell(cell, axes, expected, run_dir, summary.verdict.value, gates, failing, checks,
+    return MatrixCell(cell, axes, expected, run_dir, summary.verdict, gates, failing, checks,
                       path_record(summary, meta), matrix)
+
+
+def _expected(run_dir: Path, said: object) -> Verdict | None:
+    """The verdict cell.json says the cell must reach (None: nothing expected)."""
+    if said is None:
+        return None
+    try:
+        return Verdict(said)
+    except ValueError:
+        raise ConfigError(f"{run_dir / CELL_FILE}: expected {said!r} is not a verdict",
+                          hint=f"one of {', '.join(v.value for v in Verdict)}") from None
 
 
 def _no_summary(e: SummaryError) -> str:
@@ -78,13 +89,14 @@ def combined(cells: Sequence[MatrixCell]) -> tuple[Verdict, list[str]]:
     if not cells:
         return Verdict.HOLD, ["no cell run found"]
     why = []
-    verdict = max((Verdict(c.verdict) for c in cells), key=lambda v: v.severity)
+    verdict = max((c.verdict for c in cells), key=lambda v: v.severity)
     if verdict is not Verdict.PROMOTE:
-        bad = [c.cell for c in cells if c.verdict == verdict.value]
+        bad = [c.cell for c in cells if c.verdict is verdict]
         why.append(f"{len(bad)} cell(s) {verdict.value}: {', '.join(bad)}")
     missed = [c for c in cells if c.met is False]
     if missed:
-        why.append("not as expected: " + ", ".join(f"{c.cell} {c.verdict} (expected {c.expected})" for c in missed))
+        why.append("not as expected: " + ", ".join(f"{c.cell} {c.verdict.value} (expected {c.expected.value if c.expected else '—'})"
+                                                   for c in missed))
         if verdict is Verdict.PROMOTE:
             verdict = Verdict.HOLD
     return verdict, why
@@ -92,7 +104,7 @@ def combined(cells: Sequence[MatrixCell]) -> tuple[Verdict, list[str]]:
 
 def _localisation(cells: Sequence[MatrixCell]) -> Localisation:
     axes = list(dict.fromkeys(a for c in cells for a in c.axes))
-    failed = {c.cell: {Verdict.ROLLBACK: True, Verdict.PROMOTE: False}.get(Verdict(c.verdict)) for c in cells}
+    failed = {c.cell: {Verdict.ROLLBACK: True, Verdict.PROMOTE: False}.get(c.verdict) for c in cells}
     return localise({c.cell: c.axes for c in cells}, failed, axes)
 
 
@@ -108,5 +120,5 @@ def merge(paths: Sequence[Path], out: Path) -> tuple[Verdict, Path]:
     if dupes:
         raise ConfigError(f"cell(s) run more than once: {', '.join(dupes)} (pass one run directory per cell)")
     verdict, why = combined(cells)
-    write_merged(MergedMatrix(names[0], verdict.value, tuple(why), _localisation(cells).sentence(), tuple(cells)), out)
+    write_merged(MergedMatrix(names[0], verdict, tuple(why), _localisation(cells).sentence(), tuple(cells)), out)
     return verdict, out

@@ -5,6 +5,7 @@ hands a `MergedMatrix` to the renderers: merged.json (`MergedMatrix.to_json`, fo
 gatekeeper.merged/1), summary.md (matrix_markdown.py), junit.xml (matrix_junit.py) and
 merged.html (matrix_view.py), all written by matrix_writer.py. The renderers only format these
 values; the verdict, its reasons and the localisation sentence are decided before they get here.
+Verdicts are `Verdict` values here; the renderers write their text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 from gatekeeper import exit_codes
+from gatekeeper.results import Verdict
 
 MERGED_FORMAT = "gatekeeper.merged/1"
 
@@ -37,9 +39,9 @@ class MatrixCell:
 
     cell: str  # the cell's id, e.g. "dtype=bfloat16,tp=2"
     axes: dict[str, Any]  # axis → value
-    expected: str | None  # the verdict the matrix says the cell must reach; None: nothing expected
+    expected: Verdict | None  # the verdict the matrix says the cell must reach; None: nothing expected
     run_dir: Path
-    verdict: str  # PROMOTE / HOLD / ROLLBACK; HOLD when the run left no summary
+    verdict: Verdict  # HOLD when the run left no summary
     gates: dict[str, str]  # gate id → status
     failing: tuple[str, ...]  # "check: STATUS — reason" of blocking FAILs and ERRORs
     checks: tuple[MatrixCheck, ...]
@@ -50,12 +52,12 @@ class MatrixCell:
     @property
     def met(self) -> bool | None:
         """Whether the verdict is the expected one (None: nothing expected)."""
-        return None if self.expected is None else self.verdict == self.expected
+        return None if self.expected is None else self.verdict is self.expected
 
     @property
     def expectation(self) -> str:
         """The expected verdict with ✓ (met) or ✗ (missed), e.g. "ROLLBACK ✓"; "—" when nothing was expected."""
-        return f"{self.expected or '—'}{'' if self.met is None else (' ✓' if self.met else ' ✗')}"
+        return f"{self.expected.value if self.expected else '—'}{'' if self.met is None else (' ✓' if self.met else ' ✗')}"
 
     @property
     def record_yaml(self) -> str:
@@ -68,7 +70,7 @@ class MergedMatrix:
     """The merged judgement of one matrix's cells: what every merged report shows."""
 
     matrix: str
-    verdict: str  # the worst cell's, or HOLD when a cell missed its expectation
+    verdict: Verdict  # the worst cell's, or HOLD when a cell missed its expectation
     reasons: tuple[str, ...]
     localisation: str  # one sentence: the smallest condition on the axes that separates the failing cells
     cells: tuple[MatrixCell, ...]
@@ -76,7 +78,7 @@ class MergedMatrix:
     @property
     def exit_code(self) -> int:
         """The merged verdict's process exit code."""
-        return exit_codes.FOR_VERDICT[self.verdict]
+        return exit_codes.FOR_VERDICT[self.verdict.value]
 
     @property
     def axes(self) -> list[str]:
@@ -90,8 +92,9 @@ class MergedMatrix:
 
     def to_json(self) -> dict[str, Any]:
         """merged.json's content."""
-        return {"format": MERGED_FORMAT, "matrix": self.matrix, "verdict": self.verdict, "exit_code": self.exit_code,
+        return {"format": MERGED_FORMAT, "matrix": self.matrix, "verdict": self.verdict.value, "exit_code": self.exit_code,
                 "reasons": list(self.reasons), "localisation": self.localisation,
-                "cells": [{"cell": c.cell, "axes": c.axes, "verdict": c.verdict, "expected": c.expected, "met": c.met,
+                "cells": [{"cell": c.cell, "axes": c.axes, "verdict": c.verdict.value,
+                           "expected": c.expected.value if c.expected else None, "met": c.met,
                            "gates": c.gates, "failing": list(c.failing), "run_dir": str(c.run_dir), "note": c.note,
                            "record": c.record} for c in self.cells]}

@@ -27,7 +27,7 @@ def _testsuite(root: ET.Element, c: MatrixCell) -> None:
                           errors=str(_count(c.checks, "ERROR") + (0 if c.checks else 1)),
                           skipped=str(_count(c.checks, "SKIP")))
     props = ET.SubElement(suite, "properties")
-    for name, value in [*c.axes.items(), ("verdict", c.verdict), ("expected", c.expected or "")]:
+    for name, value in [*c.axes.items(), ("verdict", c.verdict.value), ("expected", c.expected.value if c.expected else "")]:
         ET.SubElement(props, "property", name=xml_text(name), value=xml_text(value))
     if not c.checks:
         case = ET.SubElement(suite, "testcase", classname="gatekeeper.matrix", name="run")

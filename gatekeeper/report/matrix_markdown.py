@@ -15,12 +15,12 @@ MAX_FAILING_PER_CELL = 3
 def matrix_markdown(m: MergedMatrix) -> str:
     """summary.md's text."""
     gates = m.gate_ids
-    lines = [f"## gatekeeper matrix `{m.matrix}`: **{m.verdict}**", "", f"**Localisation:** {m.localisation}", ""]
+    lines = [f"## gatekeeper matrix `{m.matrix}`: **{m.verdict.value}**", "", f"**Localisation:** {m.localisation}", ""]
     lines += [f"- {r}" for r in m.reasons] + ([""] if m.reasons else [])
     lines.append("| cell | verdict | expected | " + " | ".join(gates) + " |")
     lines.append("|---|---|---|" + "---|" * len(gates))
     for c in m.cells:
-        lines.append(f"| `{c.cell}` | {c.verdict} | {c.expectation} | "
+        lines.append(f"| `{c.cell}` | {c.verdict.value} | {c.expectation} | "
                      + " | ".join(c.gates.get(g, "—") for g in gates) + " |")
     failing = [(c.cell, f) for c in m.cells for f in c.failing[:MAX_FAILING_PER_CELL]]
     if failing:

@@ -63,12 +63,12 @@ class MatrixPage:
 def matrix_page(m: MergedMatrix) -> MatrixPage:
     """The page's display values."""
     axes, gates = m.axes, m.gate_ids
-    rows = tuple(MatrixRow(c.cell, tuple(str(c.axes.get(a, "")) for a in axes), badge(c.verdict),
+    rows = tuple(MatrixRow(c.cell, tuple(str(c.axes.get(a, "")) for a in axes), badge(c.verdict.value),
                            c.expectation, tuple(badge(c.gates.get(g, "—")) for g in gates))
                  for c in m.cells)
-    return MatrixPage(m.matrix, badge(m.verdict), m.localisation, m.reasons, tuple(axes), tuple(gates), rows,
+    return MatrixPage(m.matrix, badge(m.verdict.value), m.localisation, m.reasons, tuple(axes), tuple(gates), rows,
                       tuple((c.cell, f) for c in m.cells for f in c.failing[:MAX_FAILING_PER_CELL]),
-                      tuple((c.cell, c.verdict, c.record_yaml) for c in m.cells))
+                      tuple((c.cell, c.verdict.value, c.record_yaml) for c in m.cells))
 
 
 def matrix_html(m: MergedMatrix) -> str:

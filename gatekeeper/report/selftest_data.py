@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gatekeeper.results import Verdict
+
 SELFTEST_FORMAT = "gatekeeper.selftest/1"
 
 
@@ -22,7 +24,7 @@ class CellOutcome:
     cell: str
     faults: tuple[str, ...]  # the faults switched on; () for a clean cell
     intended: tuple[str, ...]  # the gates meant to catch them
-    verdict: str  # the run's verdict; HOLD when it left no summary
+    verdict: Verdict  # the run's verdict; HOLD when it left no summary
     caught_at: str | None  # the earliest gate, by stage, with a blocking FAIL
     failing: tuple[str, ...]  # the blocking FAILs' check ids (the first few)
     outcome: str  # "caught at an intended gate", "missed", "clean", "false alarm", …
@@ -55,4 +57,4 @@ class SelftestResult:
                 "faults": self.faults, "caught": self.caught, "caught_at_intended_gate": self.caught_at_intended_gate,
                 "missed": list(self.missed), "not_judged": list(self.not_judged), "clean_cells": self.clean_cells,
                 "false_alarms": list(self.false_alarms), "not_covered": list(self.not_covered), "ok": self.ok,
-                "cells": [asdict(r) for r in self.cells]}
+                "cells": [{**asdict(r), "verdict": r.verdict.value} for r in self.cells]}

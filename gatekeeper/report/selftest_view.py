@@ -55,7 +55,8 @@ def _mark(c: CellOutcome, gate: str) -> str:
 
 def selftest_page(r: SelftestResult, gates: Sequence[str]) -> SelftestPage:
     """The page's display values; `gates` are the table's gate columns, in stage order."""
-    rows = tuple(SelftestRow(c.cell, ", ".join(c.faults) or "—", tuple(_mark(c, g) for g in gates), c.verdict, c.outcome,
+    rows = tuple(SelftestRow(c.cell, ", ".join(c.faults) or "—", tuple(_mark(c, g) for g in gates), c.verdict.value,
+                             c.outcome,
                              _COLOUR.get(c.outcome, _TEXT_COLOUR), f"{c.seconds:.0f} s{' (kept)' if c.kept else ''}")
                  for c in r.cells)
     summary = (f"{r.caught} of {r.faults} faults caught, {r.caught_at_intended_gate} at an intended gate; "

@@ -71,7 +71,7 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
     """The cell's outcome, and the reason its run has no summary (None when it has one)."""
     summary = _summary(run_dir)
     if isinstance(summary, SummaryError):
-        return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), Verdict.HOLD.value, None, (),
+        return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), Verdict.HOLD, None, (),
                            _outcome(cell, None, None), round(seconds, 1), str(run_dir or ""), kept), summary
     failing = []
     caught_at = None
@@ -82,7 +82,7 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
         failing += fails
     if kept:  # a kept cell's time is its own run's, not this invocation's
         seconds = _run_seconds(summary)
-    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), summary.verdict.value, caught_at,
+    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), summary.verdict, caught_at,
                        tuple(failing[:8]), _outcome(cell, summary.verdict, caught_at), round(seconds, 1),
                        str(run_dir or ""), kept), None
 
@@ -147,7 +147,7 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
             write_atomic(run_dir / ARGS_FILE, json.dumps(args))
         r, no_summary = _judge(cell, run_dir, time.perf_counter() - t0, False)
         results.append(r)
-        said = f"no verdict ({no_summary})" if no_summary else r.verdict
+        said = f"no verdict ({no_summary})" if no_summary else r.verdict.value
         progress(f"[{i}/{len(chosen)}] {cell.id}: {said}, {r.outcome}" + (f" ({r.caught_at})" if r.caught_at else "")
                  + f" in {r.seconds:.0f} s")
     result = _result(results, quick, time.perf_counter() - started)

@@ -55,9 +55,9 @@ def test_every_fault_is_covered_and_the_quick_subset_is_small():
 
 
 def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
-    caught = CellOutcome("<b>norm</b>", ("x=<script>",), ("golden",), "ROLLBACK", "startup", ("startup.a",),
+    caught = CellOutcome("<b>norm</b>", ("x=<script>",), ("golden",), Verdict.ROLLBACK, "startup", ("startup.a",),
                          "caught earlier", 12.4, "/r/1")
-    clean = CellOutcome("clean", (), (), "PROMOTE", None, (), "clean", 3.0, "/r/2", kept=True)
+    clean = CellOutcome("clean", (), (), Verdict.PROMOTE, None, (), "clean", 3.0, "/r/2", kept=True)
     r = SelftestResult(True, 20.0, 15.4, 1, 1, 0, (), (), 1, (), ("<fault>",), False, (caught, clean))
     page = selftest_html(r, GATE_ORDER)
     assert "<script>" not in page and "<b>norm" not in page and "&lt;fault&gt;" in page
@@ -65,6 +65,7 @@ def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
     row = page.split("&lt;b&gt;norm&lt;/b&gt;")[1].split("</tr>")[0]
     assert row.count("●") == 1 and row.count("○") == 1 and row.index("●") < row.index("○")  # caught at startup, meant for golden
     assert json.loads(json.dumps(r.to_json()))["cells"][0]["faults"] == ["x=<script>"]
+    assert "<td>ROLLBACK</td>" in row and "Verdict." not in page and r.to_json()["cells"][0]["verdict"] == "ROLLBACK"
 
 
 def test_the_quick_selftest_catches_its_faults_at_their_gates(tmp_path):
