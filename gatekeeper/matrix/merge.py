@@ -58,13 +58,14 @@ def load_cell(run_dir: Path) -> MatrixCell:
     try:
         summary = read_summary(run_dir)
     except SummaryError as e:
-        return MatrixCell(cell, axes, expected, run_dir, Verdict.HOLD, {}, (), (), {}, matrix, _no_summary(e))
+        return MatrixCell(cell=cell, axes=axes, expected=expected, run_dir=run_dir, verdict=Verdict.HOLD, gates={}, failing=(),
+                          checks=(), record={}, matrix=matrix, note=_no_summary(e))
     gates = {g.id: g.status.value for g in summary.gates}
     checks = tuple(MatrixCheck(c.id, c.status.value, c.blocking, c.reason, c.duration_s) for c in summary.checks)
     failing = tuple(f"{c.id}: {c.status.value} — {c.reason[:200]}" for c in summary.checks
                     if c.status is Status.ERROR or (c.status is Status.FAIL and c.blocking))
-    return MatrixCell(cell, axes, expected, run_dir, summary.verdict, gates, failing, checks,
-                      path_record(summary, meta), matrix)
+    return MatrixCell(cell=cell, axes=axes, expected=expected, run_dir=run_dir, verdict=summary.verdict, gates=gates,
+                      failing=failing, checks=checks, record=path_record(summary, meta), matrix=matrix)
 
 
 def _expected(run_dir: Path, said: object) -> Verdict | None:

@@ -29,7 +29,7 @@ LOG_FILE = "gatekeeper.log"
 _SEVERITY = (exit_codes.USAGE, exit_codes.ROLLBACK, exit_codes.HOLD, exit_codes.PROMOTE)  # worst first
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellOutcome:
     """What one cell came to: its verdict (None: the run gave none), what was expected of it,
     whether a finished run was kept, its run directory, the run's exit code and, for a run that
@@ -96,7 +96,8 @@ def run_cells(matrix: Matrix, matrix_arg: str, root: Path, run_args: list[str], 
         kept = kept_run(cell_dir, matrix, cell, options_sha256)
         if kept is not None:
             run_dir, verdict = kept
-            outcome = CellOutcome(cell, verdict, expected, True, run_dir, exit_codes.FOR_VERDICT[verdict.value])
+            outcome = CellOutcome(cell=cell, verdict=verdict, expected=expected, kept=True, run_dir=run_dir,
+                                  exit_code=exit_codes.FOR_VERDICT[verdict.value])
             progress(f"[{n}/{total}] {cell.id}: kept {verdict.value} from {run_dir}")
         else:
             progress(f"[{n}/{total}] {cell.id}: running" + (f" (expected {expected})" if expected else ""))
@@ -137,7 +138,8 @@ def _run_one(matrix_arg: str, cell: Cell, expected: str | None, cell_dir: Path, 
     if verdict is None:
         lines = [ln for ln in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
         error = (lines[-1].strip() if lines else "no output") + f" (log: {log_path})"
-    return CellOutcome(cell, verdict, expected, False, run_dir, code, seconds, error)
+    return CellOutcome(cell=cell, verdict=verdict, expected=expected, kept=False, run_dir=run_dir, exit_code=code,
+                       seconds=seconds, error=error)
 
 
 def _let_it_stop(proc: subprocess.Popen) -> None:

@@ -33,7 +33,7 @@ class MatrixCheck:
     duration_s: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MatrixCell:
     """One cell's run as the merge sees it."""
 

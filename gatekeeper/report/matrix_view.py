@@ -45,7 +45,7 @@ class MatrixRow:
     gates: tuple[Badge, ...]  # one per column of `MatrixPage.gates` ("—" where the cell did not run it)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MatrixPage:
     """merged.html's values, in reading order."""
 
@@ -66,9 +66,10 @@ def matrix_page(m: MergedMatrix) -> MatrixPage:
     rows = tuple(MatrixRow(c.cell, tuple(str(c.axes.get(a, "")) for a in axes), badge(c.verdict.value),
                            c.expectation, tuple(badge(c.gates.get(g, "—")) for g in gates))
                  for c in m.cells)
-    return MatrixPage(m.matrix, badge(m.verdict.value), m.localisation, m.reasons, tuple(axes), tuple(gates), rows,
-                      tuple((c.cell, f) for c in m.cells for f in c.failing[:MAX_FAILING_PER_CELL]),
-                      tuple((c.cell, c.verdict.value, c.record_yaml) for c in m.cells))
+    return MatrixPage(matrix=m.matrix, verdict=badge(m.verdict.value), localisation=m.localisation, reasons=m.reasons,
+                      axes=tuple(axes), gates=tuple(gates), rows=rows,
+                      failing=tuple((c.cell, f) for c in m.cells for f in c.failing[:MAX_FAILING_PER_CELL]),
+                      records=tuple((c.cell, c.verdict.value, c.record_yaml) for c in m.cells))
 
 
 def matrix_html(m: MergedMatrix) -> str:

@@ -17,7 +17,7 @@ from gatekeeper.results import Verdict
 SELFTEST_FORMAT = "gatekeeper.selftest/1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CellOutcome:
     """What one cell's run showed."""
 
@@ -33,7 +33,7 @@ class CellOutcome:
     kept: bool = False  # an earlier invocation's run, kept (resumed) rather than run again
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SelftestResult:
     """The selftest's tally over its cells."""
 

@@ -34,7 +34,7 @@ class SelftestRow:
     time: str  # e.g. "12 s (kept)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SelftestPage:
     """selftest.html's values, in reading order."""
 
@@ -56,14 +56,13 @@ def _mark(c: CellOutcome, gate: str) -> str:
 def selftest_page(r: SelftestResult, gates: Sequence[str]) -> SelftestPage:
     """The page's display values; `gates` are the table's gate columns, in stage order."""
     rows = tuple(SelftestRow(c.cell, ", ".join(c.faults) or "—", tuple(_mark(c, g) for g in gates), c.verdict.value,
-                             c.outcome,
-                             _COLOUR.get(c.outcome, _TEXT_COLOUR), f"{c.seconds:.0f} s{' (kept)' if c.kept else ''}")
+                             c.outcome, _COLOUR.get(c.outcome, _TEXT_COLOUR), f"{c.seconds:.0f} s{' (kept)' if c.kept else ''}")
                  for c in r.cells)
     summary = (f"{r.caught} of {r.faults} faults caught, {r.caught_at_intended_gate} at an intended gate; "
                f"missed: {', '.join(r.missed) or 'none'}; false alarms: {len(r.false_alarms)} of "
                f"{r.clean_cells} clean cells; not judged: {', '.join(r.not_judged) or 'none'}")
-    return SelftestPage(r.quick, r.ok, summary, f"{r.wall_s:.0f}", f"{r.cells_s:.0f}", tuple(gates), rows,
-                        ", ".join(r.not_covered) or "none")
+    return SelftestPage(quick=r.quick, ok=r.ok, summary=summary, wall=f"{r.wall_s:.0f}", cells=f"{r.cells_s:.0f}",
+                        gates=tuple(gates), rows=rows, not_covered=", ".join(r.not_covered) or "none")
 
 
 def selftest_html(r: SelftestResult, gates: Sequence[str]) -> str:

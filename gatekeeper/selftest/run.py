@@ -71,8 +71,9 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
     """The cell's outcome, and the reason its run has no summary (None when it has one)."""
     summary = _summary(run_dir)
     if isinstance(summary, SummaryError):
-        return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), Verdict.HOLD, None, (),
-                           _outcome(cell, None, None), round(seconds, 1), str(run_dir or ""), kept), summary
+        return CellOutcome(cell=cell.id, faults=tuple(cell.faults), intended=tuple(cell.catch_at), verdict=Verdict.HOLD,
+                           caught_at=None, failing=(), outcome=_outcome(cell, None, None), seconds=round(seconds, 1),
+                           run_dir=str(run_dir or ""), kept=kept), summary
     failing = []
     caught_at = None
     for gate in sorted(summary.gates, key=lambda g: GATE_ORDER.index(g.id) if g.id in GATE_ORDER else 99):
@@ -82,9 +83,9 @@ def _judge(cell: SelftestCell, run_dir: Path | None, seconds: float, kept: bool)
         failing += fails
     if kept:  # a kept cell's time is its own run's, not this invocation's
         seconds = _run_seconds(summary)
-    return CellOutcome(cell.id, tuple(cell.faults), tuple(cell.catch_at), summary.verdict, caught_at,
-                       tuple(failing[:8]), _outcome(cell, summary.verdict, caught_at), round(seconds, 1),
-                       str(run_dir or ""), kept), None
+    return CellOutcome(cell=cell.id, faults=tuple(cell.faults), intended=tuple(cell.catch_at), verdict=summary.verdict,
+                       caught_at=caught_at, failing=tuple(failing[:8]), outcome=_outcome(cell, summary.verdict, caught_at),
+                       seconds=round(seconds, 1), run_dir=str(run_dir or ""), kept=kept), None
 
 
 def _run_seconds(summary: RunSummary) -> float:

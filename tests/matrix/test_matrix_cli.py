@@ -207,8 +207,8 @@ def test_the_fused_norm_fault_fails_exactly_its_cells_and_the_merge_localises_it
 
 def _outcome(verdict: str | None, expected: str | None, code: int | None = None) -> CellOutcome:
     cell = Cell((("tp", verdict or "none"),))
-    return CellOutcome(cell, Verdict(verdict) if verdict else None, expected, False, None,
-                       exit_codes.FOR_VERDICT.get(verdict or "", 2) if code is None else code)
+    return CellOutcome(cell=cell, verdict=Verdict(verdict) if verdict else None, expected=expected, kept=False, run_dir=None,
+                       exit_code=exit_codes.FOR_VERDICT.get(verdict or "", 2) if code is None else code)
 
 
 def test_the_sweeps_exit_code_and_table():

@@ -55,10 +55,12 @@ def test_every_fault_is_covered_and_the_quick_subset_is_small():
 
 
 def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
-    caught = CellOutcome("<b>norm</b>", ("x=<script>",), ("golden",), Verdict.ROLLBACK, "startup", ("startup.a",),
-                         "caught earlier", 12.4, "/r/1")
-    clean = CellOutcome("clean", (), (), Verdict.PROMOTE, None, (), "clean", 3.0, "/r/2", kept=True)
-    r = SelftestResult(True, 20.0, 15.4, 1, 1, 0, (), (), 1, (), ("<fault>",), False, (caught, clean))
+    caught = CellOutcome(cell="<b>norm</b>", faults=("x=<script>",), intended=("golden",), verdict=Verdict.ROLLBACK,
+                         caught_at="startup", failing=("startup.a",), outcome="caught earlier", seconds=12.4, run_dir="/r/1")
+    clean = CellOutcome(cell="clean", faults=(), intended=(), verdict=Verdict.PROMOTE, caught_at=None, failing=(),
+                        outcome="clean", seconds=3.0, run_dir="/r/2", kept=True)
+    r = SelftestResult(quick=True, wall_s=20.0, cells_s=15.4, faults=1, caught=1, caught_at_intended_gate=0, missed=(),
+                       not_judged=(), clean_cells=1, false_alarms=(), not_covered=("<fault>",), ok=False, cells=(caught, clean))
     page = selftest_html(r, GATE_ORDER)
     assert "<script>" not in page and "<b>norm" not in page and "&lt;fault&gt;" in page
     assert "<h1>gatekeeper selftest (quick): NOT OK</h1>" in page and "<td>3 s (kept)</td>" in page
