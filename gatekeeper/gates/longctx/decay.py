@@ -37,7 +37,7 @@ from gatekeeper.stats.decay_rate import sqdr
 RESAMPLES = 9999  # above 2^13: exact (every sign pattern) for up to 13 sessions, Monte Carlo beyond
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Cell:
     """One (session, round): whether each target recalled the fact, and whether they agree."""
 
@@ -51,7 +51,7 @@ class Cell:
     cand_text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Decay:
     """Per-round curves, per-session slopes and the summary numbers of one decay run."""
 
@@ -149,11 +149,13 @@ def score(cells: list[Cell], seed: int = 0) -> Decay:
 
     b = sum(1 for c in cells if c.ref_ok and not c.cand_ok)
     w = sum(1 for c in cells if c.cand_ok and not c.ref_ok)
-    return Decay(rounds, ref, cand, agree, sqdr(ref), sqdr(cand),
-                 ref_s, cand_s, mean_diff(ref_s, cand_s), paired_p(ref_s, cand_s, seed),
-                 ref_r, cand_r, mean_diff(ref_r, cand_r), paired_p(ref_r, cand_r, seed),
-                 max(effects) / n if n else float("inf"), 1 / min(sizes) / n if n else float("inf"),
-                 b, w, sum(1 for c in cells if not c.agree), len(cells))
+    return Decay(rounds=rounds, ref_rates=ref, cand_rates=cand, agreement=agree, sqdr_ref=sqdr(ref), sqdr_cand=sqdr(cand),
+                 ref_slopes=ref_s, cand_slopes=cand_s, excess_slope=mean_diff(ref_s, cand_s),
+                 p_value=paired_p(ref_s, cand_s, seed),
+                 ref_recall=ref_r, cand_recall=cand_r, recall_drop=mean_diff(ref_r, cand_r),
+                 recall_p_value=paired_p(ref_r, cand_r, seed),
+                 one_cell=max(effects) / n if n else float("inf"), one_cell_recall=1 / min(sizes) / n if n else float("inf"),
+                 regressions=b, improvements=w, disagreements=sum(1 for c in cells if not c.agree), cells=len(cells))
 
 
 SPREAD_BOUND = 0.8  # the limit uses this upper confidence bound of the sessions' spread, not its estimate

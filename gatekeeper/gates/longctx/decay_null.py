@@ -38,7 +38,8 @@ def null_cells(rng: np.random.Generator, sessions: int, rounds: int, stickiness:
         floor = rng.uniform(0.2, 0.9)
         recall = np.linspace(0.95, floor, rounds)  # [rounds]
         ref, cand = _target(rng, recall, stickiness), _target(rng, recall, stickiness)
-        cells += [Cell(s, r + 1, 0, bool(a), bool(b), bool(a == b), "", "") for r, (a, b) in enumerate(zip(ref, cand))]
+        cells += [Cell(session=s, round=r + 1, tokens=0, ref_ok=bool(a), cand_ok=bool(b), agree=bool(a == b), ref_text="",
+                       cand_text="") for r, (a, b) in enumerate(zip(ref, cand))]
     return cells
 
 

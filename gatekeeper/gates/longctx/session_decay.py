@@ -135,7 +135,8 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
 def _cell(r: Round, ref: Answer, cand: Answer) -> Cell:
     assert not isinstance(ref, EndpointError) and not isinstance(cand, EndpointError)
     a, b = ref.text.strip(), cand.text.strip()
-    return Cell(r.session, r.index, r.tokens, a == r.answer, b == r.answer, a == b, a, b)
+    return Cell(session=r.session, round=r.index, tokens=r.tokens, ref_ok=a == r.answer, cand_ok=b == r.answer, agree=a == b,
+                ref_text=a, cand_text=b)
 
 
 def _sum_cached(answers: list[list[Answer]]) -> int | None:

@@ -23,7 +23,7 @@ OFFSETS = (-1, 0, 1)
 _NOTE = "Here is a note: {text}{pad} Reply with OK."
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Round:
     """One request of a session: messages, the fact asked and its answer, its length."""
 
@@ -102,6 +102,7 @@ def build_session(counter: TokenCounter, plan: SessionPlan, seed: int, index: in
             rate = max(1.0, min(4.0, (count - fixed) / n))
         used += n
         history = messages[:-1]
-        rounds.append(Round(index, r, messages, slot, value, planted_in, count, exact))
+        rounds.append(Round(session=index, index=r, messages=messages, slot=slot, answer=value, planted_in=planted_in,
+                            tokens=count, exact=exact))
         prev = count
     return rounds

@@ -52,7 +52,8 @@ def _cells(fail_from: int | None, sessions: int = 12, rounds: int = 12, flips: i
     for s in range(sessions):
         for r in range(1, rounds + 1):
             bad = (fail_from is not None and r >= fail_from) or (s < flips and r == rounds)
-            out.append(Cell(s, r, 100 * r, True, not bad, not bad, "x", "y" if bad else "x"))
+            out.append(Cell(session=s, round=r, tokens=100 * r, ref_ok=True, cand_ok=not bad, agree=not bad, ref_text="x",
+                            cand_text="y" if bad else "x"))
     return out
 
 
@@ -71,14 +72,16 @@ def test_decay_of_a_stale_cache_is_significant_and_one_flip_is_not():
 def test_sessions_are_the_unit_many_cells_of_one_session_are_not_significant():
     """Eight lost recalls in one session are one session's evidence, not eight samples: the
     pooled sign test gave p = 0.004 here; the permutation over sessions gives 0.5."""
-    cells = [Cell(s, r, 100 * r, True, not (s == 0 and r > 4), not (s == 0 and r > 4), "x", "x")
+    cells = [Cell(session=s, round=r, tokens=100 * r, ref_ok=True, cand_ok=not (s == 0 and r > 4),
+                  agree=not (s == 0 and r > 4), ref_text="x", cand_text="x")
              for s in range(12) for r in range(1, 13)]
     d = score(cells)
     assert d.regressions == 8 and d.p_value == 0.5
 
 
 def test_a_mid_session_collapse_that_recovers_has_zero_sqdr_but_is_seen_by_the_slopes():
-    cells = [Cell(s, r, 100 * r, True, r not in (6, 7, 8, 9, 10, 11), True, "x", "x") for s in range(12) for r in range(1, 13)]
+    cells = [Cell(session=s, round=r, tokens=100 * r, ref_ok=True, cand_ok=r not in (6, 7, 8, 9, 10, 11), agree=True, ref_text="x",
+                  cand_text="x") for s in range(12) for r in range(1, 13)]
     d = score(cells)
     assert d.excess == 0  # SQDR as docs/bug-classes.md#sqdr defines it: round 1 and round 12 are both recalled
     assert d.excess_slope > 0.005 and d.p_value == 1 / 2**12
