@@ -10,6 +10,7 @@ dataclass (see `settings.py`), built from its defaults overlaid with the policy'
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,18 @@ def load_policy(path: str | Path, settings_types: dict[str, type]) -> Policy:
     return policy_from_data(load_yaml(path), str(path), settings_types)
 
 
-def policy_from_data(data: Any, p: str, settings_types: dict[str, type]) -> Policy:
+def load_section(path: str | Path, gate_id: str, settings_type: type, others: Sequence[str]) -> Any:
+    """One gate's typed settings from the policy at `path`, for a command that reads only that
+    gate's part and imports no gate (the live proxy: gate 5's). The file is checked as
+    `load_policy` checks it, except the sections of the `others` (the other gates' ids): they
+    may be there, and their settings are left to the run that uses them."""
+    return policy_from_data(load_yaml(path), str(path), {gate_id: settings_type}, unchecked=others).settings(gate_id)
+
+
+def policy_from_data(data: Any, p: str, settings_types: dict[str, type], unchecked: Sequence[str] = ()) -> Policy:
     """Validate parsed policy YAML (LineDicts, for lines) that came from the file `p`: what
-    `load_policy` does after reading, and what a matrix file's policy fragment is checked with."""
+    `load_policy` does after reading, and what a matrix file's policy fragment is checked with.
+    `unchecked`: gates whose sections are known but neither checked nor built (`load_section`)."""
     if not isinstance(data, dict):
         raise ConfigError("a policy must be a YAML mapping", p, line_of(data))
     for key in data:
@@ -127,9 +137,9 @@ def policy_from_data(data: Any, p: str, settings_types: dict[str, type]) -> Poli
     if not isinstance(gates_section, dict):
         raise ConfigError("must be a mapping of gate id -> settings", p, line_of(data, "gates"), "gates")
     for gate_id in gates_section:
-        if gate_id not in settings_types:
-            raise ConfigError(f"unknown gate (known: {', '.join(settings_types)})", p, line_of(gates_section, gate_id),
-                              f"gates.{gate_id}")
+        if gate_id not in settings_types and gate_id not in unchecked:
+            raise ConfigError(f"unknown gate (known: {', '.join([*settings_types, *unchecked])})", p,
+                              line_of(gates_section, gate_id), f"gates.{gate_id}")
     built = {gid: _build(p, gid, t, gates_section.get(gid)) for gid, t in settings_types.items()}
     lines = {(gid, str(key)): n for gid, section in gates_section.items() if isinstance(section, dict)
              for key in section if (n := line_of(section, key)) is not None}

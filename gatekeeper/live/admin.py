@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 from typing import TYPE_CHECKING, Any
 
 from gatekeeper.errors import GatekeeperError
-from gatekeeper.run.plan import load_gate_policy
+from gatekeeper.live.policy import shadow_settings
 from gatekeeper.live.judgement import LiveJudgement
 from gatekeeper.live.metrics import prometheus_text
 from gatekeeper.live.mirror import default_replica
@@ -54,7 +54,7 @@ class Judge:
     """The verdict over the store, brought up to date when pairs arrived and `interval` has passed."""
 
     def __init__(self, cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> None:
-        self.settings = load_gate_policy(cfg.policy).settings("shadow")
+        self.settings = shadow_settings(cfg.policy)
         self.cfg, self.mirror, self.counters = cfg, mirror, counters
         self.replica = cfg.replica or default_replica()  # as the mirror names itself (one process)
         self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)

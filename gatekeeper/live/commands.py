@@ -153,7 +153,7 @@ def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, repl
         if value is None:
             raise click.UsageError(f"Missing option '{flag}'.")
     assert shadow_url is not None and store_path is not None
-    from gatekeeper.run.plan import load_gate_policy
+    from gatekeeper.live.policy import shadow_settings
     from gatekeeper.live.mirror import Counters, MirrorConfig, Upstream, default_replica
     from gatekeeper.live.mirror_process import mirror_main
     from gatekeeper.live.proxy import serve, shadow_app, sink_app
@@ -173,7 +173,7 @@ def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, repl
                        tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
                        session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs,
                        replica=replica, batching=Batching(flush_pairs, flush_interval, max_pending))
-    load_gate_policy(policy)  # a bad policy fails here, before anything listens
+    shadow_settings(policy)  # a bad policy fails here, before anything listens
     open_store(store_path, replica=replica).close()  # and a store that is not one (the last check: it creates the store)
     fork = mp.get_context("fork")
     q = fork.Queue(maxsize=queue_size)

@@ -58,10 +58,10 @@ def verdict(store_path: str, policy: str, min_pairs: int | None, as_json: bool, 
         json_errors()  # an end without a verdict prints gatekeeper.error/1 on stdout, as `run --json` does
     from gatekeeper.live.judgement import LiveJudgement
     from gatekeeper.live.verdict import judge_store
-    from gatekeeper.run.plan import load_gate_policy
+    from gatekeeper.live.policy import shadow_settings
     from gatekeeper.traffic.store import open_store, shown
 
-    settings = load_gate_policy(policy).settings("shadow")
+    settings = shadow_settings(policy)
     with open_store(store_path, readonly=True) as store:
         data = judge_store(store, settings, min_pairs, sticky=True) if recompute else \
             LiveJudgement(store, settings, min_pairs).judge()

@@ -34,7 +34,7 @@ from gatekeeper.targets.spec import parse_declared, parse_target
 
 def load_gate_policy(path: str) -> Policy:
     """The policy at `path` (found as a run finds it), every gate's section checked against its
-    settings: for the commands that read a policy without planning a run (the live proxy)."""
+    settings (the live proxy reads only gate 5's section: `live/policy.py`)."""
     return load_policy(find_file(path), settings_types())
 
 
