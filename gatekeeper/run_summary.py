@@ -95,7 +95,7 @@ class SummaryGate:
     checks: tuple[CheckResult, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSummary:
     """One finished run: what was run, what it decided, every gate and check."""
 
@@ -190,9 +190,10 @@ def _summary(run_dir: Path, doc: dict[str, Any]) -> RunSummary:
     targets = tuple(SummaryTarget(t["role"], t["description"], t["model"], t["version"], dict(t["declared"]),
                                   dict(t.get("observed") or {}), (identity.get(t["role"]) or {}).get("engine") or None)
                     for t in doc["targets"])
-    return RunSummary(run_dir, doc["run_id"], Verdict(doc["verdict"]), _headline(doc), tuple(doc["reasons"]), doc["policy"],
-                      tuple(doc["golden_sets"]), doc["seed"], doc.get("gatekeeper_version"), _left_out(doc),
-                      doc["started_at"], doc["finished_at"], targets, gates)
+    return RunSummary(path=run_dir, run_id=doc["run_id"], verdict=Verdict(doc["verdict"]), headline=_headline(doc),
+                      reasons=tuple(doc["reasons"]), policy=doc["policy"], golden_sets=tuple(doc["golden_sets"]),
+                      seed=doc["seed"], gatekeeper_version=doc.get("gatekeeper_version"), left_out=_left_out(doc),
+                      started_at=doc["started_at"], finished_at=doc["finished_at"], targets=targets, gates=gates)
 
 
 def _headline(doc: dict[str, Any]) -> str:

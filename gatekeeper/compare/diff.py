@@ -107,7 +107,7 @@ class Worsening:
     why: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunComparison:
     """Run B against run A (see the module docstring for each part)."""
 
@@ -141,8 +141,9 @@ def compare_runs(a: RunSummary, b: RunSummary) -> RunComparison:
     for x, y in sorted(pairs, key=lambda pair: pair[1].id not in moved):  # the checks that changed status first
         deltas += _deltas(x, y)
         intervals += _intervals(x, y)
-    return RunComparison(a, b, _plan_differences(a, b), changed, only_a, only_b, new_findings, tuple(deltas),
-                         tuple(intervals), worse, len(pairs))
+    return RunComparison(a=a, b=b, plan_differences=_plan_differences(a, b), changed=changed, only_a=only_a, only_b=only_b,
+                         new_findings=new_findings, deltas=tuple(deltas), intervals=tuple(intervals), worse=worse,
+                         num_common=len(pairs))
 
 
 def _by_id(checks: tuple[CheckResult, ...]) -> dict[str, CheckResult]:

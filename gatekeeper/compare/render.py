@@ -88,7 +88,7 @@ def plan_note(c: RunComparison) -> str:
     return f"the runs differ in their plan ({parts}): a changed check may come from the plan, not the engines"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CompareView:
     """The comparison as display strings, in reading order; one view for every output."""
 
@@ -114,15 +114,16 @@ def compare_view(c: RunComparison) -> CompareView:
             ("candidate", a.candidate, b.candidate),
             *((name, x, y) for (name, x), (_, y) in zip(plan_of(a), plan_of(b)))]
     return CompareView(
-        headline(c), bool(c.worse), plan_note(c), tuple((name, x, y, x != y) for name, x, y in runs), c.num_common,
-        tuple((w.check_id, w.why) for w in c.worse),
-        tuple(_change_row(s.a, s.b, s.worse) for s in c.changed),
-        tuple(_check_row(x) for x in c.new_findings), tuple(_check_row(x) for x in c.only_a),
-        tuple(_check_row(x) for x in c.only_b),
-        tuple((d.check_id, d.name, _num(d.a), _num(d.b), "–" if math.isnan(d.delta) else f"{d.delta:+.4g}")
-              for d in c.deltas),
-        tuple((i.check_id, i.name, _interval(i.a), _interval(i.b), "overlap" if i.overlap else "disjoint")
-              for i in c.intervals))
+        headline=headline(c), is_worse=bool(c.worse), plan_note=plan_note(c),
+        runs=tuple((name, x, y, x != y) for name, x, y in runs), num_common=c.num_common,
+        worse=tuple((w.check_id, w.why) for w in c.worse),
+        changed=tuple(_change_row(s.a, s.b, s.worse) for s in c.changed),
+        new_findings=tuple(_check_row(x) for x in c.new_findings), only_a=tuple(_check_row(x) for x in c.only_a),
+        only_b=tuple(_check_row(x) for x in c.only_b),
+        deltas=tuple((d.check_id, d.name, _num(d.a), _num(d.b), "–" if math.isnan(d.delta) else f"{d.delta:+.4g}")
+                     for d in c.deltas),
+        intervals=tuple((i.check_id, i.name, _interval(i.a), _interval(i.b), "overlap" if i.overlap else "disjoint")
+                        for i in c.intervals))
 
 
 def _line(text: str) -> str:
