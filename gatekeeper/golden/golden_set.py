@@ -44,7 +44,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 KeyPath = tuple[Any, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GoldenCase:
     """One prompt with its request options and assertions. `line` is where it starts in the file."""
 
@@ -205,9 +205,10 @@ class _Validator:
         if not isinstance(asserts, list) or not asserts:
             raise self.fail(at + ("assert",), "`assert` must be a non-empty list")
         assertions = tuple(self.assertion(at + ("assert", "<value>", j), spec) for j, spec in enumerate(asserts))
-        return GoldenCase(case_id, family, self.messages(at + ("messages", "<value>"), raw["messages"]), assertions,
-                          max_tokens, tools, raw.get("tool_choice"), raw.get("stream_variant", False),
-                          raw.get("description"), self.line(at), self.response_format(at + ("response_format",), raw))
+        return GoldenCase(id=case_id, family=family, messages=self.messages(at + ("messages", "<value>"), raw["messages"]),
+                          assertions=assertions, max_tokens=max_tokens, tools=tools, tool_choice=raw.get("tool_choice"),
+                          stream_variant=raw.get("stream_variant", False), description=raw.get("description"),
+                          line=self.line(at), response_format=self.response_format(at + ("response_format",), raw))
 
     def response_format(self, at: KeyPath, raw: dict[str, Any]) -> dict[str, Any] | None:
         rf = raw.get("response_format")

@@ -112,7 +112,7 @@ class GateView:
     moved: tuple[FailureGroup, ...] = ()  # its checks shown under Failures, by card
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TargetView:
     """One row of the targets table."""
 
@@ -342,8 +342,8 @@ def run_view(data: ReportData, other_page: str = "", page: str = "") -> RunView:
         golden_sets=", ".join(run.golden_sets),
         seed=run.seed,
         targets=tuple(
-            TargetView(t.role, t.kind, t.description, t.model, t.base_url, t.version or "–", fmt_seconds(t.startup_s),
-                       _path(t.dtype, t.declared, t.observed))
+            TargetView(role=t.role, kind=t.kind, description=t.description, model=t.model, base_url=t.base_url,
+                       version=t.version or "–", startup=fmt_seconds(t.startup_s), path=_path(t.dtype, t.declared, t.observed))
             for t in run.targets
         ),
         counts=_counts(data.counts),
