@@ -1,11 +1,24 @@
-"""Gate 2's checks and findings that other code reads (gate 5's `logit_drift` rule, the
-correctness table): ids and the drift figures of a check, typed. A literal `numerics.…` id
-outside this package is a test failure (tests/repo/test_contracts.py)."""
+"""Gate 2's checks and what each found, typed: the check ids other code reads (gate 5's
+`logit_drift` rule, the correctness table) and one finding per check whose fields are its metric
+keys (`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and records
+its `metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
+`TheFinding.of(check)`.
+
+`numerics.scoring` says whether the targets could be scored teacher-forced (`ScoringFinding`),
+`numerics.tokenization` whether they split the texts alike (`TokenizationFinding`),
+`numerics.nan_inf` counts NaN/Inf logprobs (`NanInfFinding`); each drift figure (`max_logprob_delta`,
+`p99_logprob_delta`, `mean_logprob_delta`, `kl`, `nll_drift`, `top1_agreement`, `topk_overlap`) is a
+`DriftFinding`.
+
+A literal `numerics.…` id outside this package is a test failure (tests/repo/test_contracts.py);
+the findings' tests: tests/gates/numerics/test_numerics_findings.py.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from gatekeeper.gates.finding import OPTIONAL, Finding
 from gatekeeper.results import CheckResult
 
 GATE = "numerics"
@@ -23,19 +36,45 @@ def is_drift(check: CheckResult) -> bool:
     return check.id not in JUDGEABILITY
 
 
-@dataclass(frozen=True)
-class DriftFinding:
-    """A drift check's figures: the candidate's value, the limit it is judged by and the
-    reference's own noise floor on the same prompts (None where a figure is absent)."""
+@dataclass(frozen=True, kw_only=True)
+class ScoringFinding(Finding):
+    """`numerics.scoring`: the prompts, those scored teacher-forced on both targets (the others
+    tokenize differently) and the top-k the positions are compared over."""
 
-    value: float | None
-    limit: float | None
-    noise_floor: float | None
+    prompts: int
+    scored: int
+    top_k: int
 
-    @staticmethod
-    def of(check: CheckResult) -> DriftFinding:
-        """The figures of a drift check (`nll_drift`, `kl`, ...)."""
-        def num(key: str) -> float | None:
-            x = check.metrics.get(key)
-            return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
-        return DriftFinding(num("value"), num("limit"), num("noise_floor"))
+
+@dataclass(frozen=True, kw_only=True)
+class TokenizationFinding(Finding):
+    """`numerics.tokenization`: the texts, those the targets tokenize differently, and where they
+    do, the first such text (its first 200 characters) and the token index where they part."""
+
+    texts: int
+    differ: int
+    first_text: str | None = field(default=None, metadata=OPTIONAL)
+    first_position: int | None = field(default=None, metadata=OPTIONAL)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NanInfFinding(Finding):
+    """`numerics.nan_inf`: NaN/Inf logprobs from the candidate, and positions it returned null
+    for where the reference has a logprob (a NaN in strict JSON looks the same)."""
+
+    nan_inf: int
+    missing: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriftFinding(Finding):
+    """A drift figure's check (`nll_drift`, `kl`, `top1_agreement`...): the candidate's value, the
+    limit it is judged by (the policy's tolerance for the dtype, loosened to the noise floor), that
+    tolerance, the reference's own noise floor on the same prompts and the candidate's dtype. A
+    figure the check lacks (it was skipped) reads None."""
+
+    value: float | None = None
+    limit: float | None = None
+    policy: float | None = None
+    noise_floor: float | None = None
+    dtype: str | None = None
