@@ -27,7 +27,7 @@ import yaml
 
 from gatekeeper.atomic import write_atomic
 from gatekeeper.bisect.search import Outcome
-from gatekeeper.gates.startup.checks import READY_CANDIDATE, READY_REFERENCE
+from gatekeeper.gates.startup.checks import READY_CANDIDATE, READY_REFERENCE, ReadyFinding
 from gatekeeper.report.jsonable import to_jsonable
 from gatekeeper.results import CheckResult, Status
 from gatekeeper.run_summary import RunSummary, SummaryError, SummaryMissing, read_summary
@@ -123,7 +123,7 @@ def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=la
             continue
         found = {c.id: c for c in summary.checks}
         checks = {cid: _brief(found.get(cid)) for cid in setup.checks}
-        launch_s = found[READY].metrics.get("startup_s") if READY in found else None
+        launch_s = ReadyFinding.of(found[READY]).startup_s if READY in found else None
         outcome, why = decide(setup.checks, found)
         if outcome is not None:
             return StepResult(build, outcome, why, checks, tuple(run_dirs), tuple(seeds), time.perf_counter() - t0, launch_s)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gatekeeper.evidence import Log
-from gatekeeper.gates.startup.checks import GATE as STARTUP, NEW_WARNINGS
+from gatekeeper.gates.startup.checks import GATE as STARTUP, NEW_WARNINGS, NewWarningsFinding
 from gatekeeper.report.identity import identify
 from gatekeeper.results import RunResult, Status
 
@@ -62,7 +62,8 @@ def what_changed(run: RunResult) -> WhatChanged | None:
     else:
         log = next((e for e in check.evidence if isinstance(e, Log)), None)
         lines, note = list(log.lines) if log is not None else [], ""
-    total = check.metrics.get("new_warnings", len(lines)) if check is not None and not note else len(lines)
+    counted = NewWarningsFinding.of(check).new_warnings if check is not None and not note else None
+    total = len(lines) if counted is None else counted
     return WhatChanged(tuple(f"{k} {a} → {b}" for k, a, b in who.differs),
                        tuple(f"only the {role} states {', '.join(keys)}" for role, keys in
                              (("reference", who.only_reference), ("candidate", who.only_candidate)) if keys),

@@ -23,6 +23,9 @@ from gatekeeper.endpoints.responses import ChatResponse
 from gatekeeper.results import Status
 from gatekeeper.endpoints.retry import with_retries
 from gatekeeper.gates.startup import checks
+from gatekeeper.gates.startup.checks import (CanaryFinding, CapabilitiesFinding, EndpointFinding, ProtocolFinding, ReadyFinding,
+                                             RequestFailed, UnreadableAnswer, VersionFinding)
+from gatekeeper.gates.finding import Finding
 
 
 class StartupGate(Gate):
@@ -81,10 +84,10 @@ class StartupGate(Gate):
                 what = ("reference unusable: " if role == "reference" else
                         "" if ref_up else "not judged (the reference did not start either): ")
                 ctx.check(checks.ready(role), status, f"{what}{role} did not become ready: {rt.start_error}",
-                          {"startup_s": rt.startup_s}, [Log(f"{role} log tail", rt.log_lines[-40:])])
+                          ReadyFinding(startup_s=rt.startup_s).metrics(), [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
             ctx.check(checks.ready(role), Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
-                      {"startup_s": rt.startup_s}, limit=exact("failure to become ready"))
+                      ReadyFinding(startup_s=rt.startup_s).metrics(), limit=exact("failure to become ready"))
             versions[role] = self._endpoints(ctx, role, ep)
         self._canary(ctx)
         for role in ctx.endpoints:
@@ -103,43 +106,44 @@ class StartupGate(Gate):
 
     def _endpoints(self, ctx: GateContext, role: str, ep: Endpoint) -> str | None:
         """/health, /v1/models and /version of one target; the version it reports (None if none)."""
-        def bad(name: str, reason: str, metrics: dict[str, Any]) -> None:
+        def bad(name: str, reason: str, found: Finding) -> None:
             """A failed endpoint check: the candidate's is a FAIL, the reference's makes it unusable."""
             if role == "reference":
-                ctx.check(f"{name}.reference", Status.ERROR, f"reference unusable: {reason}", metrics)
+                ctx.check(f"{name}.reference", Status.ERROR, f"reference unusable: {reason}", found.metrics())
             else:
-                ctx.check(f"{name}.candidate", Status.FAIL, reason, metrics)
+                ctx.check(f"{name}.candidate", Status.FAIL, reason, found.metrics())
 
         try:
             r = ep.get("/health")
             if r.status_code == 200:
-                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", {"status_code": 200},
+                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", EndpointFinding(status_code=200).metrics(),
                           limit=exact("/health answer other than 200"))
             elif r.status_code in (404, 405, 501):
                 ctx.check(f"health.{role}", Status.WARN, f"no /health endpoint (HTTP {r.status_code}): readiness is "
-                          "judged by /v1/models", {"status_code": r.status_code, "missing": True})
+                          "judged by /v1/models", EndpointFinding(status_code=r.status_code, missing=True).metrics())
             else:
-                bad("health", f"/health answered {r.status_code}", {"status_code": r.status_code})
+                bad("health", f"/health answered {r.status_code}", EndpointFinding(status_code=r.status_code))
             models, status = _get_json(ep, "/v1/models")
             entries = models.get("data")
             ids = [m.get("id") for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
             if ep.model in ids:
-                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", {"status_code": status},
+                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", EndpointFinding(status_code=status).metrics(),
                           limit=exact(f"/v1/models list without {ep.model!r}"))
             else:
                 bad("models", f"/v1/models lists {ids}, not {ep.model!r}"
-                    + (f" (HTTP {status})" if status != 200 else ""), {"status_code": status})
+                    + (f" (HTTP {status})" if status != 200 else ""), EndpointFinding(status_code=status))
             info, status = _get_json(ep, "/version")
             version = info.get("version") if isinstance(info.get("version"), str) else None
             ctx.check(f"version.{role}", Status.PASS if version else Status.WARN,
-                      f"version {version}" if version else f"/version answered {status}", {"version": version})
+                      f"version {version}" if version else f"/version answered {status}", VersionFinding(version=version).metrics())
             return version
         except EndpointError as e:
             if e.kind == "malformed":
-                bad("models", "/v1/models or /version did not return JSON", {"error_kind": e.kind})
+                bad("models", "/v1/models or /version did not return JSON", UnreadableAnswer(error_kind=e.kind))
             else:
                 prefix = "reference unusable: " if role == "reference" else ""
-                ctx.check(f"health.{role}", Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status},
+                ctx.check(f"health.{role}", Status.ERROR, prefix + str(e),
+                          RequestFailed(error_kind=e.kind, status_code=e.status).metrics(),
                           failed=(e,))
         return None
 
@@ -147,8 +151,7 @@ class StartupGate(Gate):
         """Report what the capability probe met: broken exchanges are ERROR, tolerated
         protocol deviations WARN, missing features only listed (their checks SKIP later)."""
         caps = ctx.capabilities[role]  # the first read probes: after the canary
-        metrics: dict[str, Any] = {n: getattr(caps, n) for n in FEATURES}
-        metrics["retried"] = len(caps.retried)
+        metrics = ProtocolFinding.probed(caps).metrics()
         rows = [[n, _yes(caps, n), caps.note(n)] for n in FEATURES]
         evidence = [Table(f"{role} capabilities", ["capability", "supported", "note"], rows)]
         errors, warnings = caps.errors, caps.protocol_warnings
@@ -193,12 +196,13 @@ class StartupGate(Gate):
         evidence = [Table("capabilities: reference vs candidate", ["capability", "reference", "candidate", "candidate note"], rows)]
         if lost:
             ctx.check(checks.CAPABILITIES, Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
-                      + " that the reference supports; the checks that need them are not judged" + gaps, {"lost": lost,
-                      "gained": gained, "neither": neither}, evidence)
+                      + " that the reference supports; the checks that need them are not judged" + gaps,
+                      CapabilitiesFinding(lost=tuple(lost), gained=tuple(gained), neither=tuple(neither)).metrics(), evidence)
         else:
             ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
                       + (f" (and {', '.join(gained)})" if gained else "") + gaps,
-                      {"lost": [], "gained": gained, "neither": neither}, evidence if neither else (),
+                      CapabilitiesFinding(lost=(), gained=tuple(gained), neither=tuple(neither)).metrics(),
+                      evidence if neither else (),
                       limit=exact("feature the reference supports and the candidate lacks", len(FEATURES)))
         return lost, neither
 
@@ -216,7 +220,8 @@ class StartupGate(Gate):
                                                       max_tokens=s.canary_max_tokens), retried)
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
-                ctx.check(checks.canary(role), Status.ERROR, prefix + str(e), {"error_kind": e.kind, "status_code": e.status},
+                ctx.check(checks.canary(role), Status.ERROR, prefix + str(e),
+                          RequestFailed(error_kind=e.kind, status_code=e.status).metrics(),
                           failed=(e,))
                 continue
             if retried:
@@ -227,7 +232,7 @@ class StartupGate(Gate):
                 ctx.check(checks.canary("reference"), Status.PASS if ok else Status.WARN,
                           f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
                                                  "suit this model, so the candidate is judged on agreement only"),
-                          {"first_request_s": _first_request_s(resp, retried, t0), "retried": len(retried)},
+                          CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)).metrics(),
                           limit=exact(f"canary answer other than {s.canary_expect!r}"))
                 continue
             ref = answers.get("reference")
@@ -245,8 +250,8 @@ class StartupGate(Gate):
                 status, reason = Status.FAIL, f"answered {got!r}, expected {s.canary_expect!r}"
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
-            ctx.check(checks.CANARY_CANDIDATE, status, reason, {"first_request_s": _first_request_s(resp, retried, t0),
-                                                           "retried": len(retried)}, evidence,
+            ctx.check(checks.CANARY_CANDIDATE, status, reason,
+                      CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)).metrics(), evidence,
                       limit=exact(f"canary answer other than {s.canary_expect!r}"))
 
 

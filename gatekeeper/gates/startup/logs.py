@@ -13,7 +13,7 @@ from gatekeeper.evidence import Log, Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
-from gatekeeper.gates.startup.checks import LOG_RULES, NEW_WARNINGS
+from gatekeeper.gates.startup.checks import LOG_RULES, NEW_WARNINGS, LogRulesFinding, NewWarningsFinding
 from gatekeeper.detection import exact
 
 _VOLATILE = [
@@ -60,10 +60,11 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
                 if severity == Status.FAIL or (severity == Status.WARN and worst == Status.PASS):
                     worst = severity
     ctx.check(LOG_RULES, worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
-              {"matches": len(hits)}, [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [],
+              LogRulesFinding(matches=len(hits)).metrics(),
+              [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [],
               limit=exact("candidate log line matching a rule that the reference does not print", len(cand.log_lines)))
     new = sorted({normalise(line) for line in cand.log_lines if _WARNING.search(line)} - ref_lines)
     severity = Status(s.new_warnings_severity) if new else Status.PASS
     ctx.check(NEW_WARNINGS, severity, f"{len(new)} warning line(s) the reference did not print" if new
-              else "no new warnings", {"new_warnings": len(new)},
+              else "no new warnings", NewWarningsFinding(new_warnings=len(new)).metrics(),
               [Log("new warning lines (normalised)", new[:50])] if new else [])

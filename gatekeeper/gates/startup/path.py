@@ -14,7 +14,7 @@ from gatekeeper.evidence import Table
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import disagreements, from_log, from_metrics, resolve
-from gatekeeper.gates.startup.checks import EXECUTION_PATH
+from gatekeeper.gates.startup.checks import EXECUTION_PATH, ExecutionPathFinding
 from gatekeeper.detection import exact
 
 
@@ -42,7 +42,8 @@ def check_path(ctx: GateContext) -> dict[str, dict[str, str]]:
         rows.append([role, _pairs(rt.assumed), _pairs(observed), ", ".join(sources) or "nothing stated"])
         wrong += [(role, *d) for d in disagreements(rt.assumed, observed)]
     evidence = [Table("execution path: judged by vs stated by the engine", ["target", "judged by", "stated", "source"], rows)]
-    metrics = {"observed": {role: dict(path) for role, path in observed_by_role.items()}, "disagreements": len(wrong)}
+    metrics = ExecutionPathFinding(observed={role: dict(path) for role, path in observed_by_role.items()},
+                                   disagreements=len(wrong)).metrics()
     if not any(observed_by_role.values()):
         ctx.check(EXECUTION_PATH, Status.SKIP, "no target states its execution path (no log with dtype=/tp= lines, no "
                   "vllm:cache_config_info in /metrics): the declared path is taken on trust", metrics, evidence,

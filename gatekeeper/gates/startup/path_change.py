@@ -27,7 +27,7 @@ from gatekeeper.gates.startup.logs import normalise
 from gatekeeper.gates.startup.settings import StartupSettings
 from gatekeeper.results import Status
 from gatekeeper.targets.observed import PATH_KEYS, canonical, resolve
-from gatekeeper.gates.startup.checks import PATH_CHANGE
+from gatekeeper.gates.startup.checks import PATH_CHANGE, PathChangeFinding
 from gatekeeper.detection import DetectionLimit, exact
 
 
@@ -101,8 +101,8 @@ def check_path_change(ctx: GateContext, s: StartupSettings, observed: Mapping[st
         rows.append([f"fallback: {line}", why or "unexplained"])
         if why is None:
             unexplained.append(f"a fallback line the reference does not print ({line[:120]})")
-    metrics = {"keys_compared": stated, "key_changes": len(keys), "fallback_lines": len(lines),
-               "unexplained": len(unexplained)}
+    metrics = PathChangeFinding(keys_compared=stated, key_changes=len(keys), fallback_lines=len(lines),
+                                unexplained=len(unexplained)).metrics()
     evidence = [Table("execution-path changes (candidate vs reference)", ["change", "explained by"], rows)] if rows else []
     if unexplained:
         ctx.check(PATH_CHANGE, Status.FAIL, f"unexplained execution-path change: {'; '.join(unexplained[:3])}"
