@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
+from gatekeeper.gates.shadow.checks import STAGE_PREFIX, StageFinding  # noqa: E402
 from gatekeeper.traffic.rules import PAIR_RULES  # noqa: E402
 from server_util import running_server  # noqa: E402
 
@@ -53,8 +54,7 @@ def shadow_facts(summary: dict) -> dict:
     fired = [c["id"].removeprefix("shadow.rule.") for c in checks if c["id"].startswith("shadow.rule.") and c["status"] == "FAIL"]
     pair_rules = {f"shadow.rule.{name}" for name in PAIR_RULES}
     needed = "; ".join(c["reason"] for c in checks if c["id"] in pair_rules and c["status"] == "FAIL")
-    stages = [c for c in checks if c["id"].startswith("shadow.stage.") and c["metrics"].get("requests")]
-    replayed = sum(c["metrics"]["requests"] for c in stages)
+    replayed = sum(StageFinding.from_metrics(c["metrics"]).requests for c in checks if c["id"].startswith(STAGE_PREFIX))
     return {"verdict": summary["verdict"], "fired": fired, "replayed": replayed, "reason": needed,
             "gate_s": gate["duration_s"] if gate else None}
 

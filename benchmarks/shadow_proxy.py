@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "helpers"))
 
 from fault_proxy import fault_proxy  # noqa: E402
+from gatekeeper.gates.shadow.checks import STAGE_PREFIX, StageFinding  # noqa: E402
 from run_util import gk_run  # noqa: E402
 from server_util import running_server  # noqa: E402
 
@@ -101,7 +102,7 @@ def one(seed: int, kind: str, rate: float, reference_url: str, candidate_url: st
     checks = [c for g in res.summary["gates"] for c in g["checks"] if c["id"].startswith("shadow.")]
     deciding = [c["id"].removeprefix("shadow.") + (" undecided" if c.get("undecided") else f" {c['status']}")
                 for c in checks if c["id"].startswith("shadow.rule.") and (c["status"] == "FAIL" or c.get("undecided"))]
-    pairs = sum(c["metrics"].get("requests", 0) for c in checks if c["id"].startswith("shadow.stage."))
+    pairs = sum(StageFinding.from_metrics(c["metrics"]).requests for c in checks if c["id"].startswith(STAGE_PREFIX))
     return res.summary["verdict"], ", ".join(deciding) or "-", pairs, wall
 
 

@@ -11,7 +11,9 @@ How the fields become metrics, in field order:
 
 - a nested finding is written as an object (its own `metrics()`), and read back through the
   class its field declares (`nested(Cls)`); a mapping of them (`nested_map(Cls)`) as an object
-  of objects;
+  of objects, a sequence of them (`nested_tuple(Cls)`) as a list of objects;
+- a field whose key would shadow a name of `Finding` itself (`metrics`) declares the key it is
+  written as (`nested_tuple(Cls, written_as="metrics")`);
 - a tuple is written as a list (JSON has no tuples) unless the field is a `PAIR` (an interval,
   kept a tuple as the statistics return it); a list read back becomes a tuple;
 - a field declared `OPTIONAL` is left out while it is None (a key only some outcomes carry);
@@ -47,6 +49,12 @@ def nested_map(cls: type[Finding]) -> Any:
     return field(default_factory=dict, metadata={"each": cls})
 
 
+def nested_tuple(cls: type[Finding], written_as: str | None = None) -> Any:
+    """A field holding a sequence of nested findings of `cls` (empty by default), written as a list
+    of objects under its own name, or `written_as`."""
+    return field(default=(), metadata={"items": cls, **({"as": written_as} if written_as else {})})
+
+
 @dataclass(frozen=True)
 class Finding:
     """The base of every gate's findings: `metrics()` writes one, `of` reads one back."""
@@ -63,7 +71,7 @@ class Finding:
             value = getattr(self, f.name)
             if (brief and not f.metadata.get("key")) or (value is None and f.metadata.get("optional")):
                 continue
-            written[f.name] = _written(value, bool(f.metadata.get("pair")))
+            written[f.metadata.get("as", f.name)] = _written(value, bool(f.metadata.get("pair")))
         return written
 
     @classmethod
@@ -71,8 +79,9 @@ class Finding:
         """The finding that `metrics` (recorded by the gate, or read from summary.json) describe."""
         values: dict[str, object] = {}
         for f in fields(cls):
-            if f.name in metrics:
-                values[f.name] = _read(metrics[f.name], f.metadata.get("nested"), f.metadata.get("each"))
+            key = f.metadata.get("as", f.name)
+            if key in metrics:
+                values[f.name] = _read(metrics[key], f.metadata.get("nested"), f.metadata.get("each"), f.metadata.get("items"))
             elif f.default is MISSING and f.default_factory is MISSING:
                 values[f.name] = None
         return cls(**values)
@@ -87,17 +96,20 @@ def _written(value: object, pair: bool) -> object:
     if isinstance(value, Finding):
         return value.metrics()
     if isinstance(value, tuple) and not pair:
-        return list(value)
+        return [v.metrics() if isinstance(v, Finding) else v for v in value]
     if isinstance(value, Mapping):
         return {k: v.metrics() if isinstance(v, Finding) else v for k, v in value.items()}
     return value
 
 
-def _read(value: object, cls: type[Finding] | None, each: type[Finding] | None = None) -> object:
+def _read(value: object, cls: type[Finding] | None, each: type[Finding] | None = None,
+          items: type[Finding] | None = None) -> object:
     if cls is not None:
         return cls.from_metrics(value) if isinstance(value, Mapping) else None
     if each is not None:
         return {k: each.from_metrics(v) for k, v in value.items() if isinstance(v, Mapping)} if isinstance(value, Mapping) else {}
+    if items is not None:
+        return tuple(items.from_metrics(v) for v in value if isinstance(v, Mapping)) if isinstance(value, list) else ()
     if isinstance(value, list):
         return tuple(tuple(v) if isinstance(v, list) else v for v in value)
     return value

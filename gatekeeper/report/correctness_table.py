@@ -32,7 +32,7 @@ from gatekeeper.gates.longctx.checks import NEEDLE_GRID, NeedleGridFinding
 from gatekeeper.gates.numerics import checks as numerics_checks
 from gatekeeper.gates.numerics.checks import DriftFinding
 from gatekeeper.gates.shadow import checks as shadow_checks
-from gatekeeper.gates.shadow.checks import DisagreementFinding
+from gatekeeper.gates.shadow.checks import StageFinding
 from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, worst_status
 
@@ -158,8 +158,9 @@ def _with_trouble(row: CorrectnessRow, gate: GateResult | None) -> CorrectnessRo
 
 def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:
     rules = [c for c in (shadow.checks if shadow else ()) if shadow_checks.is_rule(c)]
-    stages = [c for c in (shadow.checks if shadow else ()) if shadow_checks.is_stage(c) and c.metrics.get("slices")]
-    dis = DisagreementFinding.of(stages[-1]) if stages else None
+    stages = [found for c in (shadow.checks if shadow else ()) if shadow_checks.is_stage(c)
+              and (found := StageFinding.of(c)).slices]
+    dis = stages[-1].disagreement() if stages else None
 
     def agree(rate: object) -> str:
         return "–" if not isinstance(rate, (int, float)) else f"{1 - rate:.1%} agree"

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -239,11 +238,6 @@ class MetricResult:
         ruled_out = self.upper is not None and self.materiality is not None and self.upper <= self.materiality
         return self.critical and self.label == "Pass" and self.eligible > 0 and not ruled_out
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {k: getattr(self, k) for k in ("name", "critical", "label", "candidate_rate", "twin_rate", "eligible",
-                                              "p_value", "e_value", "effect", "fired_at", "upper", "materiality", "alpha")}
-
 
 @dataclass(frozen=True)
 class SliceResult:
@@ -271,11 +265,6 @@ class SliceResult:
     def fired(self) -> list[MetricResult]:
         """The critical metrics that fired."""
         return [m for m in self.metrics if m.label == "Fired"]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"slice": self.key, "pairs": self.pairs, "judged": self.judged, "unjudged": dict(self.unjudged),
-                "score": self.score, "metrics": [m.to_dict() for m in self.metrics]}
 
 
 class Analysis:

@@ -40,6 +40,8 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import TrafficFile, TrafficRecord, load_traffic
 from gatekeeper.gates.shadow import checks
+from gatekeeper.gates.shadow.checks import (Latency, NearMissFinding, NearMissMeasure, RuleFinding, SliceFinding, StageFinding,
+                                            TrafficFinding)
 from gatekeeper.gates.shadow.evidence import keep_worst, pair_evidence, slice_table
 
 MAX_DIVERGENCES = 30  # confident divergences listed in answers_differ's evidence
@@ -130,8 +132,8 @@ class ShadowGate(Gate):
         ctx.check("traffic", Status.WARN if traffic.skipped else Status.PASS,
                   f"{len(traffic.records)} requests from {traffic.path} ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})"
                   + (f"; {len(traffic.skipped)} bad line(s) skipped" if traffic.skipped else ""),
-                  {"requests": len(traffic.records), "skipped": len(traffic.skipped),
-                   "tenants": dict(Counter(r.tenant for r in traffic.records)), "kinds": dict(kinds)},
+                  TrafficFinding(requests=len(traffic.records), skipped=len(traffic.skipped),
+                                 tenants=dict(Counter(r.tenant for r in traffic.records)), kinds=dict(kinds)).metrics(),
                   [Table("skipped lines", ("line",), tuple((x,) for x in traffic.skipped[:50]))] if traffic.skipped else [],
                   judgement=Judgement.EXACT, advisory=True)  # what was loaded, no regression asked: nothing to detect
         stages = s.stage_plan()
@@ -172,7 +174,8 @@ class ShadowGate(Gate):
         misses = near_misses(slices)
         if misses and not analysis.fired:
             ctx.check(checks.NEAR_MISS, Status.WARN, near_miss_reason(misses),
-                      {"near_misses": [{"slice": n.slice, **n.metric.to_dict()} for n in misses]},
+                      NearMissFinding(near_misses=tuple(NearMissMeasure.measured(n.metric, slice=n.slice)
+                                                        for n in misses)).metrics(),
                       judgement=Judgement.STATISTICAL, advisory=True, near_miss=True)
         overall = next(sl for sl in slices if sl.key == "all")
         ctx.judged(overall.judged)
@@ -232,10 +235,10 @@ class ShadowGate(Gate):
         fired = [(sl.key, m) for sl in slices for m in sl.fired]
         overall = next(sl for sl in slices if sl.key == "all")
         replayed = analysis.pairs - start_pairs
-        metrics = {"requests": replayed, "planned": len(chosen), "stopped_early": replayed < len(chosen),
-                   "score": overall.score, "fired": [f"{k}:{m.name}" for k, m in fired], "concurrency": conc,
-                   "latency_s": {role: _percentiles(v) for role, v in latency.items()},
-                   "slices": [sl.to_dict() for sl in slices]}
+        found = StageFinding(requests=replayed, planned=len(chosen), stopped_early=replayed < len(chosen),
+                             score=overall.score, fired=tuple(f"{k}:{m.name}" for k, m in fired), concurrency=conc,
+                             latency_s={role: _percentiles(v) for role, v in latency.items()},
+                             slices=tuple(SliceFinding.analysed(sl) for sl in slices))
         all_disagreement = analysis.slices[SliceKey("all", "")].measures["disagreement"]
         threshold = -math.log10(all_disagreement.alpha or 1.0)
         evidence = [slice_table(slices),
@@ -261,7 +264,7 @@ class ShadowGate(Gate):
         else:
             status, reason = Status.PASS, (f"{replayed} requests ({stage.describe()}): no measure beyond the noise floor; "
                                            f"score {overall.score:g}")
-        ctx.check(checks.stage(stage.name), status, reason, metrics, evidence, started=t0)
+        ctx.check(checks.stage(stage.name), status, reason, found.metrics(), evidence, started=t0)
         return status is Status.FAIL
 
     def _count_review(self, record: TrafficRecord, rv: Review) -> None:
@@ -279,15 +282,15 @@ class ShadowGate(Gate):
             columns = (("where", "what", "candidate", "twin", "pairs", "e-value", "fired after") if outcome.name in PAIR_RULES
                        else ("check", "detail"))
             evidence.append(Table(f"rule {outcome.name}", columns, outcome.evidence_rows))
-        metrics: dict[str, object] = {"rule": outcome.name}
+        found = RuleFinding(rule=outcome.name, pairs_to_decide=outcome.to_decide)
         reason = outcome.reason
         if outcome.name == TASK_SUCCESS_DOWN:
             failed = {c: {role: self.task_failed[(c, role)] for role in ("candidate", "twin")} for c in CHECKS}
-            metrics["failed_checks"] = failed
+            found = replace(found, failed_checks=failed)
             evidence.append(Table("task checks failed (every judged pair): candidate / the reference's second run",
                                   ("check", "candidate", "twin"), tuple((c, n["candidate"], n["twin"]) for c, n in failed.items())))
         if outcome.name == ANSWERS_DIFFER:
-            metrics.update(forgiven=dict(self.reviewed), stands=dict(self.stands), twin_forgiven=dict(self.twin_forgiven))
+            found = replace(found, forgiven=dict(self.reviewed), stands=dict(self.stands), twin_forgiven=dict(self.twin_forgiven))
             if self.divergences:
                 evidence.append(Table("confident divergences: both sides asked again with logprobs, at the first token "
                                       "where they part", ROW_COLUMNS, tuple(self.divergences)))
@@ -296,9 +299,7 @@ class ShadowGate(Gate):
                 reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
             if outcome.status is Status.FAIL and not ctx.settings.store and (why := reviewable(ctx)) is not None:
                 reason += f"; the near-tie review could not run: {why}"
-        if outcome.to_decide is not None:
-            metrics["pairs_to_decide"] = outcome.to_decide
-        ctx.check(checks.rule(outcome.name), outcome.status, reason, metrics, evidence, advisory=outcome.status is Status.SKIP,
+        ctx.check(checks.rule(outcome.name), outcome.status, reason, found.metrics(), evidence, advisory=outcome.status is Status.SKIP,
                   limit=outcome.limit, decide=outcome.decide)
 
 
@@ -374,11 +375,11 @@ def _replica(ctx: GateContext, s: ShadowSettings) -> Endpoint | None:
     return ep
 
 
-def _percentiles(values: list[float]) -> dict[str, float | None]:
+def _percentiles(values: list[float]) -> Latency:
     """p50 / p95 end-to-end latency (reported here; the performance gate judges latency)."""
     if not values:
-        return {"p50": None, "p95": None}
-    return {"p50": round(percentile(values, 50) or 0.0, 4), "p95": round(percentile(values, 95) or 0.0, 4)}
+        return Latency(p50=None, p95=None)
+    return Latency(p50=round(percentile(values, 50) or 0.0, 4), p95=round(percentile(values, 95) or 0.0, 4))
 
 
 def _load(s: ShadowSettings) -> TrafficFile:
