@@ -33,6 +33,7 @@ from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.evidence import Evidence
 from gatekeeper.gates.request_evidence import request_evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
+from gatekeeper.reference_load import ReferenceLoad
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import utc_now
 from gatekeeper.targets.interface import TargetSpec
@@ -363,6 +364,12 @@ class Gate(ABC):
         """What would decide or clear a HOLD this gate's `check` caused (undecided, SKIP, ERROR),
         as the verdict's "Next:" says it, with the setting or command; None: the generic step for
         its status (gatekeeper/run/next_steps.py)."""
+        return None
+
+    @classmethod
+    def reference_load(cls, settings: Any, plan: RunPlan) -> ReferenceLoad | None:
+        """What the gate will send the plan's URL reference (the dry run warns of it), or None:
+        it sends the reference nothing a user should be warned of."""
         return None
 
     @classmethod

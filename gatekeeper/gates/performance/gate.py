@@ -19,6 +19,7 @@ from gatekeeper.gates.interface import Gate, GateContext
 from gatekeeper.gates.performance.baseline import choose
 from gatekeeper.gates.performance.device import engine_device
 from gatekeeper.gates.performance.launches import load_targets, sides
+from gatekeeper.gates.performance.reference_load import measured_load
 from gatekeeper.gates.performance.rounds import measure_rounds
 from gatekeeper.gates.performance.errors_check import judge_errors
 from gatekeeper.gates.performance.capacity import cost_per_1000, describe_points, knee, sweep, sweep_curve
@@ -37,6 +38,7 @@ from gatekeeper.perf.compare import Budget, Comparison, compare
 from gatekeeper.perf.loadgen import LoadTarget
 from gatekeeper.perf.workload import Workload
 from gatekeeper.results import CheckResult, Judgement, Status, Verdict
+from gatekeeper.reference_load import ReferenceLoad
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.traffic.format import load_traffic
 from gatekeeper.verdict import decide
@@ -115,6 +117,11 @@ class PerformanceGate(Gate):
         choose(settings.baseline, plan.candidate, plan.reference)
         if settings.source == "traffic":
             load_traffic(find_file(settings.traffic or ShadowSettings().traffic), skip_bad=True)
+
+    @classmethod
+    def reference_load(cls, settings: PerformanceSettings, plan: RunPlan) -> ReferenceLoad | None:
+        """Measuring the reference as the baseline: `reference_load.py`."""
+        return measured_load(settings, plan)
 
     @classmethod
     def next_step(cls, check: CheckResult, settings: PerformanceSettings) -> str | None:

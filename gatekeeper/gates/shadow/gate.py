@@ -23,6 +23,7 @@ from gatekeeper.traffic.analysis import Analysis, SliceKey
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.judging import RequestFacts, slice_plan
 from gatekeeper.traffic.measures import Measures, Pair, disagrees, measure
+from gatekeeper.gates.shadow.reference_load import replay_load
 from gatekeeper.gates.shadow.replay import offsets_of, send_all, stage_selection
 from gatekeeper.gates.shadow.review import ROW_COLUMNS, Review, review, reviewable
 from gatekeeper.gates.shadow.earlier_rules import EARLIER_RULES, earlier_rule
@@ -88,6 +89,8 @@ class ShadowGate(Gate):
     Settings = ShadowSettings
     judgement = Judgement.STATISTICAL
     min_judged_share = 0.8
+
+    reference_load = classmethod(replay_load)  # what the replay sends a URL reference: `reference_load.py`
 
     @classmethod
     def needs_targets(cls, settings: ShadowSettings) -> bool:
