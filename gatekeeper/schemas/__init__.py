@@ -83,19 +83,14 @@ def run_config_schema() -> dict[str, Any]:
             "properties": props}
 
 
-def generated() -> dict[str, dict[str, Any]]:
-    """The generated schemas by file name."""
-    from gatekeeper.gates.registry import settings_types
+def generated(settings_types: dict[str, type]) -> dict[str, dict[str, Any]]:
+    """The generated schemas by file name, from each gate's settings dataclass (`settings_types`:
+    the gate registry's, passed in so that reading a shipped schema imports no gate)."""
+    return {"policy.schema.json": policy_schema(settings_types), "run-config.schema.json": run_config_schema()}
 
-    return {"policy.schema.json": policy_schema(settings_types()), "run-config.schema.json": run_config_schema()}
 
-
-def main() -> None:
-    """Rewrite the generated schema files."""
-    for name, schema in generated().items():
+def main(settings_types: dict[str, type]) -> None:
+    """Rewrite the generated schema files (`python -m gatekeeper.schemas`)."""
+    for name, schema in generated(settings_types).items():
         (HERE / name).write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {HERE / name}")
-
-
-if __name__ == "__main__":
-    main()
