@@ -58,7 +58,7 @@ class TargetError(GatekeeperError):
             self.hint = hint
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RequestFacts:
     """Where a failed request stood, for the evidence a report shows beside its ERROR: the target
     (`role`) and the gate that asked, what was asked (`request`, a short description; `key` and

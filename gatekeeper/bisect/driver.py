@@ -11,7 +11,7 @@ from gatekeeper.bisect.search import Answer, Search, budget
 from gatekeeper.bisect.step import Setup, StepResult, judge_build
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BisectResult:
     """The builds, the range searched, every step in the order run, and the answer."""
 
@@ -55,4 +55,5 @@ def bisect(setup: Setup, builds: list[str], good: int, bad: int, out: Path, seed
         steps.append(step)
         search.record(i, step.outcome)
         progress(f"{builds[i]}: {step.outcome.value} ({step.why[:160]})")
-    return BisectResult(tuple(builds), good, bad, tuple(steps), search.answer(), limit, setup.checks, setup.template)
+    return BisectResult(builds=tuple(builds), good=good, bad=bad, steps=tuple(steps), answer=search.answer(), budget=limit,
+                        checks=setup.checks, template=setup.template)

@@ -123,10 +123,10 @@ class TapedEndpoint(Endpoint):
             value = call()
         except EndpointError as e:
             elapsed = time.perf_counter() - t0
-            e.facts = RequestFacts(self.role, self.gate, describe(method, args, kwargs), key, occurrence, sent_at,
-                                   round(elapsed, 3), getattr(self._exchange_state, "retries", 0),
-                                   log_since(self.log_path, mark), e.partial, before(last, time.monotonic() - elapsed),
-                                   self._after(e))
+            e.facts = RequestFacts(role=self.role, gate=self.gate, request=describe(method, args, kwargs), key=key,
+                                   occurrence=occurrence, started_at=sent_at, elapsed_s=round(elapsed, 3),
+                                   retries=getattr(self._exchange_state, "retries", 0), log=log_since(self.log_path, mark),
+                                   partial=e.partial, before=before(last, time.monotonic() - elapsed), after=self._after(e))
             self._last_answer = (time.monotonic(), False)
             self._keep(asked, encode(e), False)
             raise
