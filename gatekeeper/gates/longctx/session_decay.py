@@ -167,6 +167,19 @@ def _verdict(value: float, limit: float, p_holm: float, alpha: float) -> Status:
     return Status.FAIL if value > limit and p_holm < alpha else Status.WARN if value > limit else Status.PASS
 
 
+def decay_status(d: Decay, limit: float, p_holm: float, alpha: float) -> tuple[Status, str]:
+    """The decay test's status, and a note where the candidate lost no cell. A steeper slope with
+    no (session, round) cell that the reference recalls and the candidate misses comes from rounds
+    the candidate recalls *better* (early ones: a declared bf16 build recalling two more cells of
+    144 read +0.0052/round against the 0.005 limit): its recall is at least the reference's in
+    every round, so no round got worse — a PASS, not a decay to decide."""
+    status = _verdict(d.excess_slope, limit, p_holm, alpha)
+    if status is not Status.PASS and d.regressions == 0:
+        return Status.PASS, (f"no decay: the candidate recalls every (session, round) cell the reference recalls "
+                             f"({d.improvements} more), so its steeper slope comes from rounds it recalls better; ")
+    return status, ""
+
+
 def _test_text(d: Decay, p: float, p_holm: float) -> str:
     return (f"permutation test over {d.sessions} sessions p={p:.2g}, Holm-adjusted over the 2 decay tests "
             f"p={p_holm:.2g}")
@@ -175,9 +188,9 @@ def _test_text(d: Decay, p: float, p_holm: float) -> str:
 def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: float, cells: list[Cell],
                  rounds: list[Round], t0: float) -> None:
     limit, alpha = s.decay_max_excess_slope, s.decay_alpha
-    status = _verdict(d.excess_slope, limit, p_holm, alpha)
+    status, dominates = decay_status(d, limit, p_holm, alpha)
     weak = d.ref_rates[0] < s.decay_min_recall if d.ref_rates else True
-    why = (f"the candidate's recall falls {d.excess_slope:+.4f}/round faster than the reference's (mean per-session "
+    why = dominates + (f"the candidate's recall falls {d.excess_slope:+.4f}/round faster than the reference's (mean per-session "
            f"slope difference, limit {limit:g}; one cell moves it at most {d.one_cell:.4f}); "
            f"{_test_text(d, d.p_value, p_holm)}; {d.regressions} (session, round) cells the reference recalls and the "
            f"candidate does not, {d.improvements} the other way; SQDR candidate {d.sqdr_cand:.4f}/round, "

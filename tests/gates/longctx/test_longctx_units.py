@@ -12,9 +12,11 @@ from gatekeeper.gates.longctx import conditions as cond
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.decay import Cell, one_cell_effect, score
 from gatekeeper.stats.decay_rate import sqdr
+from gatekeeper.results import Status
 from gatekeeper.stats.holm import holm
 from gatekeeper.gates.longctx.prompts import needle_prompts, padded_variants
 from gatekeeper.gates.longctx.scrape import delta, parse, pool_tokens
+from gatekeeper.gates.longctx.session_decay import decay_status
 from gatekeeper.gates.longctx.sessions import SessionPlan, build_session, steer
 from gatekeeper.gates.longctx.tokens import TokenCounter, estimate
 
@@ -85,6 +87,28 @@ def test_a_mid_session_collapse_that_recovers_has_zero_sqdr_but_is_seen_by_the_s
     d = score(cells)
     assert d.excess == 0  # SQDR as docs/bug-classes.md#sqdr defines it: round 1 and round 12 are both recalled
     assert d.excess_slope > 0.005 and d.p_value == 1 / 2**12
+
+
+def _missed(ref_miss: set[tuple[int, int]], cand_miss: set[tuple[int, int]]) -> list[Cell]:
+    return [Cell(session=s, round=r, tokens=100 * r, ref_ok=(s, r) not in ref_miss, cand_ok=(s, r) not in cand_miss,
+                 agree=((s, r) in ref_miss) == ((s, r) in cand_miss), ref_text="x", cand_text="x")
+            for s in range(12) for r in range(1, 13)]
+
+
+def test_a_steeper_slope_from_rounds_recalled_better_is_no_decay():
+    """A declared bf16 build recalled two round-1 cells the reference missed and lost none: its
+    slope read +0.0052/round against the 0.005 limit, undecided, and HOLDed a clean run. With no
+    cell lost its recall is at least the reference's in every round: PASS, saying why. One cell
+    lost late keeps the test's own answer (above the limit, within chance: undecided)."""
+    better = score(_missed({(0, 1), (1, 1)}, set()))
+    assert better.excess_slope > 0.005 and better.regressions == 0 and better.improvements == 2
+    status, note = decay_status(better, 0.005, better.p_value, 0.01)
+    assert status is Status.PASS and note.startswith("no decay") and "(2 more)" in note
+    lost = score(_missed({(0, 1), (1, 1)}, {(2, 12)}))
+    assert lost.excess_slope > 0.005 and lost.regressions == 1 and lost.p_value > 0.01
+    assert decay_status(lost, 0.005, lost.p_value, 0.01) == (Status.WARN, "")
+    decaying = score(_cells(fail_from=5))
+    assert decay_status(decaying, 0.005, decaying.p_value, 0.01) == (Status.FAIL, "")
 
 
 def test_one_cell_effect_matches_the_scored_bound():
