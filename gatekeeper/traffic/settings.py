@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from gatekeeper.config.settings import (MAX_ANSWER_TOKENS, MAX_CONCURRENCY, MAX_GAP_NATS, MAX_REQUESTS, check_ranges,
@@ -18,6 +18,9 @@ STAGE_SCHEMA = {"type": "object", "required": ["name"], "additionalProperties": 
     "concurrency": {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_CONCURRENCY}}}
 
 EXTENSION = "extension"  # the name of the stage replayed while a rule is undecided
+
+_T = Thresholds()
+"""The analysis' defaults: gate 5's settings of the same names start from them (declared once, in analysis.py)."""
 
 
 @dataclass(frozen=True)
@@ -129,20 +132,20 @@ class ShadowSettings:
                                                additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     preserve_timing: bool = False
     time_scale: float = setting(1.0, exclusiveMinimum=0, maximum=1000)
-    alpha: float = setting(0.05, exclusiveMinimum=0, exclusiveMaximum=1)
-    primary_share: float = setting(0.5, exclusiveMinimum=0, exclusiveMaximum=1)
-    noise_relative: float = setting(0.2, minimum=0, exclusiveMaximum=1)
-    confidence: float = setting(0.98, exclusiveMinimum=0.5, exclusiveMaximum=1)
-    similarity_tolerance: float = setting(0.02, minimum=0, maximum=1)
-    length_tolerance: float = setting(0.25, minimum=0, maximum=100)
-    score_pass: float = setting(75.0, minimum=0, maximum=100)
-    score_marginal: float = setting(50.0, minimum=0, maximum=100)
+    alpha: float = setting(_T.alpha, exclusiveMinimum=0, exclusiveMaximum=1)
+    primary_share: float = setting(_T.primary_share, exclusiveMinimum=0, exclusiveMaximum=1)
+    noise_relative: float = setting(_T.noise_relative, minimum=0, exclusiveMaximum=1)
+    confidence: float = setting(_T.confidence, exclusiveMinimum=0.5, exclusiveMaximum=1)
+    similarity_tolerance: float = setting(_T.similarity_tolerance, minimum=0, maximum=1)
+    length_tolerance: float = setting(_T.length_tolerance, minimum=0, maximum=100)
+    score_pass: float = setting(_T.score_pass, minimum=0, maximum=100)
+    score_marginal: float = setting(_T.score_marginal, minimum=0, maximum=100)
     min_slice_requests: int = setting(20, minimum=1, maximum=MAX_REQUESTS)
     extension: int = setting(0, minimum=0, maximum=MAX_REQUESTS)
     materiality: dict[str, float] = setting(factory=lambda: dict(MATERIALITY),
                                             additionalProperties={"exclusiveMinimum": 0, "maximum": 1})
     slice_weights: dict[str, float] = setting(factory=dict, additionalProperties={"exclusiveMinimum": 0, "maximum": 1000})
-    slice_reserve: float = setting(0.2, exclusiveMinimum=0, exclusiveMaximum=1)
+    slice_reserve: float = setting(_T.slice_reserve, exclusiveMinimum=0, exclusiveMaximum=1)
     stages: list[dict[str, Any]] = setting(factory=lambda: [
         {"name": "low-risk-tenant", "tenants": ["internal"], "budget": 60},
         {"name": "canary-25pct", "share": 0.25, "budget": 120},
@@ -184,6 +187,4 @@ class ShadowSettings:
 
     def thresholds(self) -> Thresholds:
         """The analysis' part of the settings."""
-        return Thresholds(self.alpha, self.primary_share, self.noise_relative, self.confidence,
-                          self.similarity_tolerance, self.length_tolerance, self.score_pass, self.score_marginal,
-                          self.materiality, self.slice_weights, self.slice_reserve)
+        return Thresholds(**{f.name: getattr(self, f.name) for f in fields(Thresholds)})

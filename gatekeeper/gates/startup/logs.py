@@ -51,14 +51,14 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
         return
     ref_lines = {normalise(line) for line in ref.log_lines}
     hits: list[list[str]] = []
-    worst = Status.PASS
+    matched: list[Status] = []
     for rule in s.log_rules:
         pattern, severity = re.compile(rule["pattern"]), Status(rule.get("severity", "WARN"))
         for line in cand.log_lines:
             if pattern.search(line) and normalise(line) not in ref_lines:
                 hits.append([rule["pattern"], severity.value, line[:300]])
-                if severity == Status.FAIL or (severity == Status.WARN and worst == Status.PASS):
-                    worst = severity
+                matched.append(severity)
+    worst = Status.worst(matched, default=Status.PASS)  # a rule's severity is FAIL or WARN (settings.py)
     ctx.check(LOG_RULES, worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
               LogRulesFinding(matches=len(hits)).metrics(),
               [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [],
