@@ -24,3 +24,10 @@ def assert_round_trips(findings: Mapping[str, Finding], gate: str) -> None:
         assert type(finding).of(CheckResult(check_id, gate, Status.PASS, True, "", dict(written))) == finding, check_id
         assert type(finding).from_metrics(stored(written)) == finding, check_id
         assert stored(written) == written, check_id
+
+
+def assert_keys_in_order(findings: Mapping[str, Finding], keys: Mapping[str, str]) -> None:
+    """Each finding (by its check id) writes exactly the metric keys `keys` names, space-separated,
+    in that order: the keys the gate always wrote, so summary.json and its readers are unchanged."""
+    for check_id, names in keys.items():
+        assert list(findings[check_id].metrics()) == names.split(), check_id
