@@ -92,15 +92,20 @@ def first_divergence(reference: ChatResponse, candidate: ChatResponse, max_gap: 
     either has no logprobs), judged as a near tie against `max_gap` and `max_drift` nats."""
     ref, cand = reference.logprobs or (), candidate.logprobs or ()
     for i, (r, c) in enumerate(zip(ref, cand)):
-        if r.token == c.token:
-            continue
-        r_gap = _gap(r, c.token)
-        c_gap = _gap(c, r.token)
-        drift = _drift(r, c)
-        tie = r_gap is not None and c_gap is not None and (
-            (r_gap <= max_gap and c_gap <= max_gap) or (drift is not None and drift <= max_drift))
-        return Divergence(i, r, c, r_gap, c_gap, tie, drift)
+        if r.token != c.token:
+            return judge(i, r, c, max_gap, max_drift)
     return None
+
+
+def judge(index: int, r: TokenLogprob, c: TokenLogprob, max_gap: float, max_drift: float = 0.0) -> Divergence:
+    """One position where the two sides chose different tokens (`r`, `c`: each side's chosen token
+    with its top alternatives), judged as a near tie against `max_gap` and `max_drift` nats."""
+    r_gap = _gap(r, c.token)
+    c_gap = _gap(c, r.token)
+    drift = _drift(r, c)
+    tie = r_gap is not None and c_gap is not None and (
+        (r_gap <= max_gap and c_gap <= max_gap) or (drift is not None and drift <= max_drift))
+    return Divergence(index, r, c, r_gap, c_gap, tie, drift)
 
 
 def _drift(r: TokenLogprob, c: TokenLogprob) -> float | None:

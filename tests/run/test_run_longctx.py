@@ -215,15 +215,23 @@ def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressio
 
 
 @pytest.mark.slow  # ~70 s
-def test_a_secret_only_the_reference_recalls_is_never_forgiven_as_a_near_tie(tmp_path, gk_tiny):
+def test_a_secret_missed_at_a_near_tie_is_forced_and_flips_beyond_the_limit_are_undecided(tmp_path, gk_tiny):
     """A declared bf16 candidate whose sampler favours every runner-up by 0.3 nats
     (close-call-shift) misses a needle the reference recalls; asked again with logprobs the two part
-    at a near tie within bf16's gap. That is a precision change or a regression one ask cannot tell
-    apart: the needle grid is undecided (HOLD), not PASS (seed 1, measured 2026-12-05)."""
+    at a near tie within bf16's gap (seed 1, measured 2026-12-05). The reference's answer is then
+    forced on both (gates/longctx/forced.py). The fault lives in the decode path, which forcing (a
+    prefill) does not run, so the candidate follows the answer: a precision flip. With
+    `needle_max_precision_flips: 0` that one flip leaves the grid undecided (HOLD), never PASS;
+    the forcing is in the evidence, one row per missed cell."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16",
-                 "--candidate-fault", "close-call-shift=0.3", "--seed", "1", *LONGCTX)
+                 "--candidate-fault", "close-call-shift=0.3", "--seed", "1", *LONGCTX,
+                 "--policy", _policy(tmp_path, needle_max_precision_flips=0))
     assert out.summary is not None, out.stderr
     grid = out.check("longctx.needle_grid")
-    assert grid["metrics"]["missed_at_near_tie"] >= 1, grid["metrics"]
-    assert grid["status"] == "WARN" and grid["undecided"] and "never forgiven as a near tie" in grid["reason"], grid
+    m = grid["metrics"]
+    assert m["missed_at_near_tie"] >= 1 and m["precision_flips"] + m["forced_departures"] == m["missed_at_near_tie"], m
+    forced = next(e for e in _record(out, "longctx.needle_grid")["evidence"] if e["title"].startswith("cells the candidate missed"))
+    assert len(forced["data"]["rows"]) == m["missed_at_near_tie"], forced
+    assert m["precision_flips"] >= 1, forced
+    assert grid["status"] == "WARN" and grid["undecided"] and "precision flips" in grid["reason"], grid
     assert out.summary["verdict"] != "PROMOTE"

@@ -54,7 +54,10 @@ class NeedleGridFinding(Finding):
     both_fail_differs: int = 0  # of those, the candidate's answer differs from the reference's repeatable one
     limit: int = 0  # the policy's needle_max_regressions
     near_ties: int = 0
-    missed_at_near_tie: int = 0  # cells only the candidate misses, parting at a near tie: never forgiven
+    missed_at_near_tie: int = 0  # cells only the candidate misses, parting at a near tie (then forced: forced.py)
+    precision_flips: int = 0  # of those, the candidate follows the reference's answer when it is forced
+    forced_departures: int = 0  # of those, it confidently leaves it when forced: regressions (counted in them)
+    precision_flip_limit: int = 0  # the policy's needle_max_precision_flips
     confident_divergences: int = 0
     reference_pass: int = 0
     candidate_pass: int = 0

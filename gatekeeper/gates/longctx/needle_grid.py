@@ -7,9 +7,11 @@ a regression (`longctx.needle_grid` fails beyond the policy's
 `needle_max_regressions`, 0 by default). Where, asked again of both with logprobs, the two answers
 part at a near tie within the candidate dtype's gap (a declared bf16 build rounding a digit of a
 secret the model barely knows, or a cache bug that lowered the secret's logit by less than a nat),
-the cell is not forgiven: a task the reference does the candidate does not do, with the evidence
-unable to tell precision from regression — the check is undecided (HOLD) if those cells could take
-it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get
+the reference's answer is forced on both (`forced.py`): a candidate that follows it but for near
+ties lost the cell to a precision flip (not judged; more than `needle_max_precision_flips` of them
+make the check undecided), one that confidently leaves it regressed. Where forcing cannot run (no
+`/tokenize`, echo or logprobs), the cell is not forgiven: the check is undecided (HOLD) if those
+cells could take it past its limit. A confident divergence is shown with both sides' logprobs. A cell both get
 wrong is still compared with what the reference answered (`both_fail.py`): the same answer means
 the cell does not suit the model (not judged, grey); a different answer where the reference
 repeats its own is a regression too (unless the two differ at a near tie), shown mid-colour (≠).
@@ -26,6 +28,7 @@ from gatekeeper.detection import Items
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
+from gatekeeper.gates.longctx.forced import Forced, force_in
 from gatekeeper.gates.longctx.near_ties import divergence_table, divergences
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.stats import noise
@@ -93,6 +96,13 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
                 outcomes[i] = Outcome.NEAR_TIE
         elif d is not None:
             confident[i] = d
+    forced = {i: force_in(ctx, s, grid[i].messages, text(ref[i])) for i in ties if ok_ref[i]}
+    flips = [i for i, f in forced.items() if isinstance(f, Forced) and f.follows]
+    left = {i: f for i, f in forced.items() if isinstance(f, Forced) and not f.follows}
+    departed = list(left)
+    unforced = [i for i, f in forced.items() if not isinstance(f, Forced)]
+    tie_then_left = {i: ties.pop(i) for i in departed}  # a near tie at the divergence, a regression when forced
+    missed_at_tie = [i for i in ties if ok_ref[i]]  # precision flips and cells forcing could not decide
     regressions = [i for i in review if i not in ties]
     rows = []
     for li in range(len(lengths)):
@@ -116,9 +126,15 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         i = regressions[0]
         ev.append(TextPair(f"first regression: {grid[i].tokens} tokens, depth {grid[i].depth:g}, "
                            f"secret {grid[i].kind} {grid[i].value!r}", text(ref[i]), text(cand[i]), 0, grid[i].question))
-    if confident or ties:
+    if confident or ties or departed:
         ev.append(divergence_table(ctx, s, "cells", {f"{grid[i].tokens} tokens, depth {grid[i].depth:g}": d
-                                                     for i, d in sorted({**confident, **ties}.items())}))
+                                                     for i, d in sorted({**confident, **ties, **tie_then_left}.items())}))
+    if forced:
+        ev.append(Table("cells the candidate missed at a near tie, the reference's answer forced on both",
+                        ["cell", "secret", "outcome", "detail"],
+                        [[f"{grid[i].tokens} tokens, depth {grid[i].depth:g}", grid[i].value,
+                          "not forced" if not isinstance(f, Forced) else "precision flip" if f.follows else "regression",
+                          f if isinstance(f, str) else f.describe()] for i, f in sorted(forced.items())]))
     by_length = {str(grid[li * len(depths)].tokens): sum(1 for i in regressions if i // len(depths) == li)
                  for li in range(len(lengths))}
     differ_by_length = {str(grid[li * len(depths)].tokens): sum(differ[li * len(depths):(li + 1) * len(depths)])
@@ -134,15 +150,21 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
             ctx.not_judged(o.value, sum(1 for x in outcomes.values() if x is o))
     ctx.not_judged("reference fails", sum(1 for i, ok in enumerate(ok_ref) if not ok and not noisy[i] and i not in outcomes))
     ctx.not_judged("near tie", sum(1 for i in ties if i not in outcomes))
-    missed_at_tie = [i for i in ties if ok_ref[i]]  # a task failure the reference does not share: never forgiven
-    status = (Status.FAIL if len(regressions) > limit else Status.WARN if missed_at_tie and len(regressions) + len(missed_at_tie) > limit
+    max_flips = s.needle_max_precision_flips
+    status = (Status.FAIL if len(regressions) > limit
+              else Status.WARN if (unforced and len(regressions) + len(unforced) > limit) or len(flips) > max_flips
               else Status.PASS if judged else Status.SKIP)
     undecided = status is Status.WARN
     reason = ("no cell judged: the reference answers none of the cells it repeats, so none can regress; "
               if status is Status.SKIP else "") + (
-              f"undecided: {len(missed_at_tie)} cell(s) the reference answers and the candidate misses part from it at a near "
-              f"tie — a precision change or a regression, which one ask with logprobs cannot tell apart, and a missed "
-              f"secret is never forgiven as a near tie; " if undecided else "") + (
+              f"undecided: {len(unforced)} cell(s) the reference answers and the candidate misses part from it at a near "
+              f"tie — a precision change or a regression, which one ask with logprobs cannot tell apart ("
+              f"{forced[unforced[0]]}), and a missed secret is never forgiven as a near tie; "
+              if undecided and unforced and len(regressions) + len(unforced) > limit else "") + (
+              f"undecided: {len(flips)} cell(s) the candidate misses follow the reference's answer when it is forced, "
+              f"each parting from it at near ties only (precision flips), more than the {max_flips} "
+              f"needle_max_precision_flips forgives: a precision change this frequent or a small regression; "
+              if len(flips) > max_flips else "") + (
               f"{len(regressions)} of {len(grid)} cells regress (limit {limit}): the reference answers and the candidate "
               f"does not, or neither does and the candidate's answer differs from the reference's repeatable one"
               + (f", at {sorted({grid[i].tokens for i in regressions})} tokens" if regressions else "")
@@ -153,11 +175,17 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               + (f"; {len(ties) - len(missed_at_tie)} cells neither answers part from the reference at a near tie "
                  "(asked again with logprobs: noise, not judged)" if len(ties) > len(missed_at_tie) else "")
               + (f"; {len(confident)} regression(s) confirmed as a confident divergence, logprobs in the evidence"
-                 if confident and status is Status.FAIL else ""))
+                 if confident and status is Status.FAIL else "")
+              + (f"; {len(departed)} cell(s) missed at a near tie confidently leave the reference's answer when it is "
+                 f"forced (regressions: {left[departed[0]].describe()})"
+                 if departed else "")
+              + (f"; {len(flips)} cell(s) missed at a near tie follow the reference's answer when it is forced "
+                 f"(precision flips, not judged; up to {max_flips} forgiven)" if flips and len(flips) <= max_flips else ""))
     finding = NeedleGridFinding(
         cells=len(grid), judged=judged, regressions=len(regressions), reference_unstable=sum(noisy),
         both_fail=both_fail, both_fail_differs=sum(o is Outcome.DIFFERS for o in outcomes.values()),
-        limit=limit, near_ties=len(ties), missed_at_near_tie=len(missed_at_tie),
+        limit=limit, near_ties=len(ties) + len(departed), missed_at_near_tie=len(forced),
+        precision_flips=len(flips), forced_departures=len(departed), precision_flip_limit=max_flips,
         confident_divergences=len(confident),
         reference_pass=sum(ok_ref), candidate_pass=sum(ok_cand), longest_candidate_pass=longest_ok,
         lengths=tuple(p.tokens for p in grid[::len(depths)]), depths=tuple(depths), regressions_by_length=by_length,

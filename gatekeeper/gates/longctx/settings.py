@@ -20,7 +20,9 @@ class LongContextSettings:
     (0: the smaller max_model_len the targets report), `answer_tokens`, `concurrency`,
     `noise_floor_concurrency` (the reference's second pass over the grid, sweep and prefix
     prompts; 0 turns it off). Needle grid: `needle_lengths` × `needle_depths`,
-    `needle_max_regressions`. Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
+    `needle_max_regressions`, `needle_max_precision_flips` (cells the candidate misses at a near
+    tie that follow the reference's answer when it is forced, `forced.py`: beyond this many the
+    check is undecided). Block boundaries: `boundary_tokens` (each rounded to B·k, sent at
     B·k−1, B·k, B·k+1), `boundary_max_mismatches`. Prefix cache: `prefix_tokens`,
     `prefix_suffixes`, `prefix_unrelated`, `prefix_max_mismatches`. Request features in full batches
     (`batch_features.py`): `batch_features` (on: on fresh launches of both targets where one is
@@ -51,6 +53,8 @@ class LongContextSettings:
                                         items={"minimum": 0, "maximum": MAX_CONTEXT_TOKENS})
     needle_depths: list[float] = setting(factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0], items={"minimum": 0, "maximum": 1})
     needle_max_regressions: int = setting(0, minimum=0, maximum=MAX_CASES)
+    needle_max_precision_flips: int = setting(1, minimum=0, maximum=MAX_CASES,
+                                              description="missed needles that follow the reference's answer when it is forced")
     boundary_tokens: list[int] = setting(factory=lambda: [256, 1024, 2000], items={"minimum": 0, "maximum": MAX_CONTEXT_TOKENS})
     boundary_max_mismatches: int = setting(0, minimum=0, maximum=MAX_CASES)
     prefix_tokens: int = setting(1536, minimum=1, maximum=MAX_CONTEXT_TOKENS)

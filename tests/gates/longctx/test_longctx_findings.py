@@ -53,7 +53,8 @@ FINDINGS: dict[str, Finding] = {
 # The keys each check has always written, in order (summary.json readers and the report rely on them).
 KEYS = {
     checks.NEEDLE_GRID: "cells judged regressions reference_unstable both_fail both_fail_differs limit near_ties "
-                        "missed_at_near_tie confident_divergences reference_pass candidate_pass longest_candidate_pass "
+                        "missed_at_near_tie precision_flips forced_departures precision_flip_limit confident_divergences "
+                        "reference_pass candidate_pass longest_candidate_pass "
                         "lengths depths regressions_by_length differ_by_length exact_lengths refused_by_both",
     checks.BLOCK_BOUNDARY: "lengths mismatches block_size exact_lengths refused_by_both",
     checks.COLD_WARM: "tokens warm_cached_tokens reference cold warm",
