@@ -138,7 +138,8 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
                 bad["json_parse"] = (cand["json_parse"], twin["json_parse"])
             if tools_called:
                 bad["tool_parse"] = (cand["tool_parse"], twin["tool_parse"])
-            pair = Pair(r.id, r.tenant, r.kind, r.model_alias, wants_json(r), None, Answer(), Answer(), Answer(), r.sampled)
+            pair = Pair(id=r.id, tenant=r.tenant, kind=r.kind, model_alias=r.model_alias, wants_json=wants_json(r), tools=None,
+                        candidate=Answer(), reference=Answer(), twin=Answer(), sampled=r.sampled)
             analysis.add(pair, Measures(True, "", bad, 1.0, 1.0, 1.0, 1.0, None))
         return analysis.fired and s.stop_early
 

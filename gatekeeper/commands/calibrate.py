@@ -53,9 +53,10 @@ def calibrate(plan: RunPlan, pairs: int, run_dir: Path, progress: Callable[[str]
         levels = _measure_pair(plan, s, spec, run_dir, k, progress)
         baseline = {f"c{lv.level}.{m}": lv.series("baseline", m) for lv in levels for m in s.figures(lv.level)}
         again = {f"c{lv.level}.{m}": lv.series("candidate", m) for lv in levels for m in s.figures(lv.level)}
-        entry = HistoryEntry(f"calibration-{plan.run_id}-{k + 1}", dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                             spec.describe(), spec.describe(), {}, "calibration", machine, aa_figures(baseline, again),
-                             load)
+        entry = HistoryEntry(run_id=f"calibration-{plan.run_id}-{k + 1}",
+                             finished_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), label=spec.describe(),
+                             baseline=spec.describe(), metrics={}, kind="calibration", machine=machine, aa=aa_figures(baseline, again),
+                             load=load)
         append_entry(path, entry)
         found = spreads(load_history(path, kind="calibration"), machine, load_class(load))
         shown = ", ".join(f"{f} {spread_of(abs(r)):.2%}" for f, (r, _) in entry.aa.items())

@@ -89,8 +89,8 @@ def _tuples(value: Any) -> Any:
 
 
 def _slim(pair_id: str, f: RequestFacts) -> Pair:
-    return Pair(pair_id, f.tenant, f.kind, f.model_alias, f.wants_json, None, _NO_ANSWER, _NO_ANSWER, None, f.sampled,
-                f.wants_logprobs)
+    return Pair(id=pair_id, tenant=f.tenant, kind=f.kind, model_alias=f.model_alias, wants_json=f.wants_json, tools=None,
+                candidate=_NO_ANSWER, reference=_NO_ANSWER, twin=None, sampled=f.sampled, wants_logprobs=f.wants_logprobs)
 
 
 @functools.cache

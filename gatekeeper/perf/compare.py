@@ -70,7 +70,7 @@ class Budget:
         return f"{self.metric} {'−' if self.higher_is_better else '+'}{self.limit:.0%}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Comparison:
     """One metric at one load level. Ratios are candidate/baseline (noise: baseline/baseline)."""
 
@@ -156,10 +156,10 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
     base_mean = float(np.mean(base_vals)) if base_vals else None
     cand_mean = float(np.mean(cand_vals)) if cand_vals else None
     if len(d) < MIN_PAIRS:
-        return Comparison(budget.metric, level, len(d), base_mean, cand_mean, None, None, None, None, budget.limit,
-                          budget.limit, None, budget.higher_is_better,
-                          unjudged=f"{len(d)} comparable block pairs (at least {MIN_PAIRS} needed)",
-                          spread=spread, family=budget.family)
+        return Comparison(metric=budget.metric, level=level, pairs=len(d), baseline=base_mean, candidate=cand_mean, ratio=None, ci=None,
+                          noise_ratio=None, noise_ci=None, limit=budget.limit, threshold=budget.limit, p_worse=None,
+                          higher_is_better=budget.higher_is_better,
+                          unjudged=f"{len(d)} comparable block pairs (at least {MIN_PAIRS} needed)", spread=spread, family=budget.family)
     worse = -d if budget.higher_is_better else d  # [pairs]: > 0 where the candidate is worse
     _, _, p_worse = _t(worse, confidence, "greater", spread, launches)
     ratio, ci, _ = _t(d, confidence, spread=spread, launches=launches)
@@ -169,6 +169,6 @@ def compare(budget: Budget, level: str, baseline: Sequence[float | None], candid
     if len(noise) >= 2:
         noise_ratio, noise_ci, noise_p = _t(noise, confidence)  # within one launch: no τ
         threshold = max(budget.limit, min(abs(noise_ratio - 1), NOISE_CAP * budget.limit))
-    return Comparison(budget.metric, level, len(d), base_mean, cand_mean, ratio, ci, noise_ratio, noise_ci,
-                      budget.limit, threshold, p_worse, budget.higher_is_better, noise_p=noise_p, spread=spread,
-                      family=budget.family)
+    return Comparison(metric=budget.metric, level=level, pairs=len(d), baseline=base_mean, candidate=cand_mean, ratio=ratio, ci=ci,
+                      noise_ratio=noise_ratio, noise_ci=noise_ci, limit=budget.limit, threshold=threshold, p_worse=p_worse,
+                      higher_is_better=budget.higher_is_better, noise_p=noise_p, spread=spread, family=budget.family)

@@ -49,7 +49,7 @@ _OPTIONAL = ("kind", "machine", "aa", "load")
 KINDS = ("run", "calibration")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class HistoryEntry:
     """One run's performance figures: flat metric names ("c8.tpot_p50_s") to finite numbers."""
 
@@ -119,9 +119,9 @@ def parse_entry(obj: Any) -> HistoryEntry:
     aa = obj.get("aa", {})
     if not isinstance(aa, dict) or not all(isinstance(v, dict) and set(v) == {"log_ratio", "var"} for v in aa.values()):
         raise ValueError("aa must be an object of figure name to {\"log_ratio\": number, \"var\": number}")
-    return HistoryEntry(obj["run_id"], obj["finished_at"], obj["label"], obj["baseline"], obj["metrics"],
-                        obj.get("kind", "run"), obj.get("machine", ""),
-                        {k: (v["log_ratio"], v["var"]) for k, v in aa.items()}, obj.get("load"))
+    return HistoryEntry(run_id=obj["run_id"], finished_at=obj["finished_at"], label=obj["label"], baseline=obj["baseline"],
+                        metrics=obj["metrics"], kind=obj.get("kind", "run"), machine=obj.get("machine", ""),
+                        aa={k: (v["log_ratio"], v["var"]) for k, v in aa.items()}, load=obj.get("load"))
 
 
 def append_entry(path: Path, entry: HistoryEntry) -> None:

@@ -203,7 +203,7 @@ class SliceState:
     len_delta: SignedRanks = field(default_factory=SignedRanks)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MetricResult:
     """One metric of one slice: `label` Pass / High / Low / Nodata / Fired, the figures behind it."""
 
@@ -341,22 +341,24 @@ class Analysis:
             if label == "Pass" and st.eproc.rejected and st.margin(self.t):  # beyond the noise, estimated below materiality
                 label = "Immaterial" if upper is not None and upper <= margin else "Below materiality"
             counts = (st.candidate_only, st.twin_only, st.eligible - st.candidate_only - st.twin_only)
-            return MetricResult(name, True, label, cand_rate, twin_rate, st.eligible, st.eproc.p_value, st.eproc.e_value, excess,
-                                st.fired_at, upper, margin, counts, st.alpha)
+            return MetricResult(name=name, critical=True, label=label, candidate_rate=cand_rate, twin_rate=twin_rate, eligible=st.eligible,
+                                p_value=st.eproc.p_value, e_value=st.eproc.e_value, effect=excess, fired_at=st.fired_at, upper=upper,
+                                materiality=margin, counts=counts, alpha=st.alpha)
         if not st.eligible:
-            return MetricResult(name, False, "Nodata", None, None, 0, None, None, None)
+            return MetricResult(name=name, critical=False, label="Nodata", candidate_rate=None, twin_rate=None, eligible=0, p_value=None,
+                                e_value=None, effect=None)
         from scipy.stats import binomtest  # scipy.stats when a gate judges, not when a plan is made (0.4 s of every `run`)
 
         b, c = st.candidate_only, st.twin_only  # non-critical: McNemar's exact test, fixed horizon
         p = binomtest(b, b + c, 0.5, alternative="greater").pvalue if b + c else 1.0
         high = p < 1 - self.t.confidence and st.margin(self.t)
-        return MetricResult(name, False, "High" if high else "Pass", cand_rate, twin_rate, st.eligible, float(p), None,
-                            excess)
+        return MetricResult(name=name, critical=False, label="High" if high else "Pass", candidate_rate=cand_rate, twin_rate=twin_rate,
+                            eligible=st.eligible, p_value=float(p), e_value=None, effect=excess)
 
     def _continuous(self, name: str, deltas: SignedRanks, tolerance: float, direction: str) -> MetricResult:
         if deltas.nonzero < 5:
-            return MetricResult(name, False, "Pass" if len(deltas) else "Nodata", None, None, len(deltas), None, None,
-                                0.0 if len(deltas) else None)
+            return MetricResult(name=name, critical=False, label="Pass" if len(deltas) else "Nodata", candidate_rate=None, twin_rate=None,
+                                eligible=len(deltas), p_value=None, e_value=None, effect=0.0 if len(deltas) else None)
         # Wilcoxon's signed-rank test (zero-split), carried from look to look: a look ranks only the new deltas
         p = deltas.pvalue("less" if direction == "decrease" else "two-sided")
         shift = hodges_lehmann(np.array(deltas.values))
@@ -364,7 +366,8 @@ class Analysis:
         label = "Pass"
         if p < 1 - self.t.confidence and beyond:
             label = "Low" if shift < 0 else "High"
-        return MetricResult(name, False, label, None, None, len(deltas), p, None, shift)
+        return MetricResult(name=name, critical=False, label=label, candidate_rate=None, twin_rate=None, eligible=len(deltas), p_value=p,
+                            e_value=None, effect=shift)
 
     def _result(self, s: SliceState, critical_only: bool = False) -> SliceResult:
         metrics = [self._binary(n, st) for n, st in s.measures.items() if not critical_only or st.eproc is not None]

@@ -60,7 +60,7 @@ SAME_TOKENS = "same tokens, rendered differently"
 NEAR_TIE = "differs at a near tie"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Pair:
     """One replayed request and its answers. `wants_json`: the request asked for JSON;
     `tools`: the tools it offered (None: none); `twin`: the reference's second answer (None
@@ -100,12 +100,12 @@ class Pair:
     def from_dict(cls, d: dict[str, Any]) -> Pair:
         """The inverse of `to_dict`."""
         twin = d.get("twin")
-        return cls(str(d["id"]), str(d.get("tenant") or "default"), str(d.get("kind") or "chat"),
-                   str(d.get("model_alias") or ""), bool(d.get("wants_json")),
-                   tuple(d["tools"]) if d.get("tools") is not None else None, Answer.from_dict(d["candidate"]),
-                   Answer.from_dict(d["reference"]), Answer.from_dict(twin) if twin is not None else None,
-                   bool(d.get("sampled")), bool(d.get("wants_logprobs")), d.get("reviewed") or None,
-                   d.get("twin_reviewed") or None, d.get("json_schema"), d.get("expected"))
+        return cls(id=str(d["id"]), tenant=str(d.get("tenant") or "default"), kind=str(d.get("kind") or "chat"),
+                   model_alias=str(d.get("model_alias") or ""), wants_json=bool(d.get("wants_json")),
+                   tools=tuple(d["tools"]) if d.get("tools") is not None else None, candidate=Answer.from_dict(d["candidate"]),
+                   reference=Answer.from_dict(d["reference"]), twin=Answer.from_dict(twin) if twin is not None else None,
+                   sampled=bool(d.get("sampled")), wants_logprobs=bool(d.get("wants_logprobs")), reviewed=d.get("reviewed") or None,
+                   twin_reviewed=d.get("twin_reviewed") or None, json_schema=d.get("json_schema"), expected=d.get("expected"))
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ def pair_of(record: TrafficRecord, ref: Answer, cand: Answer, twin: Answer | Non
     """The pair gate 5 measures for one request and its answers (replayed or stored), with what
     its record says of the task (the json_schema's schema, the expected answer)."""
     req = record.request
-    return with_task(Pair(record.id, record.tenant, record.kind, record.model_alias, wants_json(record),
-                          tuple(req["tools"]) if req.get("tools") else None, cand, ref, twin, record.sampled,
-                          bool(req.get("logprobs"))), record)
+    return with_task(Pair(id=record.id, tenant=record.tenant, kind=record.kind, model_alias=record.model_alias,
+                          wants_json=wants_json(record), tools=tuple(req["tools"]) if req.get("tools") else None, candidate=cand,
+                          reference=ref, twin=twin, sampled=record.sampled, wants_logprobs=bool(req.get("logprobs"))), record)
 
 
 def pairs(store: PairStore) -> Iterable[Pair]:

@@ -42,7 +42,8 @@ def test_golden_pair_shows_a_pure_swap_as_no_difference():
 
 def test_shadow_pair_evidence_shows_a_pure_swap_as_no_difference():
     ref, cand = Answer("", (WEATHER, TIME), "tool_calls", 20), Answer("", (TIME, WEATHER), "tool_calls", 20)
-    pair = Pair("r1", "support", "chat", "m", False, None, cand, ref, ref)
+    pair = Pair(id="r1", tenant="support", kind="chat", model_alias="m", wants_json=False, tools=None, candidate=cand, reference=ref,
+                twin=ref)
     ev = pair_evidence(pair, measure(pair))
     assert ev.reference == ev.candidate and ev.candidate.endswith(CANONICAL_NOTE) and ev.divergence is None
     assert ev.reference.splitlines()[0] == f"{TIME[0]}({TIME[1]})"

@@ -69,8 +69,8 @@ def _calibration(machine: str, rng: random.Random, tau: float, v: float, n: int,
     out = []
     for k in range(n):
         r = rng.gauss(0, math.sqrt(2 * tau * tau + v))
-        out.append(HistoryEntry(f"cal-{k}", at, "b", "b", {}, "calibration", machine,
-                                {"c1.cpu_s_per_token": (r, v)}, load))
+        out.append(HistoryEntry(run_id=f"cal-{k}", finished_at=at, label="b", baseline="b", metrics={}, kind="calibration", machine=machine,
+                                aa={"c1.cpu_s_per_token": (r, v)}, load=load))
     return out
 
 
@@ -105,9 +105,11 @@ def test_aa_figures_are_the_mean_log_ratio_and_its_variance():
 
 def test_calibration_lines_share_the_history_without_entering_its_trends(tmp_path):
     path = tmp_path / "h.jsonl"
-    append_entry(path, HistoryEntry("r1", "2026-12-02T20:00:00+00:00", "a", "b", {"c1.tpot_p50_s": 0.02}))
+    append_entry(path, HistoryEntry(run_id="r1", finished_at="2026-12-02T20:00:00+00:00", label="a", baseline="b",
+                                    metrics={"c1.tpot_p50_s": 0.02}))
     append_entry(path, _calibration(machine_class(), random.Random(0), 0.01, 1e-4, 1)[0])
-    append_entry(path, HistoryEntry("r2", "2026-12-02T20:01:00+00:00", "a", "b", {"c1.tpot_p50_s": 0.021}))
+    append_entry(path, HistoryEntry(run_id="r2", finished_at="2026-12-02T20:01:00+00:00", label="a", baseline="b",
+                                    metrics={"c1.tpot_p50_s": 0.021}))
     assert [e.run_id for e in load_history(path)] == ["r1", "r2"]
     (cal,) = load_history(path, kind="calibration")
     assert cal.machine == machine_class() and set(cal.aa) == {"c1.cpu_s_per_token"}

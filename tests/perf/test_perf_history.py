@@ -45,8 +45,8 @@ def flat(seed: int, cv: float) -> list[float]:
 
 
 def entry(run: int, metrics: dict[str, float]) -> HistoryEntry:
-    return HistoryEntry(f"20261201T{run:02d}00-r{run:02d}", f"2026-12-{run:02d}T09:00:00+00:00", "candidate vllm 0.9.1",
-                        "vllm 0.9.0", metrics)
+    return HistoryEntry(run_id=f"20261201T{run:02d}00-r{run:02d}", finished_at=f"2026-12-{run:02d}T09:00:00+00:00",
+                        label="candidate vllm 0.9.1", baseline="vllm 0.9.0", metrics=metrics)
 
 
 def write_history(path: Path, values: list[float]) -> list[HistoryEntry]:

@@ -110,8 +110,10 @@ def test_the_correctness_page_reads_verdict_table_charts_failures_gates() -> Non
 
 
 def test_a_slice_that_judged_nothing_has_no_score() -> None:
-    nodata = MetricResult("disagreement", True, "Nodata", None, None, 0, None, None, None)
-    judged = MetricResult("disagreement", True, "Pass", 0.0, 0.0, 420, None, 1.0, 0.0, upper=0.012, materiality=0.03)
+    nodata = MetricResult(name="disagreement", critical=True, label="Nodata", candidate_rate=None, twin_rate=None, eligible=0, p_value=None,
+                          e_value=None, effect=None)
+    judged = MetricResult(name="disagreement", critical=True, label="Pass", candidate_rate=0.0, twin_rate=0.0, eligible=420, p_value=None,
+                          e_value=1.0, effect=0.0, upper=0.012, materiality=0.03)
     rows = _slice_table([SliceResult("all", 420, 420, {}, (judged,), 100.0),
                          SliceResult("tenant=batch", 3, 0, {"reference failed": 3}, (nodata,), 100.0)]).rows
     assert rows[0][3] == "100" and rows[1][3] == "not judged"
@@ -120,9 +122,12 @@ def test_a_slice_that_judged_nothing_has_no_score() -> None:
 def test_a_slice_whose_pass_could_hide_a_material_regression_reads_undecided_not_100() -> None:
     """1 of 22 answers changed (4.5% vs the twin's 0.0%): not fired, but its bound (24%) is far above
     the 3% that matters — the score would read 100 beside that rate."""
-    few = MetricResult("disagreement", True, "Pass", 1 / 22, 0.0, 22, 0.5, 2.0, 1 / 22, upper=0.24, materiality=0.03)
-    ok = MetricResult("error", True, "Pass", 0.0, 0.0, 22, 1.0, 1.0, 0.0, upper=0.01, materiality=0.02)
-    fired = MetricResult("error", True, "Fired", 0.3, 0.0, 22, 0.001, 900.0, 0.3, fired_at=20, upper=0.5, materiality=0.02)
+    few = MetricResult(name="disagreement", critical=True, label="Pass", candidate_rate=1 / 22, twin_rate=0.0, eligible=22, p_value=0.5,
+                       e_value=2.0, effect=1 / 22, upper=0.24, materiality=0.03)
+    ok = MetricResult(name="error", critical=True, label="Pass", candidate_rate=0.0, twin_rate=0.0, eligible=22, p_value=1.0, e_value=1.0,
+                      effect=0.0, upper=0.01, materiality=0.02)
+    fired = MetricResult(name="error", critical=True, label="Fired", candidate_rate=0.3, twin_rate=0.0, eligible=22, p_value=0.001,
+                         e_value=900.0, effect=0.3, fired_at=20, upper=0.5, materiality=0.02)
     rows = _slice_table([SliceResult("tenant=acme", 22, 22, {}, (few, ok), 100.0),
                          SliceResult("tenant=beta", 22, 22, {}, (few, fired), 0.0)]).rows
     assert rows[0][3] == "undecided: disagreement" and rows[0][4] == "4.5% / 0.0%"

@@ -20,7 +20,7 @@ FAILED = Answer(error="http: HTTP 503")
 
 
 def _pair(i: int, cand: Answer, twin: Answer = OK) -> Pair:
-    return Pair(f"r{i}", "t", "chat", "", False, None, cand, OK, twin)
+    return Pair(id=f"r{i}", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=cand, reference=OK, twin=twin)
 
 
 def _judge(pairs: list[Pair], t: Thresholds | None = None) -> list:

@@ -20,12 +20,15 @@ _spec.loader.exec_module(sim)  # type: ignore[union-attr]
 
 def test_a_failed_twin_counts_like_a_failed_candidate():
     ok, failed = Answer("fine", finish_reason="stop"), Answer(error="http: HTTP 503")
-    m = measure(Pair("r1", "t", "chat", "", False, None, ok, ok, failed))
+    m = measure(Pair(id="r1", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=ok, reference=ok,
+                     twin=failed))
     assert m.judged and m.bad["error"] == (False, True) and m.bad["disagreement"] == (False, True)
     assert m.twin_similarity == 0.0
-    m = measure(Pair("r2", "t", "chat", "", False, None, failed, ok, ok))
+    m = measure(Pair(id="r2", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=failed, reference=ok,
+                     twin=ok))
     assert m.judged and m.bad["error"] == (True, False)
-    m = measure(Pair("r3", "t", "chat", "", False, None, ok, failed, ok))
+    m = measure(Pair(id="r3", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=ok, reference=failed,
+                     twin=ok))
     assert not m.judged and m.why_not == "reference request failed"
 
 

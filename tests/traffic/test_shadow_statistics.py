@@ -64,7 +64,8 @@ def test_alpha_is_split_over_the_tests_before_the_replay_and_sums_to_alpha():
 
 
 def _pair(i: int, cand: str, ref: str, twin: str) -> Pair:
-    return Pair(f"r{i}", "t", "chat", "", False, None, Answer(cand, tokens=3), Answer(ref, tokens=3), Answer(twin, tokens=3))
+    return Pair(id=f"r{i}", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=Answer(cand, tokens=3),
+                reference=Answer(ref, tokens=3), twin=Answer(twin, tokens=3))
 
 
 def test_diffy_margins_keep_a_crossing_inside_a_noisy_reference_from_firing():
@@ -92,15 +93,20 @@ def test_the_measures_compare_the_candidate_and_the_twin_with_the_same_reference
         "type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}}},)
     ok = Answer("", calls=(("f", '{"x": 1}'),), finish_reason="tool_calls", tokens=5)
     bad_schema = Answer("", calls=(("f", '{"x": "one"}'),), finish_reason="tool_calls", tokens=5)
-    m = measure(Pair("r", "t", "tool", "", False, tools, bad_schema, ok, ok))
+    m = measure(Pair(id="r", tenant="t", kind="tool", model_alias="", wants_json=False, tools=tools, candidate=bad_schema, reference=ok,
+                     twin=ok))
     assert m.bad["tool_parse"] == (True, False) and m.bad["disagreement"] == (True, False)
-    js = measure(Pair("r", "t", "json", "", True, None, Answer('{"a": 1,'), Answer('{"a": 1}'), Answer('{ "a" : 1 }')))
+    js = measure(Pair(id="r", tenant="t", kind="json", model_alias="", wants_json=True, tools=None, candidate=Answer('{"a": 1,'),
+                      reference=Answer('{"a": 1}'), twin=Answer('{ "a" : 1 }')))
     assert js.bad["json_parse"] == (True, False) and js.bad["disagreement"] == (True, False)  # formatting is not a difference
-    loop = measure(Pair("r", "t", "chat", "", False, None, Answer("!" * 40), Answer("OK"), Answer("OK")))
+    loop = measure(Pair(id="r", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=Answer("!" * 40),
+                        reference=Answer("OK"), twin=Answer("OK")))
     assert loop.bad["degeneration"] == (True, False)
-    failed = measure(Pair("r", "t", "chat", "", False, None, Answer("OK"), Answer(error="http: 500"), Answer("OK")))
+    failed = measure(Pair(id="r", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None, candidate=Answer("OK"),
+                          reference=Answer(error="http: 500"), twin=Answer("OK")))
     assert not failed.judged and failed.why_not == "reference request failed"
-    err = measure(Pair("r", "t", "chat", "", False, None, Answer(error="timeout: slow"), Answer("OK"), Answer("OK")))
+    err = measure(Pair(id="r", tenant="t", kind="chat", model_alias="", wants_json=False, tools=None,
+                       candidate=Answer(error="timeout: slow"), reference=Answer("OK"), twin=Answer("OK")))
     assert err.bad["error"] == (True, False)
 
 

@@ -30,7 +30,8 @@ CHAT = {"messages": [{"role": "user", "content": "x"}], "temperature": 0}
 
 def _pair(cand: Answer, ref: Answer, twin: Answer, *, json_: bool = False, tools: tuple | None = None,
           schema: dict | None = None, expected: str | None = None) -> Pair:
-    return Pair("r", "t", "chat", "", json_, tools, cand, ref, twin, json_schema=schema, expected=expected)
+    return Pair(id="r", tenant="t", kind="chat", model_alias="", wants_json=json_, tools=tools, candidate=cand, reference=ref, twin=twin,
+                json_schema=schema, expected=expected)
 
 
 def test_each_check_fails_what_it_says_and_a_failed_request_fails_them_all():

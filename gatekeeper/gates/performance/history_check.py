@@ -35,7 +35,8 @@ def entry_of(run_id: str, label: str, baseline: str, comparisons: list[Compariso
             metrics[f"{c.level}.{c.metric}"] = c.candidate
         if c.ratio is not None:
             metrics[f"{c.level}.{c.metric}.ratio"] = c.ratio
-    return HistoryEntry(run_id, dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), label, baseline, metrics)
+    return HistoryEntry(run_id=run_id, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), label=label,
+                        baseline=baseline, metrics=metrics)
 
 
 def history_check(ctx: GateContext, path: Path, entry: HistoryEntry, higher_is_better: dict[str, bool]) -> None:

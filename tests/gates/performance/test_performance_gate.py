@@ -219,8 +219,8 @@ def _ctx():
 
 def _entry(i: int, tps: float):
     from gatekeeper.perf.history import HistoryEntry
-    return HistoryEntry(f"run-{i:02d}", f"2026-11-{i:02d}T00:00:00+00:00", "candidate", "baseline",
-                        {"c8.output_tokens_per_s": tps, "c8.tpot_p50_s": 8.0 / tps})
+    return HistoryEntry(run_id=f"run-{i:02d}", finished_at=f"2026-11-{i:02d}T00:00:00+00:00", label="candidate", baseline="baseline",
+                        metrics={"c8.output_tokens_per_s": tps, "c8.tpot_p50_s": 8.0 / tps})
 
 
 @pytest.mark.parametrize("decline", [True, False])

@@ -13,8 +13,9 @@ ALPHA = 0.0025  # fires at e ≥ 400; half of it on a log scale is 20
 
 
 def _metric(name: str, e: float | None, label: str = "Pass", fired_at: int | None = None, critical: bool = True) -> MetricResult:
-    return MetricResult(name, critical, label, 0.045, 0.0, 200, 0.01, e, 0.045, fired_at, 0.06, 0.03, (9, 0, 191),
-                        ALPHA if critical else None)
+    return MetricResult(name=name, critical=critical, label=label, candidate_rate=0.045, twin_rate=0.0, eligible=200, p_value=0.01,
+                        e_value=e, effect=0.045, fired_at=fired_at, upper=0.06, materiality=0.03, counts=(9, 0, 191),
+                        alpha=ALPHA if critical else None)
 
 
 def _slice(key: str, *metrics: MetricResult) -> SliceResult:

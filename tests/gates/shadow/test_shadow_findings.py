@@ -15,7 +15,8 @@ from gatekeeper.gates.shadow.checks import (Latency, MeasureFinding, NearMissFin
 from gatekeeper.results import CheckResult, Status
 from gatekeeper.traffic.analysis import MetricResult, SliceResult
 
-MEASURED = MetricResult("disagreement", True, "Pass", 0.04, 0.03, 96, 0.4, 1.7, 0.01, None, 0.05, 0.03, (4, 3, 89), 0.004)
+MEASURED = MetricResult(name="disagreement", critical=True, label="Pass", candidate_rate=0.04, twin_rate=0.03, eligible=96, p_value=0.4,
+                        e_value=1.7, effect=0.01, fired_at=None, upper=0.05, materiality=0.03, counts=(4, 3, 89), alpha=0.004)
 SLICE = SliceFinding.analysed(SliceResult("all", 96, 95, {"reference_failed": 1}, (MEASURED,), 97.5))
 STAGE = StageFinding(requests=72, planned=72, stopped_early=False, score=97.5, fired=(), concurrency=4,
                      latency_s={"candidate": Latency(p50=0.12, p95=0.3), "reference": Latency(p50=None, p95=None)},
