@@ -180,9 +180,12 @@ def test_waiting_for_a_slot_under_the_cap_is_not_lateness(fast: LoadTarget) -> N
     # 12 requests due at once, 2 slots, 100 ms answers: most wait ~100-500 ms for a slot, the
     # server's doing; their lateness only counts the client's own delay once a slot was free.
     result = run_load(fast, [completion(2, x_delay_ms=50)] * 12, LoadProfile("rate", concurrency=2, rate=1e6, warmup=2))
+    # Summed over the requests, not the worst one: on a machine busy with other work one wake-up
+    # of the event loop can come a few hundred ms late (seen once: 0.36 s, the client's real
+    # delay), while counting the slot waits as lateness would make the sums equal.
     waits = [r.sent_s - r.scheduled_s for r in result.measured]
     assert max(waits) >= 0.4  # really waited: 5 rounds of ~100 ms before the last pair
-    assert max(r.lateness_s for r in result.measured) < max(waits) / 4
+    assert sum(r.lateness_s for r in result.measured) < sum(waits) / 4
 
 
 def test_the_bundled_engine_under_concurrent_load_reports_usage() -> None:
