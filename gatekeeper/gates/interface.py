@@ -230,6 +230,15 @@ class GateContext(Generic[SettingsT]):
                 return Missing(feature, why, self.neither_has(feature))
         return None
 
+    def candidate_dtype(self) -> str:
+        """The candidate's dtype (declared or observed; float32 when the run has no runtime for it)."""
+        return self.run.runtimes["candidate"].dtype if "candidate" in self.run.runtimes else "float32"
+
+    def shared_top_k(self, most: int) -> int:
+        """Top logprobs to ask of both targets: `most`, or fewer where either target caps it lower."""
+        caps = self.capabilities
+        return min(most, caps["reference"].top_logprobs_max or most, caps["candidate"].top_logprobs_max or most)
+
     def neither_has(self, feature: str) -> bool:
         """Whether both targets lack `feature` by the probe's evidence (neither merely undetermined)."""
         return all(not getattr(c, feature) and not c.undetermined(feature)

@@ -37,8 +37,8 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
     for i in todo[settings.near_tie_max_reviews:]:
         _note(judgements[i], f"not reviewed for a near tie (more than near_tie_max_reviews={settings.near_tie_max_reviews} cases)")
     todo = todo[:settings.near_tie_max_reviews]
-    k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
-    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
+    k = ctx.shared_top_k(TOP_K)
+    dtype = ctx.candidate_dtype()
     gap, drift = settings.gap(dtype), settings.drift(dtype)
     ctx.progress(f"golden: {len(todo)} diverging case(s) asked again with logprobs (near-tie review)")
     picked = [cases[i] for i in todo]

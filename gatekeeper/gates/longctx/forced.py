@@ -81,9 +81,8 @@ def force_in(ctx: GateContext, s: LongContextSettings, messages: Messages, answe
     why = unforceable(ctx)
     if why is not None:
         return why
-    caps = ctx.capabilities
-    k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
-    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
+    k = ctx.shared_top_k(TOP_K)
+    dtype = ctx.candidate_dtype()
     return force(ctx.reference, ctx.candidate, messages, answer, k=k, gap=s.gap(dtype), drift=s.drift(dtype))
 
 

@@ -39,11 +39,10 @@ def reask(ctx: GateContext, s: LongContextSettings, items: list[Messages], max_t
           extra: list[dict[str, Any]] | None = None) -> list[tuple[ChatResponse, ChatResponse] | None]:
     """Per item: both targets' answers asked again, greedy, with top-k logprobs (None where the
     review cannot run, the item is past `near_tie_max_reviews`, or a request failed)."""
-    caps = ctx.capabilities
     if not items or unreviewable(ctx, s) is not None:
         return [None] * len(items)
     picked = list(zip(items, extra or [{}] * len(items)))[: s.near_tie_max_reviews]
-    k = min(TOP_K, caps["reference"].top_logprobs_max or TOP_K, caps["candidate"].top_logprobs_max or TOP_K)
+    k = ctx.shared_top_k(TOP_K)
 
     def again(ep: Endpoint) -> list[ChatResponse | EndpointError]:
         return fan_out(lambda item: ep.chat(item[0], max_tokens=max_tokens, temperature=0.0, logprobs=True, top_logprobs=k,
@@ -61,7 +60,7 @@ def divergences(ctx: GateContext, s: LongContextSettings, items: list[Messages],
     """Per item: where both targets' answers, asked again with logprobs, first part (a near tie
     or a confident divergence), or None (they no longer part, no logprobs, a failed request, or
     past `near_tie_max_reviews`). `extra` holds each item's further request fields (tools, tool_choice)."""
-    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
+    dtype = ctx.candidate_dtype()
     gap, drift = s.gap(dtype), s.drift(dtype)
     return [first_divergence(*pair, gap, drift) if pair is not None else None
             for pair in reask(ctx, s, items, max_tokens, extra)]
@@ -77,7 +76,7 @@ def near_ties(ctx: GateContext, s: LongContextSettings, items: list[Messages], m
 def divergence_table(ctx: GateContext, s: LongContextSettings, what: str, found: dict[str, Divergence]) -> Table:
     """The evidence of a review: per item (named by `found`'s keys) where the answers asked again
     first part, each side's token, logprob and top alternatives, and whether that is a near tie."""
-    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
+    dtype = ctx.candidate_dtype()
     return Table(f"{what} asked again of both with logprobs: where the answers first part (near tie: both gaps within "
                  f"{s.gap(dtype):g} nats, or both tokens' logprobs moved by at most {s.drift(dtype):g})",
                  [what.rstrip("s"), "near tie", *DIVERGENCE_COLUMNS],

@@ -318,7 +318,7 @@ def _replayed(ctx: GateContext, s: ShadowSettings, replica: Endpoint | None) -> 
     passes go at once (the same arrivals to both); the twin goes at the same time to a replica of
     the reference, else after them to the reference itself. A differing greedy answer is reviewed
     at the near-tie gap and drift of the candidate's declared dtype (the policy's `near_tie_gap`, `near_tie_drift`)."""
-    dtype = ctx.run.runtimes["candidate"].dtype if "candidate" in ctx.run.runtimes else "float32"
+    dtype = ctx.candidate_dtype()
     gap, drift = s.gap(dtype), s.drift(dtype)
 
     def answers(chunk: list[TrafficRecord], conc: int, noise_conc: int) -> Answers:

@@ -87,8 +87,7 @@ def review(ctx: GateContext, records: Sequence[TrafficRecord], cand: Sequence[An
     picked = [i for i in differs if records[i].endpoint == "chat" and not records[i].sampled]
     if not picked or reviewable(ctx) is not None:
         return {}
-    k = min(TOP_K, ctx.capabilities["reference"].top_logprobs_max or TOP_K,
-            ctx.capabilities["candidate"].top_logprobs_max or TOP_K)
+    k = ctx.shared_top_k(TOP_K)
 
     def again(ep: Endpoint) -> list[ChatResponse | EndpointError]:
         return fan_out(lambda i: _ask(ep, records[i], max_tokens_cap, k), picked, concurrency)
