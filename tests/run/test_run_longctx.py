@@ -219,7 +219,7 @@ def test_a_secret_missed_at_a_near_tie_is_forced_and_flips_beyond_the_limit_are_
     """A declared bf16 candidate whose sampler favours every runner-up by 0.3 nats
     (close-call-shift) misses a needle the reference recalls; asked again with logprobs the two part
     at a near tie within bf16's gap (seed 1, measured 2026-12-05). The reference's answer is then
-    forced on both (gates/longctx/forced.py). The fault lives in the decode path, which forcing (a
+    forced on both (gates/forcing.py). The fault lives in the decode path, which forcing (a
     prefill) does not run, so the candidate follows the answer: a precision flip. With
     `needle_max_precision_flips: 0` that one flip leaves the grid undecided (HOLD), never PASS;
     the forcing is in the evidence, one row per missed cell."""

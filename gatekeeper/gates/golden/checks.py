@@ -73,7 +73,10 @@ class CaseFinding(Finding):
     answers' finish reasons and lengths, their similarity (and the reference's to its own second
     run), where a divergence was reviewed (`near_tie`: forgiven; `divergence`: confident), whether
     the case was judged (not both failing alike) and whether each side passed its absolute
-    assertions. `lost`: not asked, the candidate lost this feature (gate 1's finding). A key the
+    assertions. `forced`: a task only the candidate fails, parting at a near tie, with the
+    reference's answer forced on both (gates/forcing.py): "precision flip" (it follows but for near
+    ties) or "regression" (it confidently leaves it). `lost`: not asked, the candidate lost this
+    feature (gate 1's finding). A key the
     check lacks (an ERROR, a stream) reads as the default: not judged, not passed."""
 
     assertions: int = 0
@@ -89,6 +92,7 @@ class CaseFinding(Finding):
     judged: bool = False
     candidate_passes: bool = False
     reference_passes: bool = False
+    forced: str | None = field(default=None, metadata=OPTIONAL)
     lost: str | None = field(default=None, metadata=OPTIONAL)
 
 
@@ -155,7 +159,8 @@ class FamilyRates(Finding):
 class PassRateFinding(Finding):
     """`golden.pass_rate`: both sides' pass rates over every case and per family (pass_rates.py),
     the reference's own noise (the share of cases its two runs disagree on) and the policy's
-    allowed drop."""
+    allowed drop; `precision_flips`: cases the candidate lost to a precision flip, counted as
+    passed up to the policy's `max_precision_flips` (present when there are any)."""
 
     pass_rate: float | None
     reference_pass_rate: float | None
@@ -164,3 +169,4 @@ class PassRateFinding(Finding):
     statuses: Statuses
     families: Mapping[str, FamilyRates] = nested_map(FamilyRates)
     max_pass_rate_drop: float
+    precision_flips: int | None = field(default=None, metadata=OPTIONAL)

@@ -30,7 +30,7 @@ from gatekeeper.golden.case_selection import named_cases, select_cases
 from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.golden.request import Asker
 from gatekeeper.endpoints.responses import ChatResponse
-from gatekeeper.results import Judgement, Status
+from gatekeeper.results import CheckResult, Judgement, Status
 from gatekeeper.run_plan import RunPlan
 from gatekeeper.text import first_divergence
 from gatekeeper.gates.golden import checks
@@ -92,6 +92,21 @@ class GoldenGate(Gate):
         if settings.baseline:
             load_baseline(settings.baseline)
 
+    @classmethod
+    def next_step(cls, check: CheckResult, settings: GoldenSettings) -> str | None:
+        """Precision flips beyond the limit, or a task lost at a near tie that could not be forced:
+        what would decide them (a re-run asks the same greedy questions and gets the same answers)."""
+        if not check.undecided:
+            return None
+        if check.id == checks.PASS_RATE and check.metrics.get("precision_flips"):
+            return (f"read the flipped cases' forced evidence; if the candidate's precision change is intended, raise "
+                    f"gates.golden.max_precision_flips (now {settings.max_precision_flips}); a decode-path fault reads as "
+                    f"flips too, so run gate 5 (shadow), whose near_tie rate judges how often close calls move")
+        if checks.is_case(check):
+            return ("serve /tokenize and /v1/completions with echo and logprobs on both targets, so the reference's answer "
+                    "can be forced, or judge the two answers by hand")
+        return None
+
     def run(self, ctx: GateContext) -> None:
         """Answer every case on both endpoints, judge each, then the stream variants and the summary."""
         t0 = time.perf_counter()
@@ -133,7 +148,7 @@ class GoldenGate(Gate):
             for check in ctx.checks:
                 if checks.is_streamed(check) and check.family:
                     rates.add_stream(check.family, check.status)
-        rates.report(ctx, settings.max_pass_rate_drop, started=t0)
+        rates.report(ctx, settings.max_pass_rate_drop, settings.max_precision_flips, started=t0)
 
     def _reference_runs(self, ctx: GateContext, ask_ref: Asker, cases: list[GoldenCase], baseline: Baseline | None,
                         conc: int, floor_conc: int) -> list[list[Answer]]:
@@ -180,9 +195,11 @@ class GoldenGate(Gate):
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         # its time is its candidate request's (the cases went out together, judged after): the request, then the judging
         ctx.check(name, j.status, j.reason, found.metrics(), ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
-                  limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None)
+                  limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None,
+                  undecided=j.undecided)
         _count(ctx, j)
-        rates.add(case.family, cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1)
+        rates.add(case.family, None if j.undecided else cand_ok, ref_ok[0], j.status, reference_flip=len(set(ref_ok)) > 1,
+                  precision_flip=j.precision_flip)
 
     def _candidate_repeat(self, ctx: GateContext, ask_cand: Asker, runnable: list[tuple[str, GoldenCase]], cand: list[Answer],
                           ref_changed: list[bool], floor_conc: int) -> None:

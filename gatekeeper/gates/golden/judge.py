@@ -49,6 +49,8 @@ class CaseJudgement:
     divergent_fails: int = 0  # FAIL findings resting only on the candidate's text differing from the reference's
     other_fails: int = 0
     forgiven: bool = False  # a divergence was dropped as a near tie: not every difference counted
+    precision_flip: bool = False  # forgiven, though the candidate fails a task the reference passes (forced: a flip)
+    undecided: bool = False  # a task lost at a near tie that forcing could not tell from a regression
 
     def add(self, status: Status, reason: str, unjudged: str | None = None, divergence: bool = False) -> None:
         """Record a finding; the status only ever gets worse. `unjudged` says the finding is a
@@ -78,6 +80,14 @@ class CaseJudgement:
         self.forgiven = True
         self.notes.append(note)
 
+    def undecide(self, reason: str, why: str) -> None:
+        """Replace the divergence FAILs by an undecided WARN (`reason`; `why`: for coverage): the
+        difference could be noise or a regression, and nothing here tells which."""
+        self.reasons = [r for r in self.reasons if not r.startswith("FAIL:")]
+        self.divergent_fails = 0
+        self.undecided = True
+        self.add(Status.WARN, reason, unjudged=why)
+
     def metrics(self) -> dict[str, object]:
         """What was found, as the check's metrics."""
         found = self.case or self.stream
@@ -93,7 +103,9 @@ class CaseJudgement:
     def reason(self) -> str:
         """One line: the worst findings first."""
         ordered = sorted(self.reasons, key=lambda r: -Status(r.split(":", 1)[0]).severity)
-        return "; ".join(ordered + self.notes) if ordered else "; ".join(["all assertions pass", *self.notes])
+        if ordered or (self.forgiven and self.notes):  # a forgiven failure is not "all assertions pass"
+            return "; ".join(ordered + self.notes)
+        return "; ".join(["all assertions pass", *self.notes])
 
 
 def passes_absolute(case: GoldenCase, response: ChatResponse) -> bool:

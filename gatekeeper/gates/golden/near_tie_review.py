@@ -1,23 +1,31 @@
 """The golden gate's second look at cases that fail only because the candidate answered
 differently: both targets are asked again with logprobs, and a divergence at a near tie (see
-`near_tie.py`) is noise, not a regression. Confident divergences stay FAIL, with the token
-where the answers part named in the reason."""
+`stats/near_tie.py`) is noise, not a regression. Confident divergences stay FAIL, with the token
+where the answers part named in the reason.
+
+A near tie that costs the candidate a task the reference passes (it answers 22 where the reference
+answers 28) is not forgiven on that alone: one ask cannot tell a declared bf16 build's rounding
+from a bug that moved the right token by less than a nat. The reference's answer is forced on
+both (`gates/forcing.py`): a candidate that follows it but for near ties lost the case to a
+**precision flip** (forgiven; `golden.pass_rate` counts at most `max_precision_flips` of them as
+passed), one that confidently leaves it a regression (FAIL). Where forcing cannot run (a case
+with tools or a response format, a target without `/tokenize`, completions, echo or logprobs),
+the case is undecided."""
 
 from __future__ import annotations
 
-from gatekeeper.endpoints.fanout import fan_out
 from dataclasses import replace
 
+from gatekeeper.endpoints.fanout import fan_out
+from gatekeeper.endpoints.responses import ChatResponse
+from gatekeeper.gates.forcing import TOP_K, force_in
 from gatekeeper.gates.golden.checks import NearTie
-from gatekeeper.gates.golden.judge import CaseJudgement
-from gatekeeper.stats.near_tie import Divergence, first_divergence
+from gatekeeper.gates.golden.judge import CaseJudgement, passes_absolute
 from gatekeeper.gates.golden.settings import GoldenSettings
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.golden.golden_set import GoldenCase
 from gatekeeper.golden.request import ask
-from gatekeeper.endpoints.responses import ChatResponse
-
-TOP_K = 5
+from gatekeeper.stats.near_tie import Divergence, first_divergence
 
 
 def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list[CaseJudgement | None], settings: GoldenSettings,
@@ -54,12 +62,46 @@ def review_near_ties(ctx: GateContext, cases: list[GoldenCase], judgements: list
         if d is None:
             _note(j, "near-tie review: asked again with logprobs, the answers' tokens do not part (the difference is "
                      "outside the tokens, or the answers changed)")
+        elif d.tie and passes_absolute(cases[i], ref) and not passes_absolute(cases[i], cand):
+            _lost_at_near_tie(ctx, cases[i], j, ref, d, settings)
         elif d.tie:
             j.case = replace(j.case, near_tie=_parted(d, gap)) if j.case is not None else None
             j.forgive(f"near tie, not a regression: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
         else:
             j.case = replace(j.case, divergence=_parted(d, gap)) if j.case is not None else None
             _note(j, f"a confident divergence: {d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)")
+
+
+def _lost_at_near_tie(ctx: GateContext, case: GoldenCase, j: CaseJudgement, ref: ChatResponse, d: Divergence,
+                      settings: GoldenSettings) -> None:
+    """A task only the candidate fails, parting at near tie `d`: the reference's answer forced on
+    both tells a precision flip (forgiven) from a regression (the FAIL stays); else undecided."""
+    dtype = ctx.candidate_dtype()
+    gap, drift = settings.gap(dtype), settings.drift(dtype)
+    where = f"{d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)"
+    why_not = _forceable(case, ref)
+    forced = why_not if why_not is not None else force_in(ctx, settings, list(case.messages), ref.text)
+    if isinstance(forced, str):
+        j.case = replace(j.case, near_tie=_parted(d, gap)) if j.case is not None else None
+        j.undecide(f"undecided: the candidate fails a task the reference passes, parting from it at a near tie: {where}; "
+                   f"{forced}, so a precision flip cannot be told from a regression", "lost at a near tie, not forced")
+    elif forced.follows:
+        j.case = replace(j.case, near_tie=_parted(d, gap), forced="precision flip") if j.case is not None else None
+        j.forgive(f"a precision flip, not a regression: the candidate fails a task the reference passes, parting from it "
+                  f"at a near tie: {where}; {forced.describe()}")
+        j.precision_flip = True
+    else:
+        j.case = replace(j.case, divergence=_parted(d, gap), forced="regression") if j.case is not None else None
+        _note(j, f"a regression: the answers part at a near tie ({where}), but {forced.describe()}")
+
+
+def _forceable(case: GoldenCase, ref: ChatResponse) -> str | None:
+    """Why the reference's answer to `case` cannot be forced as plain text (None: it can)."""
+    if case.tools or case.response_format:
+        return "the case carries tools or a response format, which a forced plain prompt does not"
+    if ref.tool_calls or not ref.text:
+        return "the reference's answer is not plain text"
+    return None
 
 
 def _parted(d: Divergence, gap: float) -> NearTie:

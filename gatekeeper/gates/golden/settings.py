@@ -34,6 +34,10 @@ class GoldenSettings:
       tokens' logprobs moved between the sides by at most `near_tie_drift` (per dtype, nats; gate 2's
       `max_abs_delta` defaults: 1.5 for bf16/fp16, 0.01 for fp32; see `gatekeeper/stats/near_tie.py`);
     - `near_tie_max_reviews` (16): at most this many cases are reviewed per run (the rest stay FAIL);
+    - `max_precision_flips` (1): a case the candidate fails where the reference passes, parting at
+      a near tie, has the reference's answer forced on both; if the candidate follows it but for
+      near ties it is a precision flip, and `golden.pass_rate` counts up to this many of them as
+      passed (more: undecided, HOLD);
     - `candidate_repeat` (true): ask the candidate a second time too (at the noise-floor
       concurrency, reverse order) and report, advisory, how many answers it did not repeat where
       the reference did (`golden.candidate_repeat`: WARN, never blocking by itself).
@@ -54,6 +58,7 @@ class GoldenSettings:
     near_tie_drift: dict[str, float] = setting(factory=lambda: dict(DEFAULT_DRIFTS),
                                                additionalProperties={"minimum": 0, "maximum": MAX_GAP_NATS})
     near_tie_max_reviews: int = setting(16, minimum=0, maximum=MAX_CASES)
+    max_precision_flips: int = setting(1, minimum=0, maximum=MAX_CASES)
     candidate_repeat: bool = True
 
     def __post_init__(self) -> None:

@@ -28,7 +28,7 @@ from gatekeeper.detection import Items
 from gatekeeper.evidence import Heatmap, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
-from gatekeeper.gates.longctx.forced import Forced, force_in
+from gatekeeper.gates.forcing import Forced, force_in
 from gatekeeper.gates.longctx.near_ties import divergence_table, divergences
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.stats import noise

@@ -159,7 +159,7 @@ def test_pass_rate_summary_allows_the_reference_noise_only():
     for i in range(10):
         rates.add("eos", candidate_ok=i < 8, reference_ok=i < 9, status=Status.PASS, reference_flip=i == 8)
     ctx = _ctx()
-    rates.report(ctx, 0.0)
+    rates.report(ctx, 0.0, 1)
     check = ctx.checks[-1]
     assert check.id == "golden.pass_rate" and check.status is Status.PASS  # 80% vs 90%, noise 10%
     assert check.metrics["families"]["eos"]["candidate_pass_rate"] == 0.8
@@ -168,7 +168,7 @@ def test_pass_rate_summary_allows_the_reference_noise_only():
     for i in range(10):
         steady.add("eos", candidate_ok=i < 8, reference_ok=i < 9, status=Status.PASS)
     ctx = _ctx()
-    steady.report(ctx, 0.0)
+    steady.report(ctx, 0.0, 1)
     assert ctx.checks[-1].status is Status.FAIL and "reference noise 0.0%" in ctx.checks[-1].reason
 
 

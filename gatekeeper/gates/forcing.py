@@ -1,9 +1,9 @@
 """Teacher-forcing the reference's answer: a task the candidate lost at a near tie, told apart as
-a precision flip or a regression.
+a precision flip or a regression (gate 3's golden cases, gate 4's needle cells).
 
-Where the candidate misses a secret the reference answers and the two answers part at a near tie,
-one ask with logprobs cannot tell a declared bf16 build's rounding from a bug that lowered the
-secret's logit by less than a nat. Forcing tells them apart: the chat prompt (the target's own
+Where the candidate fails a task the reference passes (misses a secret, answers 22 for 28) and the
+two answers part at a near tie, one ask with logprobs cannot tell a declared bf16 build's rounding
+from a bug that lowered the right token's logit by less than a nat. Forcing tells them apart: the chat prompt (the target's own
 `/tokenize`, chat template and generation prompt applied) followed by the reference's answer is
 scored on both targets (`/v1/completions`, `echo` with top-k logprobs, one token generated), so at
 every answer position, and at the one after it (where the answer ends), each side's own greedy
@@ -17,24 +17,32 @@ reference's path: a **regression**.
 What forcing cannot see: the answer is scored as a prompt, so it runs the prefill path. A fault
 only in the decode path (a sampler that shifts close calls, a decode kernel) leaves the forced
 choices alone and reads as a precision flip; such a fault shifts many close calls, which the
-rate of near ties shows (gate 5's `near_tie`), and the grid forgives at most
-`needle_max_precision_flips` flips before it is undecided.
+rate of near ties shows (gate 5's `near_tie`), and each gate forgives at most a few flips (its
+policy's `needle_max_precision_flips`, `max_precision_flips`) before it is undecided.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.responses import CompletionResponse, TokenLogprob
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import GateContext
-from gatekeeper.gates.longctx.near_ties import TOP_K
-from gatekeeper.gates.longctx.settings import LongContextSettings
-from gatekeeper.gates.longctx.tokens import Messages
 from gatekeeper.stats.near_tie import Divergence, judge
 
 NEEDS = ("tokenize", "completions", "echo", "logprobs")
+TOP_K = 5
+Messages = list[dict[str, Any]]
+
+
+class NearTieSettings(Protocol):
+    """A gate's near-tie thresholds per candidate dtype (its policy's `near_tie_gap`, `near_tie_drift`)."""
+
+    def gap(self, dtype: str) -> float: ...
+
+    def drift(self, dtype: str) -> float: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +83,7 @@ def unforceable(ctx: GateContext) -> str | None:
     return None
 
 
-def force_in(ctx: GateContext, s: LongContextSettings, messages: Messages, answer: str) -> Forced | str:
+def force_in(ctx: GateContext, s: NearTieSettings, messages: Messages, answer: str) -> Forced | str:
     """The reference's `answer` to `messages` forced on the run's two targets (top-k as both
     return, the candidate dtype's gap and drift), or why it could not be."""
     why = unforceable(ctx)

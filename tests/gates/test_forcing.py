@@ -1,5 +1,5 @@
 """Forcing the reference's answer on both targets tells a needle lost to a close call from one lost
-to a regression (`gatekeeper/gates/longctx/forced.py`): judged position by position as any
+to a regression (`gatekeeper/gates/forcing.py`): judged position by position as any
 divergence is, on real servers."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.responses import TokenLogprob
-from gatekeeper.gates.longctx.forced import Forced, force
+from gatekeeper.gates.forcing import Forced, force
 from gatekeeper.gates.longctx.prompts import needle_prompts
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.stats.near_tie import judge
