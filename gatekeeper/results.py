@@ -68,7 +68,7 @@ class Verdict(str, Enum):
         return (Verdict.PROMOTE, Verdict.HOLD, Verdict.ROLLBACK).index(self)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckResult:
     """The outcome of one check: status, whether the policy makes it blocking, why, numbers."""
 
@@ -151,7 +151,7 @@ def worst_status(checks: list[CheckResult] | tuple[CheckResult, ...]) -> Status:
     return Status.worst(counted)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GateResult:
     """One gate's checks. `status` is `worst_status` of them; `stopped_run` marks a hard
     failure that stops the later gates."""

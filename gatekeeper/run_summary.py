@@ -212,9 +212,9 @@ def _left_out(doc: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _check(c: dict[str, Any], gate: str) -> CheckResult:
-    return CheckResult(c["id"], gate, Status(c["status"]), c["blocking"], c["reason"], _numbers(c["metrics"]),
-                       family=c.get("family"), duration_s=c["duration_s"], judgement=Judgement(c["judgement"]),
-                       undecided=bool(c.get("undecided", False)), finished_at=c.get("finished_at", ""),
+    return CheckResult(id=c["id"], gate=gate, status=Status(c["status"]), blocking=c["blocking"], reason=c["reason"],
+                       metrics=_numbers(c["metrics"]), family=c.get("family"), duration_s=c["duration_s"],
+                       judgement=Judgement(c["judgement"]), undecided=bool(c.get("undecided", False)), finished_at=c.get("finished_at", ""),
                        near_miss=bool(c.get("near_miss", False)), detection_limit=limit_of(c.get("detection_limit")))
 
 

@@ -34,7 +34,7 @@ class TokenLogprob:
     top: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChatResponse:
     """A chat completion, streamed or not, normalised.
 

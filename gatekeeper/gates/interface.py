@@ -66,7 +66,7 @@ class Lap:
         return elapsed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunInfo:
     """What a gate may know of the run it is part of, fixed before the first gate starts."""
 
@@ -107,7 +107,7 @@ class Missing:
 SettingsT = TypeVar("SettingsT")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GateContext(Generic[SettingsT]):
     """Everything a gate may use: both endpoints, its own typed `settings`, the policy's blocking
     rule, the probed capabilities, where its checks go, the run (`run`), what gate 1 found
@@ -326,8 +326,8 @@ class GateContext(Generic[SettingsT]):
             metrics["not_asked"] = dict(coverage.not_asked)
         if coverage.lost_to:
             metrics["lost_to_failed_requests"] = dict(coverage.lost_to)
-        result = CheckResult(f"{self.gate_id}.coverage", self.gate_id, Status.PASS if coverage.enough else Status.FAIL,
-                             False, reason, metrics, judgement=Judgement.TOLERANCE)
+        result = CheckResult(id=f"{self.gate_id}.coverage", gate=self.gate_id, status=Status.PASS if coverage.enough else Status.FAIL,
+                             blocking=False, reason=reason, metrics=metrics, judgement=Judgement.TOLERANCE)
         self.checks.append(result)
         self.record(result)
         return coverage

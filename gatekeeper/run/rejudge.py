@@ -119,11 +119,12 @@ class ReplayRunner(Runner):
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value} (carried over: measured, not replayed)")
             return result
         now = utc_now()
-        check = CheckResult(f"{gate.id}.not_rejudged", gate.id, Status.SKIP, True,
-                            f"not re-judged: this gate measures load, which a rejudge cannot replay, and {why}; "
+        check = CheckResult(id=f"{gate.id}.not_rejudged", gate=gate.id, status=Status.SKIP, blocking=True,
+                            reason=f"not re-judged: this gate measures load, which a rejudge cannot replay, and {why}; "
                             f"run it again (gatekeeper run … --gates {gate.id})", finished_at=now)
         records.write(check)
-        result = GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), started_at=now)
+        result = GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(), status=Status.SKIP,
+                            checks=(check,), started_at=now)
         records.write_gate(result, [])
         self.progress(f"gate {gate.stage} {gate.id}: SKIP (not re-judged: {why})")
         return result

@@ -190,9 +190,10 @@ def _rebuild(lines: list[dict[str, Any]], ends: Mapping[str, dict[str, Any]]
         coverage = None if cov is None else Coverage(cov["judged"], tuple(cov["unjudged"].items()), cov["min_share"],
                                                      tuple(cov.get("not_asked", {}).items()),
                                                      tuple(cov.get("lost_to", {}).items()))
-        gates[gate_id] = GateResult(gate_id, end["stage"], end["title"], end["description"], Status(end["status"]),
-                                    checks, end["duration_s"], end["stopped_run"], tuple(end["notes"]), coverage,
-                                    reused=True, excluded=end.get("excluded"), started_at=end.get("started_at", ""),
+        gates[gate_id] = GateResult(id=gate_id, stage=end["stage"], title=end["title"], description=end["description"],
+                                    status=Status(end["status"]), checks=checks, duration_s=end["duration_s"],
+                                    stopped_run=end["stopped_run"], notes=tuple(end["notes"]), coverage=coverage, reused=True,
+                                    excluded=end.get("excluded"), started_at=end.get("started_at", ""),
                                     retries=tuple(RetryCount(**c) for c in end.get("retries", ())))
         timings[gate_id] = tuple(RequestTiming(t, gate_id, e2e, ttft, n) for t, e2e, ttft, n in end["timings"])
     return gates, timings
@@ -231,7 +232,8 @@ def _number(value: Any) -> Any:
 
 def _check(r: dict[str, Any]) -> CheckResult:
     evidence = tuple(from_json(e["kind"], e["title"], e["data"], bool(e.get("key", False))) for e in r.get("evidence", ()))
-    return CheckResult(r["id"], r["gate"], Status(r["status"]), r["blocking"], r["reason"], _number(r["metrics"]),
-                       evidence, r.get("family"), r.get("duration_s", 0.0), Judgement(r["judgement"]),
-                       bool(r.get("undecided", False)), r.get("finished_at", ""), limit_of(r.get("detection_limit")),
-                       bool(r.get("near_miss", False)))
+    return CheckResult(id=r["id"], gate=r["gate"], status=Status(r["status"]), blocking=r["blocking"], reason=r["reason"],
+                       metrics=_number(r["metrics"]), evidence=evidence, family=r.get("family"),
+                       duration_s=r.get("duration_s", 0.0), judgement=Judgement(r["judgement"]),
+                       undecided=bool(r.get("undecided", False)), finished_at=r.get("finished_at", ""),
+                       detection_limit=limit_of(r.get("detection_limit")), near_miss=bool(r.get("near_miss", False)))

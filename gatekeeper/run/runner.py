@@ -134,9 +134,10 @@ class Runner:
                 if role == "reference" and s.ready:
                     self._open_cache(s.base_url, model, spec, target)
                 endpoints[role] = self._endpoint(role, s.base_url, model, target.api_key(), spec, s.log_path)
-                runtimes[role] = TargetRuntime(role, spec.kind, spec.describe(), s.startup_s, spec.dtype, s.ready, s.error,
-                                               target.log_lines(), target.alive, target.has_log(),
-                                               getattr(target, "log_error", None), spec.assumed_path())
+                runtimes[role] = TargetRuntime(role=role, kind=spec.kind, description=spec.describe(), startup_s=s.startup_s,
+                                               dtype=spec.dtype, ready=s.ready, start_error=s.error, log_lines=target.log_lines(),
+                                               alive=target.alive, has_log=target.has_log(), log_error=getattr(target, "log_error", None),
+                                               assumed=spec.assumed_path())
                 tape.started(role, s, model, runtimes[role])
             capabilities = ProbedCapabilities(endpoints, {r: rt.ready for r, rt in runtimes.items()}, self.progress)
             gates, found = self._run_gates(endpoints, runtimes, capabilities, records)
@@ -202,8 +203,9 @@ class Runner:
         plan = self.plan
         results: list[GateResult] = []
         found = StartupFindings()
-        run = RunInfo(plan.seed, plan.golden, runtimes, {"reference": plan.reference, "candidate": plan.candidate},
-                      self._launch, self._process_group, plan.out_dir, plan.run_id, self._retire)
+        run = RunInfo(seed=plan.seed, golden=plan.golden, runtimes=runtimes,
+                      specs={"reference": plan.reference, "candidate": plan.candidate}, launch=self._launch,
+                      process_group=self._process_group, out_dir=plan.out_dir, run_id=plan.run_id, retire=self._retire)
         stopped_by: GateResult | None = None
         selected = {g.id for g in select(plan.gates)}
         for gate_cls in select(None):
@@ -232,9 +234,10 @@ class Runner:
                 results.append(carried)
                 stopped_by = carried if carried.stopped_run and stopped_by is None else stopped_by
                 continue
-            ctx = GateContext(gate.id, endpoints["reference"], endpoints["candidate"], plan.policy.settings(gate.id),
-                              plan.policy.is_blocking, capabilities, records.write, run, found, tuple(results),
-                              gate.judgement, self.progress)
+            ctx = GateContext(gate_id=gate.id, reference=endpoints["reference"], candidate=endpoints["candidate"],
+                              settings=plan.policy.settings(gate.id), blocking_rule=plan.policy.is_blocking, capabilities=capabilities,
+                              record=records.write, run=run, startup=found, earlier=tuple(results), judgement=gate.judgement,
+                              progress=self.progress)
             t0, started_at = time.perf_counter(), utc_now()
             ctx.clock.mark = t0
             coverage, self._retries = None, ()
@@ -251,9 +254,10 @@ class Runner:
             self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
                                for c in ctx.checks)
-            result = GateResult(gate.id, gate.stage, gate.title, gate.description(), worst_status(ctx.checks), tuple(ctx.checks),
-                                time.perf_counter() - t0, hard and stopped_by is None, tuple(ctx.notes), coverage,
-                                started_at=started_at, retries=self._retries)
+            result = GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(),
+                                status=worst_status(ctx.checks), checks=tuple(ctx.checks), duration_s=time.perf_counter() - t0,
+                                stopped_run=hard and stopped_by is None, notes=tuple(ctx.notes), coverage=coverage, started_at=started_at,
+                                retries=self._retries)
             results.append(result)
             records.write_gate(result, [t for ep in endpoints.values() for t in ep.timings if t.gate == gate.id])
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
@@ -359,17 +363,18 @@ class Runner:
         report shows it was not run. The first two make the run partial (`RunResult.partial`)."""
         now = utc_now()
         if excluded:
-            check = CheckResult(f"{gate.id}.not_selected", gate.id, Status.SKIP, False, f"not run: {excluded}", finished_at=now)
+            check = CheckResult(id=f"{gate.id}.not_selected", gate=gate.id, status=Status.SKIP, blocking=False,
+                                reason=f"not run: {excluded}", finished_at=now)
         elif not_applicable:
-            check = CheckResult(f"{gate.id}.not_applicable", gate.id, Status.SKIP, False, f"not run: {not_applicable}",
-                                finished_at=now)
+            check = CheckResult(id=f"{gate.id}.not_applicable", gate=gate.id, status=Status.SKIP, blocking=False,
+                                reason=f"not run: {not_applicable}", finished_at=now)
         else:
             excluded = f"disabled by policy {self.plan.policy.path}"
-            check = CheckResult(f"{gate.id}.disabled", gate.id, Status.SKIP, False,
-                                f"{excluded} (gates.{gate.id}.enabled: false)", finished_at=now)
+            check = CheckResult(id=f"{gate.id}.disabled", gate=gate.id, status=Status.SKIP, blocking=False,
+                                reason=f"{excluded} (gates.{gate.id}.enabled: false)", finished_at=now)
         records.write(check)
-        return GateResult(gate.id, gate.stage, gate.title, gate.description(), Status.SKIP, (check,), excluded=excluded,
-                          started_at=now)
+        return GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(), status=Status.SKIP,
+                          checks=(check,), excluded=excluded, started_at=now)
 
     def _run_one(self, gate: Gate, ctx: GateContext, endpoints: dict[str, TapedEndpoint]) -> StartupFindings | None:
         """Run one gate and return what it returned; whatever it raises becomes an ERROR check

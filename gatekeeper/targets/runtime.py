@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
-@dataclass
+@dataclass(kw_only=True)
 class TargetRuntime:
     """What the runner knows about a started target (for the startup gate)."""
 

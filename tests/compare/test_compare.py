@@ -127,14 +127,15 @@ def test_decided_to_undecided_and_a_blocking_skip_are_worse_fail_to_undecided_is
 
 
 def perf_check(ratio: float, ci: list[float], noise_ci: list[float], nan: float) -> CheckResult:
-    return CheckResult("performance.c4.output_tokens_per_s", "performance", Status.PASS, True, "no regression",
-                       {"level": 4, "ratio": ratio, "ci": ci, "noise_ci": noise_ci, "worse_by": 1 - ratio,
+    return CheckResult(id="performance.c4.output_tokens_per_s", gate="performance", status=Status.PASS, blocking=True,
+                       reason="no regression",
+                       metrics={"level": 4, "ratio": ratio, "ci": ci, "noise_ci": noise_ci, "worse_by": 1 - ratio,
                         "slo": {"ttft_p95_s": 0.5}, "first_nan": nan, "blocks": [1.0, 2.0], "note": "text"},
                        judgement=Judgement.STATISTICAL)
 
 
 def with_perf(run: RunResult, check: CheckResult) -> RunResult:
-    gate = GateResult("performance", 6, "Performance", "What it checks.", check.status, (check,))
+    gate = GateResult(id="performance", stage=6, title="Performance", description="What it checks.", status=check.status, checks=(check,))
     return dataclasses.replace(run, gates=(*run.gates, gate))
 
 

@@ -21,7 +21,8 @@ def assert_round_trips(findings: Mapping[str, Finding], gate: str) -> None:
     metrics are JSON's own types already (lists, not tuples)."""
     for check_id, finding in findings.items():
         written = finding.metrics()
-        assert type(finding).of(CheckResult(check_id, gate, Status.PASS, True, "", dict(written))) == finding, check_id
+        assert type(finding).of(CheckResult(id=check_id, gate=gate, status=Status.PASS, blocking=True, reason="",
+                                            metrics=dict(written))) == finding, check_id
         assert type(finding).from_metrics(stored(written)) == finding, check_id
         assert stored(written) == written, check_id
 

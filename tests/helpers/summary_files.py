@@ -14,7 +14,8 @@ from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Targe
 def check(check_id: str, status: str, reason: str = "ok", blocking: bool = True, family: str | None = None,
           **metrics: object) -> CheckResult:
     """A check of the gate its id names."""
-    return CheckResult(check_id, check_id.split(".", 1)[0], Status(status), blocking, reason, dict(metrics), family=family)
+    return CheckResult(id=check_id, gate=check_id.split(".", 1)[0], status=Status(status), blocking=blocking, reason=reason,
+                       metrics=dict(metrics), family=family)
 
 
 def target(role: str, model: str = "gk-tiny", version: str | None = "0.1.0", declared: dict[str, str] | None = None,
@@ -30,7 +31,8 @@ def run_of(verdict: str, checks: list[CheckResult], targets: tuple[TargetInfo, .
     gates = []
     for n, gate_id in enumerate(dict.fromkeys(c.gate for c in checks), 1):
         mine = tuple(c for c in checks if c.gate == gate_id)
-        gates.append(GateResult(gate_id, n, gate_id.title(), f"The {gate_id} gate.", worst_status(mine), mine))
+        gates.append(GateResult(id=gate_id, stage=n, title=gate_id.title(), description=f"The {gate_id} gate.", status=worst_status(mine),
+                                checks=mine))
     return RunResult(run_id, "2026-12-01T10:00:00+00:00", "2026-12-01T10:01:30+00:00", Verdict(verdict),
                      (f"{verdict}: as built",), targets or (target("reference"), target("candidate")), tuple(gates),
                      policy=policy, seed=seed)

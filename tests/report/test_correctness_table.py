@@ -8,11 +8,13 @@ from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Sta
 
 
 def _check(check_id: str, status: Status, family: str | None = None, **metrics) -> CheckResult:
-    return CheckResult(check_id, check_id.split(".")[0], status, True, "why", dict(metrics), family=family)
+    return CheckResult(id=check_id, gate=check_id.split(".")[0], status=status, blocking=True, reason="why", metrics=dict(metrics),
+                       family=family)
 
 
 def _gate(gate_id: str, *checks: CheckResult, ran: bool = True) -> GateResult:
-    return GateResult(gate_id, 1, gate_id, "", Status.PASS, checks, coverage=Coverage(len(checks), (), 0.5) if ran else None)
+    return GateResult(id=gate_id, stage=1, title=gate_id, description="", status=Status.PASS, checks=checks,
+                      coverage=Coverage(len(checks), (), 0.5) if ran else None)
 
 
 def _run(*gates: GateResult) -> RunResult:

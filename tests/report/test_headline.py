@@ -8,8 +8,9 @@ from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdi
 
 
 def _gate(gate_id: str, *checks: tuple[str, Status, bool, str]) -> GateResult:
-    made = tuple(CheckResult(f"{gate_id}.{name}", gate_id, status, blocking, reason) for name, status, blocking, reason in checks)
-    return GateResult(gate_id, 1, gate_id, "", Status.PASS, made)
+    made = tuple(CheckResult(id=f"{gate_id}.{name}", gate=gate_id, status=status, blocking=blocking, reason=reason) for name, status,
+                 blocking, reason in checks)
+    return GateResult(id=gate_id, stage=1, title=gate_id, description="", status=Status.PASS, checks=made)
 
 
 def _run(verdict: Verdict, *gates: GateResult) -> RunResult:
@@ -28,8 +29,8 @@ def test_a_promote_names_the_gate_that_judged_nothing_with_why():
 
 
 def test_an_undecided_or_advisory_only_gate_judged_nothing_but_a_blocking_pass_did():
-    undecided = CheckResult("shadow.rule", "shadow", Status.WARN, True, "undecided: …", undecided=True)
-    shadow = GateResult("shadow", 5, "shadow", "", Status.WARN, (undecided,))
+    undecided = CheckResult(id="shadow.rule", gate="shadow", status=Status.WARN, blocking=True, reason="undecided: …", undecided=True)
+    shadow = GateResult(id="shadow", stage=5, title="shadow", description="", status=Status.WARN, checks=(undecided,))
     advisory = _gate("startup", ("version", Status.PASS, False, "0.1.0"))
     run = _run(Verdict.PROMOTE, shadow, advisory, _gate("golden", ("a", Status.PASS, True, "same")))
     assert [g.id for g in run.unjudged] == ["shadow", "startup"]

@@ -28,8 +28,10 @@ def _with(run: RunResult, warnings: CheckResult | None, observed: tuple[dict[str
 
 
 def _warnings(lines: list[str], status: Status = Status.WARN, reason: str = "") -> CheckResult:
-    return CheckResult(NEW_WARNINGS, "startup", status, False, reason or f"{len(lines)} warning line(s) the reference did not print",
-                       {"new_warnings": len(lines)}, (Log("new warning lines (normalised)", tuple(lines)),) if lines else ())
+    return CheckResult(id=NEW_WARNINGS, gate="startup", status=status, blocking=False,
+                       reason=reason or f"{len(lines)} warning line(s) the reference did not print",
+                       metrics={"new_warnings": len(lines)},
+                       evidence=(Log("new warning lines (normalised)", tuple(lines)),) if lines else ())
 
 
 def test_a_path_change_and_new_warnings_lead_both_reports() -> None:

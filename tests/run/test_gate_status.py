@@ -8,7 +8,8 @@ from gatekeeper.results import CheckResult, Status, worst_status
 
 
 def _check(status: Status, blocking: bool = True) -> CheckResult:
-    return CheckResult(f"g.{status.value.lower()}{'' if blocking else '_advisory'}", "g", status, blocking, "why")
+    return CheckResult(id=f"g.{status.value.lower()}{'' if blocking else '_advisory'}", gate="g", status=status, blocking=blocking,
+                       reason="why")
 
 
 def test_an_advisory_skip_beside_passes_leaves_the_gate_passed():

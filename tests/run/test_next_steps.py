@@ -15,7 +15,7 @@ DEFAULT = Path(__file__).resolve().parents[2] / "gates" / "default.yaml"
 
 
 def _check(check_id: str, status: Status, blocking: bool = True, undecided: bool = False, reason: str = "why") -> CheckResult:
-    return CheckResult(check_id, check_id.split(".")[0], status, blocking, reason, undecided=undecided)
+    return CheckResult(id=check_id, gate=check_id.split(".")[0], status=status, blocking=blocking, reason=reason, undecided=undecided)
 
 
 def test_each_cause_of_a_hold_gets_its_step_once():
@@ -37,7 +37,8 @@ def test_each_cause_of_a_hold_gets_its_step_once():
     assert 'checks: [{match: "golden.tool-weather", blocking: false}]' in step(skip)
     assert "not judged" in step(coverage)
     assert step(shared) is None and step(_check("golden.a", Status.PASS)) is None
-    gates = [GateResult("shadow", 5, "", "", Status.WARN, (rule, rule2, shared)), GateResult("longctx", 4, "", "", Status.ERROR, (error,))]
+    gates = [GateResult(id="shadow", stage=5, title="", description="", status=Status.WARN, checks=(rule, rule2, shared)),
+             GateResult(id="longctx", stage=4, title="", description="", status=Status.ERROR, checks=(error,))]
     verdict, reasons = decide(gates, (), step)
     assert verdict is Verdict.HOLD
     assert reasons[0].endswith(f" Next: {step(rule)}")

@@ -19,11 +19,12 @@ from paths import ROOT
 
 
 def _gate(gate_id: str, *checks: CheckResult, excluded: str | None = None) -> GateResult:
-    return GateResult(gate_id, 1, gate_id.title(), "", Status.PASS, checks, excluded=excluded)
+    return GateResult(id=gate_id, stage=1, title=gate_id.title(), description="", status=Status.PASS, checks=checks, excluded=excluded)
 
 
 def _check(gate_id: str, status: Status, blocking: bool = True, undecided: bool = False) -> CheckResult:
-    return CheckResult(f"{gate_id}.x_{status.value.lower()}", gate_id, status, blocking, "why", undecided=undecided)
+    return CheckResult(id=f"{gate_id}.x_{status.value.lower()}", gate=gate_id, status=status, blocking=blocking, reason="why",
+                       undecided=undecided)
 
 
 def test_a_full_promote_says_what_it_rests_on():
@@ -34,7 +35,7 @@ def test_a_full_promote_says_what_it_rests_on():
 
 
 def test_a_partial_run_names_the_gates_not_run_right_after_what_decided_it():
-    left_out = _gate("shadow", CheckResult("shadow.not_selected", "shadow", Status.SKIP, False, "not run"),
+    left_out = _gate("shadow", CheckResult(id="shadow.not_selected", gate="shadow", status=Status.SKIP, blocking=False, reason="not run"),
                      excluded="not selected (--gates a)")
     verdict, reasons = decide([_gate("a", _check("a", Status.PASS)), left_out])
     assert verdict is Verdict.PROMOTE

@@ -23,7 +23,8 @@ LOG = ["INFO step 1841", "Traceback (most recent call last):", '  File "gpu_mode
 
 def _ctx() -> GateContext:
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked
-    return GateContext("shadow", ep, ep, None, lambda check_id: True, {}, lambda r: None)
+    return GateContext(gate_id="shadow", reference=ep, candidate=ep, settings=None, blocking_rule=lambda check_id: True, capabilities={},
+                       record=lambda r: None)
 
 
 def _after(known: dict[str, dict[str, str]]) -> Liveness:

@@ -9,12 +9,12 @@ from gatekeeper.verdict import decide
 
 
 def _gate(*checks: CheckResult) -> GateResult:
-    return GateResult("g", 1, "G", "", Status.WARN, checks)
+    return GateResult(id="g", stage=1, title="G", description="", status=Status.WARN, checks=checks)
 
 
 def _check(status: Status, blocking: bool = True, undecided: bool = False) -> CheckResult:
-    return CheckResult(f"g.{status.value.lower()}{'_undecided' if undecided else ''}", "g", status, blocking,
-                       "the interval allows up to 9% worse", undecided=undecided)
+    return CheckResult(id=f"g.{status.value.lower()}{'_undecided' if undecided else ''}", gate="g", status=status, blocking=blocking,
+                       reason="the interval allows up to 9% worse", undecided=undecided)
 
 
 def test_a_blocking_undecided_check_holds_and_is_named():
@@ -37,7 +37,8 @@ def test_a_blocking_fail_still_rolls_back_beside_an_undecided_check():
 
 
 def test_coverage_counts_an_undecided_check_as_not_judged():
-    ctx = GateContext("g", None, None, None, lambda check_id: True, {}, lambda result: None)  # type: ignore[arg-type]
+    ctx = GateContext(gate_id="g", reference=None, candidate=None, settings=None, blocking_rule=lambda check_id: True, capabilities={},
+                      record=lambda result: None)  # type: ignore[arg-type]
     ctx.check("a", Status.PASS, "fine")
     ctx.check("b", Status.WARN, "open", undecided=True)
     cov = ctx.coverage(0.5)

@@ -47,7 +47,8 @@ def test_a_limit_survives_its_json_form() -> None:
 
 def _ctx() -> GateContext:
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked
-    return GateContext("golden", ep, ep, None, lambda check_id: True, {}, lambda r: None)
+    return GateContext(gate_id="golden", reference=ep, candidate=ep, settings=None, blocking_rule=lambda check_id: True, capabilities={},
+                       record=lambda r: None)
 
 
 def test_a_count_check_that_judged_nothing_is_undecided_not_a_pass() -> None:

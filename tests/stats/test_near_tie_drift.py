@@ -17,7 +17,7 @@ def test_the_default_drift_per_dtype_is_gate_2s_per_token_tolerance():
 
 
 def _answer(token: str, lp: float, other: str, other_lp: float) -> ChatResponse:
-    return ChatResponse(token, (), "stop", logprobs=(TokenLogprob(token, lp, {token: lp, other: other_lp}),))
+    return ChatResponse(text=token, tool_calls=(), finish_reason="stop", logprobs=(TokenLogprob(token, lp, {token: lp, other: other_lp}),))
 
 
 def test_a_move_within_bf16s_drift_is_a_near_tie_and_one_beyond_it_is_not():

@@ -11,7 +11,7 @@ TOKENS = ["<tool_call>", '\n{"', "name", '":', ' "', "get", "_weather", '",', ' 
 
 
 def _answer(text: str, calls: tuple[ToolCall, ...] = ()) -> ChatResponse:
-    return ChatResponse(text, calls, "stop", logprobs=tuple(TokenLogprob(t, -0.1, {t: -0.1}) for t in TOKENS))
+    return ChatResponse(text=text, tool_calls=calls, finish_reason="stop", logprobs=tuple(TokenLogprob(t, -0.1, {t: -0.1}) for t in TOKENS))
 
 
 def test_a_parser_that_keeps_the_call_as_text_renders_the_same_generation():
@@ -26,8 +26,9 @@ def test_a_parser_that_lifts_a_call_out_of_the_middle_leaves_text_drawn_from_the
     rest as text, so the text is the generation with a piece cut out (and special tokens skipped)."""
     tokens = ['<tool_call>{"name": "a", "arguments": {"x": 1@}}</tool_call>\n', '<tool_call>{"name": "b", "arguments": '
               '{"y": 2}}</tool_call>\n', "<|im_end|>", '<tool_call>{"name": "c"']
-    answer = ChatResponse('<tool_call>{"name": "a", "arguments": {"x": 1@}}</tool_call>\n<tool_call>{"name": "c"',
-                          (ToolCall("b", '{"y": 2}'),), "stop", logprobs=tuple(TokenLogprob(t, -0.1, {t: -0.1}) for t in tokens))
+    answer = ChatResponse(text='<tool_call>{"name": "a", "arguments": {"x": 1@}}</tool_call>\n<tool_call>{"name": "c"',
+                          tool_calls=(ToolCall("b", '{"y": 2}'),), finish_reason="stop",
+                          logprobs=tuple(TokenLogprob(t, -0.1, {t: -0.1}) for t in tokens))
     assert drawn_from_tokens(answer)
 
 
@@ -41,5 +42,5 @@ def test_text_or_arguments_the_tokens_do_not_contain_are_not_a_rendering():
 
 
 def test_other_tokens_are_never_the_same_generation():
-    other = ChatResponse("Paris", (), "stop", logprobs=(TokenLogprob("Paris", -0.1, {"Paris": -0.1}),))
+    other = ChatResponse(text="Paris", tool_calls=(), finish_reason="stop", logprobs=(TokenLogprob("Paris", -0.1, {"Paris": -0.1}),))
     assert not same_tokens(_answer("".join(TOKENS)), other)

@@ -18,9 +18,11 @@ from gatekeeper.tape.recording import Recorded, Recorder
 
 
 def test_every_kind_of_answer_round_trips():
-    chat = ChatResponse("hi", (ToolCall("f", '{"a": 1}', "call-1"),), "tool_calls", 3, 2,
-                        (TokenLogprob("hi", -0.25, {"hi": -0.25, "yo": -1.5}), TokenLogprob("!", None)), 0.125, 0.0625,
-                        True, ("no [DONE]",), {"id": "x"}, "m")
+    chat = ChatResponse(text="hi", tool_calls=(ToolCall("f", '{"a": 1}', "call-1"),), finish_reason="tool_calls", prompt_tokens=3,
+                        completion_tokens=2,
+                        logprobs=(TokenLogprob("hi", -0.25, {"hi": -0.25, "yo": -1.5}), TokenLogprob("!",
+                                                                                                     None)), e2e_s=0.125, ttft_s=0.0625,
+                        streamed=True, protocol_warnings=("no [DONE]",), raw={"id": "x"}, model="m")
     completion = CompletionResponse("x", "length", ("a", "b"), (-1.0, None), ({"a": -1.0}, None), ({"a": 1},), 1, 2, 0.5)
     error = EndpointError("http", "http://h/v1/chat/completions", "context too long", 400)
     for value in (chat, completion, {"tokens": [1, 2]}, [1, 2, 3]):

@@ -156,8 +156,10 @@ def test_the_near_tie_gap_is_the_policy_setting_for_the_declared_dtype():
 
 
 def test_a_confident_divergence_is_shown_with_both_sides_top_tokens_and_logprobs():
-    ref = ChatResponse("Paris", (), "stop", logprobs=(TokenLogprob("Paris", -0.05, {"Paris": -0.05, "Lyon": -3.2}),))
-    cand = ChatResponse("Rome", (), "stop", logprobs=(TokenLogprob("Rome", -0.4, {"Rome": -0.4, "Paris": -2.9}),))
+    ref = ChatResponse(text="Paris", tool_calls=(), finish_reason="stop", logprobs=(TokenLogprob("Paris", -0.05, {"Paris": -0.05,
+                                                                                                                  "Lyon": -3.2}),))
+    cand = ChatResponse(text="Rome", tool_calls=(), finish_reason="stop", logprobs=(TokenLogprob("Rome", -0.4, {"Rome": -0.4,
+                                                                                                                "Paris": -2.9}),))
     d = first_divergence(ref, cand, 1.0)
     assert d is not None and not d.tie
     record = parse_record({"endpoint": "chat", "id": "req-7", "tenant": "agents", "request": CHAT}, 1)

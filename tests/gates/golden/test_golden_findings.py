@@ -47,7 +47,7 @@ KEYS = {
 
 
 def check(check_id: str, metrics: dict[str, object], status: Status = Status.PASS, reason: str = "") -> CheckResult:
-    return CheckResult(check_id, checks.GATE, status, True, reason, dict(metrics))
+    return CheckResult(id=check_id, gate=checks.GATE, status=status, blocking=True, reason=reason, metrics=dict(metrics))
 
 
 

@@ -82,10 +82,10 @@ def run_gate(reference: ServerProcess, candidate: ServerProcess, golden: list[Go
     `capabilities` names what a role lacks, e.g. {"candidate": {"tools": False}}; `dtype` is the
     candidate's declared dtype."""
     caps = {role: replace(EVERYTHING, **(capabilities or {}).get(role, {})) for role in BOTH_CAPABLE}
-    runtimes = {"candidate": TargetRuntime("candidate", "bundled", "the candidate", dtype=dtype)}
-    ctx = GateContext("golden", endpoint("reference", reference), endpoint("candidate", candidate),
-                      GoldenSettings(**(settings or {})), lambda check_id: True, caps, lambda result: None,
-                      RunInfo(golden=tuple(golden), runtimes=runtimes))
+    runtimes = {"candidate": TargetRuntime(role="candidate", kind="bundled", description="the candidate", dtype=dtype)}
+    ctx = GateContext(gate_id="golden", reference=endpoint("reference", reference), candidate=endpoint("candidate", candidate),
+                      settings=GoldenSettings(**(settings or {})), blocking_rule=lambda check_id: True, capabilities=caps,
+                      record=lambda result: None, run=RunInfo(golden=tuple(golden), runtimes=runtimes))
     try:
         GoldenGate().run(ctx)
     finally:
@@ -171,8 +171,9 @@ def test_endpoint_failure_is_an_error_check(scripted_model):
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     with running_server(scripted_model, "--profile", "reference") as ref:
         dead = ServerProcess("http://127.0.0.1:9", 9, ref.proc, ref.log_path)  # nothing listens on port 9
-        ctx = GateContext("golden", endpoint("reference", ref), Endpoint("candidate", dead.url, "m"), GoldenSettings(),
-                          lambda c: True, BOTH_CAPABLE, lambda r: None, RunInfo(golden=tuple(golden)))
+        ctx = GateContext(gate_id="golden", reference=endpoint("reference", ref), candidate=Endpoint("candidate", dead.url, "m"),
+                          settings=GoldenSettings(), blocking_rule=lambda c: True, capabilities=BOTH_CAPABLE, record=lambda r: None,
+                          run=RunInfo(golden=tuple(golden)))
         GoldenGate().run(ctx)
     checks = {c.id: c for c in ctx.checks}
     assert checks["golden.two-calls"].status is Status.ERROR and checks["golden.two-calls"].metrics["error_kind"] == "connect"
@@ -287,8 +288,9 @@ def test_an_empty_case_selection_skips_with_its_reason():
     """No request is made: both endpoints point at a closed port."""
     golden = [parse_golden_set(TOOL_SET, "tools.yaml")]
     ends = [Endpoint(role, "http://127.0.0.1:9", "m") for role in ("reference", "candidate")]
-    ctx = GateContext("golden", *ends, GoldenSettings(cases=[]), lambda check_id: True, BOTH_CAPABLE,
-                      lambda result: None, RunInfo(golden=tuple(golden)))
+    ctx = GateContext(gate_id="golden", reference=ends[0], candidate=ends[1], settings=GoldenSettings(cases=[]),
+                      blocking_rule=lambda check_id: True, capabilities=BOTH_CAPABLE, record=lambda result: None,
+                      run=RunInfo(golden=tuple(golden)))
     GoldenGate().run(ctx)
     assert [(c.id, c.status) for c in ctx.checks] == [("golden.cases", Status.SKIP)]
     assert "selects no case" in ctx.checks[0].reason

@@ -149,7 +149,8 @@ def _ctx():
     from gatekeeper.gates.interface import GateContext
 
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never called
-    return GateContext("golden", ep, ep, None, lambda c: True, {}, lambda r: None)
+    return GateContext(gate_id="golden", reference=ep, candidate=ep, settings=None, blocking_rule=lambda c: True, capabilities={},
+                       record=lambda r: None)
 
 
 def test_pass_rate_summary_allows_the_reference_noise_only():

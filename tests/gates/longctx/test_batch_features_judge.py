@@ -18,7 +18,8 @@ CAUSE = "RuntimeError: CPU Generator does not use offset"
 
 
 def _ok(text: str) -> ChatResponse:
-    return ChatResponse(text, (), "stop", 10, 3, None, 0.1, 0.05, True, (), {}, "m")
+    return ChatResponse(text=text, tool_calls=(), finish_reason="stop", prompt_tokens=10, completion_tokens=3, logprobs=None, e2e_s=0.1,
+                        ttft_s=0.05, streamed=True, protocol_warnings=(), raw={}, model="m")
 
 
 def _died() -> EndpointError:
@@ -40,7 +41,8 @@ def _outcomes(dies_on: str) -> list[Outcome]:
 
 def _ctx() -> GateContext:
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked
-    return GateContext("longctx", ep, ep, None, lambda check_id: True, {}, lambda r: None)
+    return GateContext(gate_id="longctx", reference=ep, candidate=ep, settings=None, blocking_rule=lambda check_id: True, capabilities={},
+                       record=lambda r: None)
 
 
 def test_both_builds_dying_of_one_cause_on_different_features_is_a_shared_defect_not_a_fail() -> None:

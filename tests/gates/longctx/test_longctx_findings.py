@@ -75,7 +75,7 @@ KEYS = {
 
 
 def check(check_id: str, metrics: dict[str, object], status: Status = Status.PASS) -> CheckResult:
-    return CheckResult(check_id, checks.GATE, status, True, "", dict(metrics))
+    return CheckResult(id=check_id, gate=checks.GATE, status=status, blocking=True, reason="", metrics=dict(metrics))
 
 
 
@@ -112,7 +112,8 @@ def test_a_grid_check_without_counts_reads_as_zero() -> None:
 def test_the_long_context_row_reads_the_grid_finding() -> None:
     for load in (dict, stored):
         grid = check(checks.NEEDLE_GRID, load(GRID.metrics()), Status.FAIL)
-        gate = GateResult(checks.GATE, 4, "Long context and tool calling", "", Status.FAIL, (grid,), coverage=Coverage(6))
+        gate = GateResult(id=checks.GATE, stage=4, title="Long context and tool calling", description="", status=Status.FAIL,
+                          checks=(grid,), coverage=Coverage(6))
         run = SimpleNamespace(gates=(gate,))
         row = next(r for r in build_table(run) if r.dimension == "Long context")  # type: ignore[arg-type]
         assert (row.reference, row.candidate, row.judged, row.status) == ("6/9 (67%)", "5/9 (56%)", "6/9 (67%)", "FAIL")

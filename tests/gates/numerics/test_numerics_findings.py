@@ -36,5 +36,5 @@ def test_a_finding_reads_back_what_it_wrote_in_memory_and_from_json() -> None:
 
 
 def test_a_skipped_drift_check_reads_as_no_figures() -> None:
-    skipped = CheckResult(checks.NLL_DRIFT, checks.GATE, Status.SKIP, True, "not run", {})
+    skipped = CheckResult(id=checks.NLL_DRIFT, gate=checks.GATE, status=Status.SKIP, blocking=True, reason="not run", metrics={})
     assert DriftFinding.of(skipped) == DriftFinding()

@@ -20,7 +20,7 @@ COMPARED = ComparisonFinding(level=4, metric="tpot_p50_s", pairs=6, baseline=0.0
 
 
 def check(check_id: str, metrics: dict[str, object], status: Status = Status.PASS) -> CheckResult:
-    return CheckResult(check_id, checks.GATE, status, True, "", dict(metrics))
+    return CheckResult(id=check_id, gate=checks.GATE, status=status, blocking=True, reason="", metrics=dict(metrics))
 
 
 

@@ -214,7 +214,8 @@ def test_not_measured_when_correctness_did_not_pass(tmp_path: Path):
 
 def _ctx():
     from gatekeeper.gates.interface import GateContext
-    return GateContext("performance", None, None, None, lambda check_id: True, {}, lambda c: None)
+    return GateContext(gate_id="performance", reference=None, candidate=None, settings=None, blocking_rule=lambda check_id: True,
+                       capabilities={}, record=lambda c: None)
 
 
 def _entry(i: int, tps: float):
@@ -337,7 +338,8 @@ def test_an_answer_without_tokens_is_an_answer_not_a_failed_request():
 
     def measure(lv: LevelBlocks):
         ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked: the measurement judges recorded blocks
-        ctx = GateContext("performance", ep, ep, PerformanceSettings(), lambda c: True, {}, lambda r: None)
+        ctx = GateContext(gate_id="performance", reference=ep, candidate=ep, settings=PerformanceSettings(), blocking_rule=lambda c: True,
+                          capabilities={}, record=lambda r: None)
         valid = measurement_check(ctx, [lv], "the reference", Workload())
         return valid, ctx.checks[-1]
 

@@ -85,7 +85,8 @@ def test_blocks_sent_beside_a_side_that_never_went_quiet_are_left_out() -> None:
         assert (blocks.series("baseline", "e2e_s_per_token")[i] is None) == (left or client_bound(blocks.figures["baseline"][i]))
     assert len(log_ratios(blocks.series("candidate", "e2e_s_per_token"), blocks.series("baseline", "e2e_s_per_token"))) <= 2 - sum(flagged)
     ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked: the check judges recorded blocks
-    ctx = GateContext("performance", ep, ep, PerformanceSettings(), lambda c: True, {}, lambda r: None)
+    ctx = GateContext(gate_id="performance", reference=ep, candidate=ep, settings=PerformanceSettings(), blocking_rule=lambda c: True,
+                      capabilities={}, record=lambda r: None)
     valid, why = measurement_check(ctx, [blocks], "the reference", workload)
     check = ctx.checks[-1]
     unquiet_pairs = sum(1 for a, b in zip(blocks.figures["baseline"], blocks.figures["candidate"])

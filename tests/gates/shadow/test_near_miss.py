@@ -36,11 +36,11 @@ def test_past_half_the_threshold_or_beyond_the_noise_is_a_near_miss():
 
 
 def test_a_promote_lists_its_near_misses_after_what_it_rests_on():
-    passed = CheckResult("golden.a", "golden", Status.PASS, True, "same")
-    miss = CheckResult("shadow.near_miss", "shadow", Status.WARN, False, "1 sequential test passed close to firing: …",
-                       near_miss=True)
-    verdict, reasons = decide([GateResult("golden", 3, "", "", Status.PASS, (passed,)),
-                               GateResult("shadow", 5, "", "", Status.WARN, (miss,))])
+    passed = CheckResult(id="golden.a", gate="golden", status=Status.PASS, blocking=True, reason="same")
+    miss = CheckResult(id="shadow.near_miss", gate="shadow", status=Status.WARN, blocking=False,
+                       reason="1 sequential test passed close to firing: …", near_miss=True)
+    verdict, reasons = decide([GateResult(id="golden", stage=3, title="", description="", status=Status.PASS, checks=(passed,)),
+                               GateResult(id="shadow", stage=5, title="", description="", status=Status.WARN, checks=(miss,))])
     assert verdict is Verdict.PROMOTE
     assert reasons == ["all 1 blocking checks passed; 1 WARN (2 checks)",
                        "near miss: shadow.near_miss: WARN (advisory) — 1 sequential test passed close to firing: …"]

@@ -58,9 +58,11 @@ def test_a_finding_reads_back_what_it_wrote_in_memory_and_from_json() -> None:
 
 
 def test_a_stage_reads_its_overall_disagreement_and_a_skipped_stage_none() -> None:
-    stage = StageFinding.of(CheckResult(checks.stage("wide"), checks.GATE, Status.PASS, True, "", STAGE.metrics()))
+    stage = StageFinding.of(CheckResult(id=checks.stage("wide"), gate=checks.GATE, status=Status.PASS, blocking=True, reason="",
+                                        metrics=STAGE.metrics()))
     found = stage.disagreement()
     assert found is not None and (found.candidate_rate, found.twin_rate) == (0.04, 0.03)
     assert stage.overall("task_failure") is None
-    skipped = StageFinding.of(CheckResult(checks.stage("wide"), checks.GATE, Status.SKIP, True, "not run", {}))
+    skipped = StageFinding.of(CheckResult(id=checks.stage("wide"), gate=checks.GATE, status=Status.SKIP, blocking=True, reason="not run",
+                                          metrics={}))
     assert skipped.slices == () and skipped.disagreement() is None and skipped.requests == 0

@@ -61,6 +61,8 @@ def test_a_finding_reads_back_what_it_wrote_in_memory_and_from_json() -> None:
 
 
 def test_a_target_that_never_started_reads_no_launch_time() -> None:
-    failed = CheckResult(checks.READY_CANDIDATE, checks.GATE, Status.FAIL, True, "did not become ready", {"startup_s": None})
+    failed = CheckResult(id=checks.READY_CANDIDATE, gate=checks.GATE, status=Status.FAIL, blocking=True, reason="did not become ready",
+                         metrics={"startup_s": None})
     assert ReadyFinding.of(failed).startup_s is None
-    assert NewWarningsFinding.of(CheckResult(checks.NEW_WARNINGS, checks.GATE, Status.SKIP, True, "", {})).new_warnings is None
+    assert NewWarningsFinding.of(CheckResult(id=checks.NEW_WARNINGS, gate=checks.GATE, status=Status.SKIP, blocking=True, reason="",
+                                             metrics={})).new_warnings is None
