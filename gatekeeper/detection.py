@@ -34,6 +34,7 @@ regression: such a check is undecided, not a PASS.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 POWER = 0.95  # the probability a stated limit is caught with
@@ -138,11 +139,13 @@ def items_limit(judged: int, measure: str, fail_at: int = 1, materiality: float 
     return DetectionLimit(effect, measure, "share", POWER, materiality, judged)
 
 
+@functools.lru_cache(maxsize=4096)
 def fisher_limit(n: int, base_failed: int, base_n: int, alpha: float, measure: str) -> DetectionLimit | None:
     """The limit of a check that fails when a one-sided Fisher exact test finds the candidate's
     share of `n` items failing above the baseline's `base_failed` of `base_n` at `alpha`: the
     share reaching, with 95% probability, the fewest failures the test calls beyond chance (None
-    when no count of them would: too few items)."""
+    when no count of them would: too few items). Memoised: a pure function of its arguments that
+    scans counts with a test each, asked the same question by every check of a kind."""
     from scipy.stats import fisher_exact
 
     for k in range(1, n + 1):
