@@ -75,6 +75,7 @@ def add(mirrors: list[Mirror], seed: int, first: int, n: int, bad: float) -> Non
         m.store.flush()
 
 
+@pytest.mark.slow  # ~17 s: out of the default suite's 15 minutes (CI runs it)
 def test_shadow_verdict_is_every_replicas_verdict_and_exits_with_its_code(store: str):
     with replica(store, "a") as (a, a_url), replica(store, "b") as (b, b_url):
         add([a, b], 2, 0, 60, bad=0.0)  # clean so far: collecting

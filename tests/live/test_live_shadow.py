@@ -78,6 +78,7 @@ def _wait_stored(sh, n: int, deadline_s: float = 240) -> dict:
         time.sleep(1)
 
 
+@pytest.mark.slow  # ~24 s: out of the default suite's 15 minutes (CI runs it)
 def test_the_verdict_turns_rollback_once_a_corrupting_shadow_has_been_mirrored_enough(tmp_path, servers):
     primary, replica, bad = servers
     store = tmp_path / "shadow.db"

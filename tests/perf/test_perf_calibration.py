@@ -184,6 +184,7 @@ def test_judge_compares_cpu_time_only_where_it_was_measured_with_its_own_tau():
     assert calibrated["tpot_p50_s"].spread == s.launch_spread
 
 
+@pytest.mark.slow  # ~15 s: out of the default suite's 15 minutes (CI runs it)
 def test_perf_calibrate_launches_the_build_twice_and_stores_the_pair(tmp_path):
     policy = tmp_path / "policy.yaml"
     policy.write_text("version: 1\nname: calibrate-test\ngates:\n  performance:\n    levels: [1]\n    pairs: 4\n"

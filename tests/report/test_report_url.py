@@ -28,6 +28,7 @@ def _gk(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
                           env={**base, "PYTHONPATH": str(ROOT), **(env or {})}, check=False)
 
 
+@pytest.mark.slow  # ~17 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_run_with_a_report_url_links_summary_md_under_it_and_a_rejudge_takes_its_own(tmp_path):
     """A real run (gate 1 on the bundled default, the candidate logging a fallback warning: a
     ROLLBACK, so a check is linked) writes summary.md whose every link starts with BASE; its

@@ -12,6 +12,8 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 from gatekeeper.verdict import decide
 from run_util import gk_run
@@ -64,6 +66,7 @@ def test_case_flags_are_checked_at_plan_time():
         assert done.returncode == 3 and said in done.stderr and "Traceback" not in done.stderr, (args, done.stderr)
 
 
+@pytest.mark.slow  # ~15 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_gates_restricted_run_is_partial_in_every_report(tmp_path):
     """--gates leaves gates out and --limit golden cases: both are named in every report's headline."""
     out = gk_run(tmp_path, "--policy", "gates/smoke.yaml", "--gates", "startup,golden", "--limit", "3")

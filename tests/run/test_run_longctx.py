@@ -71,6 +71,7 @@ def test_gate_4_runs_every_check_on_a_small_random_checkpoint(tmp_path, tiny_mod
     assert out.summary["verdict"] == "HOLD" and "longctx.session_decay: UNDECIDED" in " ".join(out.summary["reasons"])
 
 
+@pytest.mark.slow  # ~18 s: out of the default suite's 15 minutes (CI runs it)
 def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_dir):
     """A candidate whose chat logprobs come back null in places (NaN written as JSON null): gate 4
     cannot say there was no NaN — undecided, named in the reasons, never a pass."""

@@ -27,6 +27,7 @@ def _gk(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+@pytest.mark.slow  # ~19 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_finished_run_asks_one_gate_again_and_keeps_the_rest(tmp_path):
     first = gk_run(tmp_path / "out", *OPTIONS)
     assert first.summary is not None and first.run_dir is not None, first.stderr

@@ -214,6 +214,7 @@ def test_a_failed_reference_noise_floor_pass_is_an_error_not_noise(tmp_path, ups
     assert out.code == 2 and out.summary["verdict"] == "HOLD"
 
 
+@pytest.mark.slow  # ~29 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_stream_quirk_both_targets_share_is_a_protocol_warn_and_one_the_candidate_adds_fails(tmp_path):
     """Two instances of one server whose streams carry no finish_reason (a no-op upgrade): the
     stream checks WARN naming the quirk, no ROLLBACK. Only the candidate dropping it: FAIL.

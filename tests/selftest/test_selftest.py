@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from gatekeeper.engine.faults import FAULTS
 from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
 from gatekeeper.report.selftest_view import selftest_html
@@ -70,6 +72,7 @@ def test_the_page_marks_where_each_fault_was_caught_and_shows_markup_as_text():
     assert "<td>ROLLBACK</td>" in row and "Verdict." not in page and r.to_json()["cells"][0]["verdict"] == "ROLLBACK"
 
 
+@pytest.mark.slow  # ~64 s: out of the default suite's 15 minutes (CI runs it)
 def test_the_quick_selftest_catches_its_faults_at_their_gates(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "selftest", "--quick", "--out", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=900)

@@ -224,6 +224,7 @@ def test_a_bundled_reference_carries_no_load_warning():
     assert not any(w.startswith("warning: reference:") for w in warnings(done.stdout)), done.stdout
 
 
+@pytest.mark.slow  # ~26 s: out of the default suite's 15 minutes (CI runs it)
 def test_the_key_the_flags_name_is_the_key_sent(tmp_path):
     """A bundled server that wants a key, gated through `--candidate-key-env` / `--reference-key-env`:
     gate 1 reaches both roles (no 401), and the key reaches no output file."""

@@ -75,6 +75,7 @@ def test_the_cut_rates_are_compared_one_sided():
     assert not CutRates(3, 8, 0, 8).shared                                  # the reference never cuts: judged case by case
 
 
+@pytest.mark.slow  # ~25 s: out of the default suite's 15 minutes (CI runs it)
 def test_streams_both_targets_cut_at_random_are_judged_against_the_references_rate(tmp_path, gk_tiny_server):
     out = _run(tmp_path, gk_tiny_server.url, ("cut_streams", 0.5), ("cut_streams", 0.5))
     rate = out.check("golden.stream_cuts")
@@ -91,6 +92,7 @@ def test_streams_both_targets_cut_at_random_are_judged_against_the_references_ra
     assert out.summary["verdict"] != "ROLLBACK", out.summary["reasons"]
 
 
+@pytest.mark.slow  # ~24 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_candidate_that_cuts_far_more_streams_than_the_reference_fails_the_rate(tmp_path, gk_tiny_server):
     out = _run(tmp_path, gk_tiny_server.url, ("cut_streams", 0.125), ("cut_streams", 0.9))  # the probe's stream is whole
     rate = out.check("golden.stream_cuts")
@@ -122,6 +124,7 @@ def test_a_json_schema_both_targets_reject_with_a_500_and_one_message_is_both_re
     assert out.summary["verdict"] != "ROLLBACK" and set(held) <= {"golden.coverage"}, out.summary["reasons"]
 
 
+@pytest.mark.slow  # ~14 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_json_schema_only_the_candidate_rejects_is_an_error_not_a_shared_refusal(tmp_path, gk_tiny_server):
     out = _run(tmp_path, gk_tiny_server.url, ("pass", 0.0), ("reject_json_schema", 0.0))
     check = out.check("golden.json-enforced-1")

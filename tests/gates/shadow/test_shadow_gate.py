@@ -80,6 +80,7 @@ def test_a_clean_candidate_promotes_with_every_pair_judged(tmp_path, reference, 
     assert "all" in slices and any(s.startswith("tenant=") for s in slices)
 
 
+@pytest.mark.slow  # ~55 s: out of the default suite's 15 minutes (CI runs it)
 def test_rules_left_undecided_by_the_stages_are_decided_by_replaying_on_within_the_extension(tmp_path, reference, candidate):
     """48 clean pairs cannot rule out 5 points (their bound: ~7): with no extension the run HOLDs
     naming the undecided rules; with one, gate 5 replays on and stops at the chunk that decides
@@ -103,6 +104,7 @@ def test_rules_left_undecided_by_the_stages_are_decided_by_replaying_on_within_t
     assert limit["effect"] <= 0.05 and limit["judged"] == judged
 
 
+@pytest.mark.slow  # ~24 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_candidate_whose_server_answers_503_now_and_then_fires_retries_up_though_every_answer_arrives(
         tmp_path, reference, candidate):
     """A real proxy answers a seeded quarter of the candidate's requests 503: the client's retries

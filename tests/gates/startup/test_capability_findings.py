@@ -46,6 +46,7 @@ def _unparse(path: str, body: dict) -> dict:
     return body
 
 
+@pytest.mark.slow  # ~17 s: out of the default suite's 15 minutes (CI runs it)
 def test_a_lost_capability_is_one_blocking_finding_and_the_later_gates_point_to_it(tmp_path, tiny_model_dir):
     out = gk_run(tmp_path, "--model", str(tiny_model_dir), "--candidate-opt", "disable_logprobs=true",
                  "--gates", "startup,numerics")
@@ -125,6 +126,7 @@ def test_the_tool_parsing_probe_tells_a_missing_parser_from_a_model_that_did_not
         assert not ok and why.startswith(UNDETERMINED), (text, why)
 
 
+@pytest.mark.slow  # ~15 s: out of the default suite's 15 minutes (CI runs it)
 def test_the_observed_path_is_read_from_the_log_and_metrics_and_a_wrong_declaration_holds(tmp_path, gk_tiny_server):
     def config(declare: str) -> str:
         path = tmp_path / f"run-{declare or 'plain'}.yaml"

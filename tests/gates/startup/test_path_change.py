@@ -35,6 +35,7 @@ def test_the_engines_own_lines_name_the_attention_backend_and_switches():
     assert from_log(bundled) == {"tp": "2", "fused_norm": "true", "attention_backend": "naive_fallback"}
 
 
+@pytest.mark.slow  # ~19 s: out of the default suite's 15 minutes (CI runs it)
 def test_an_unexplained_kernel_fallback_rolls_back_and_an_explained_one_does_not(tmp_path, tiny_model_dir):
     out = gk_run(tmp_path / "plain", "--model", str(tiny_model_dir), "--candidate-fault", "silent-fallback",
                  "--gates", "startup", "--policy", _policy(tmp_path))
