@@ -20,6 +20,10 @@ from run_util import RunOutcome, gk_run
 GK_TINY = Path(os.environ.get("GATEKEEPER_TEST_GK_TINY")
                or ROOT / "gatekeeper" / "models" / "gk-tiny")
 LONGCTX = ("--gates", "longctx")
+# Gate 4's request features in full batches run on two fresh launches, last in the gate (~25 s alone,
+# ~55 s beside another test): off where a test is about another check (tests/gates/longctx/test_batch_features.py
+# and the clean default-seed run below keep them).
+NO_BATCHES = {"batch_features": "false"}
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +131,7 @@ def test_kv_stale_reuse_cannot_trigger_without_prefix_caching(tmp_path, gk_tiny)
     """No cache lookups, no stale block: nothing fails. The cold/warm comparison exercises no cache,
     so it is not judged, and that blocking SKIP holds the run (issue 13: no vacuous pass)."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX,
-                 "--candidate-opt", "prefix_caching=false")
+                 "--candidate-opt", "prefix_caching=false", "--policy", _policy(tmp_path, **NO_BATCHES))
     assert not _failed(out), _failed(out)
     cold_warm = out.check("longctx.prefix_cache.cold_warm")
     assert cold_warm["status"] == "SKIP" and cold_warm["metrics"]["warm_cached_tokens"] == 0
@@ -147,7 +151,7 @@ def test_kv_stale_reuse_at_concurrency_1_spares_the_sessions_but_not_later_prefi
     share one long system prompt, answer differently from the reference. That is a catch (the
     reference has no fault), not noise: the run is deterministic at concurrency 1."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX,
-                 "--policy", _policy(tmp_path, concurrency=1, decay_concurrency=1))
+                 "--policy", _policy(tmp_path, concurrency=1, decay_concurrency=1, **NO_BATCHES))
     for check in ("longctx.session_decay", "longctx.session_agreement", "longctx.session_recall"):
         assert out.check(check)["status"] == "PASS", out.check(check)["reason"]
     assert out.check("longctx.session_agreement")["metrics"]["disagreements"] == 0
@@ -162,14 +166,16 @@ def test_kv_stale_reuse_at_concurrency_1_spares_the_sessions_but_not_later_prefi
 
 @pytest.mark.slow  # ~55 s; the engine-level catch is in test_engine_faults, gate 5's in test_shadow_gate::test_garbage_fires_its_own_rule
 def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
-    own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX)
+    own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX,
+                 "--policy", _policy(tmp_path, **NO_BATCHES))
     nan = own.check("longctx.nan_inf")
     assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 
 
 @pytest.mark.slow  # ~40 s; passes its main assertion since gk-tiny v2 (needle grid: short cells pass, long fail)
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX)
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX,
+                 "--policy", _policy(tmp_path, **NO_BATCHES))
     assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
     grid = out.check("longctx.needle_grid")
     m = grid["metrics"]
@@ -189,7 +195,8 @@ def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
     over many seeds is benchmarks/decay_false_alarms.py's, CI time is not): gate 4 fails none. On
     the default seed the clean pass also exercises every trigger condition, and a WARN may only
     say that a case does not suit the model (the reference fails it too)."""
-    out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX)
+    out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX,
+                 *(("--policy", _policy(tmp_path, **NO_BATCHES)) if seed is not None else ()))
     assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
     if seed is None:
         assert out.summary["verdict"] == "PROMOTE"
@@ -206,7 +213,8 @@ def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressio
     prefers its token by 1.5-1.75 nats — beyond the 1-nat gap, but with each contested logprob
     within gate 2's bf16 tolerance of the other side's (`near_tie_drift`). Before the drift rule
     both runs ROLLBACKed on `longctx.tool_calls`; the divergence is now shown, not failed."""
-    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", "--seed", str(seed), *LONGCTX)
+    out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", "--seed", str(seed), *LONGCTX,
+                 "--policy", _policy(tmp_path, **NO_BATCHES))
     assert not _failed(out), _failed(out)
     tools = out.record("longctx.tool_calls")
     reviewed = [e for e in tools["evidence"] if e["title"].startswith("cases asked again")]
@@ -226,7 +234,7 @@ def test_a_secret_missed_at_a_near_tie_is_forced_and_flips_beyond_the_limit_are_
     the forcing is in the evidence, one row per missed cell."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16",
                  "--candidate-fault", "close-call-shift=0.3", "--seed", "1", *LONGCTX,
-                 "--policy", _policy(tmp_path, needle_max_precision_flips=0))
+                 "--policy", _policy(tmp_path, needle_max_precision_flips=0, **NO_BATCHES))
     assert out.summary is not None, out.stderr
     grid = out.check("longctx.needle_grid")
     m = grid["metrics"]
