@@ -104,31 +104,40 @@ def test_eos_ignored_in_decode_steps(tiny_model_dir):
     assert out.finish_reason == "stop" and len(out.token_ids) == 1
 
 
-def test_decode_slowdown_spins_its_share_of_the_whole_decode_cycle(monkeypatch):
-    """PCT% of the time from one decode step's start to the next's (without the last spin), not
-    only of the forward pass: the loop's detokenizing, delivery and GIL waits are decode time too.
-    The clock is scripted: no wall time is asserted."""
+def test_decode_slowdown_spins_its_share_of_each_threads_decode_cpu(monkeypatch):
+    """PCT% of the CPU time spent from one decode step's start to the next's (the last spins left
+    out): the engine thread's share (forward pass, sampling, detokenizing) spun on the engine
+    thread, the other threads' share (the event loop delivering the tokens) handed to
+    `spin_elsewhere`, or spun by the engine thread where nothing takes it. The clocks are
+    scripted: no time is measured."""
     from types import SimpleNamespace
 
     from gatekeeper.engine import optimized_core
+    from gatekeeper.engine.optimized_core import _Clocks
 
     spun: list[float] = []
-    clock = {"now": 0.0}
-    monkeypatch.setattr(optimized_core, "_busy_wait", spun.append)
-    monkeypatch.setattr(optimized_core.time, "perf_counter", lambda: clock["now"])
-    core = SimpleNamespace(slowdown=0.05, _last_decode=None, slowdown_seconds_total=0.0)
+    elsewhere: list[float] = []
+    now = {"clocks": _Clocks(0.0, 0.0)}
+    monkeypatch.setattr(optimized_core, "busy_wait", spun.append)
+    monkeypatch.setattr(optimized_core._Clocks, "now", staticmethod(lambda: now["clocks"]))
+    taker = {"on": True}
+    core = SimpleNamespace(slowdown=0.05, _last_decode=None, _last_spin=(0.0, 0.0), slowdown_seconds_total=0.0,
+                           spin_elsewhere=lambda s: taker["on"] and (elsewhere.append(s) or True))
 
-    def step(start: float, took: float, prefill: bool = False) -> None:
-        clock["now"] = start + took
-        optimized_core.OptimizedCore._slow_down(core, start, prefill)
+    def step(process: float, thread: float, ends_at_thread: float = 0.0, prefill: bool = False) -> None:
+        now["clocks"] = _Clocks(process, ends_at_thread)
+        optimized_core.OptimizedCore._slow_down(core, _Clocks(process, thread), prefill)
 
-    step(0.0, 0.2)  # the first decode step: no cycle yet, 5% of itself
-    step(1.01, 0.2)  # a cycle of 1.01 s, 0.01 of it the last spin: 5% of 1.0
-    step(2.06, 0.2)  # again: 5% of 1.0
-    step(3.0, 0.5, prefill=True)  # a prefill is not slowed and ends the cycle
-    step(4.0, 0.4)  # the first decode step after it: 5% of itself again
-    assert spun == pytest.approx([0.01, 0.05, 0.05, 0.02])
-    assert core.slowdown_seconds_total == pytest.approx(0.13)
+    step(0.0, 0.0, ends_at_thread=0.2)  # the first decode step: no cycle yet, 5% of its own thread time
+    step(1.51, 1.01)  # engine thread 1.0 s (1.01 less its 0.01 spin), the others 0.5 s
+    step(3.085, 2.06)  # again, the others' 0.025 s spin left out
+    taker["on"] = False  # no request being served: the engine thread spins the others' share too
+    step(4.66, 3.11)
+    step(5.0, 4.0, prefill=True)  # a prefill is not slowed and ends the cycle
+    step(6.0, 5.0, ends_at_thread=5.4)  # the first decode step after it: 5% of its own again
+    assert spun == pytest.approx([0.01, 0.05, 0.05, 0.075, 0.02])
+    assert elsewhere == pytest.approx([0.025, 0.025])
+    assert core.slowdown_seconds_total == pytest.approx(0.01 + 0.075 * 3 + 0.02)
 
 
 def test_decode_slowdown_adds_work_to_decode_steps_only(tiny_model_dir):
