@@ -142,7 +142,7 @@ class PassRates:
             ctx.check(PASS_RATE, Status.WARN, f"undecided: the candidate lost {flips} case(s) the reference passes to precision "
                       f"flips (it follows the reference's answer when forced, but for near ties), more than "
                       f"max_precision_flips={max_flips} forgives: a precision change this frequent, or a small regression; "
-                      f"without them it passes {_pct(cand)} of cases, the reference {_pct(ref)}",
+                      f"counting them as lost, it passes {_pct(cand)} of cases, the reference {_pct(ref)}",
                       m, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
             return
         counted = f" ({flips} case(s) lost to a precision flip counted as passed)" if flips else ""
