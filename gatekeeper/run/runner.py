@@ -234,10 +234,9 @@ class Runner:
                 results.append(carried)
                 stopped_by = carried if carried.stopped_run and stopped_by is None else stopped_by
                 continue
-            ctx = GateContext(gate_id=gate.id, reference=endpoints["reference"], candidate=endpoints["candidate"],
+            ctx = GateContext(gate_id=gate.id, reference=endpoints["reference"], candidate=endpoints["candidate"], run=run,
                               settings=plan.policy.settings(gate.id), blocking_rule=plan.policy.is_blocking, capabilities=capabilities,
-                              record=records.write, run=run, startup=found, earlier=tuple(results), judgement=gate.judgement,
-                              progress=self.progress)
+                              record=records.write, startup=found, earlier=tuple(results), judgement=gate.judgement, progress=self.progress)
             t0, started_at = time.perf_counter(), utc_now()
             ctx.clock.mark = t0
             coverage, self._retries = None, ()
@@ -254,10 +253,9 @@ class Runner:
             self._stop_extra()  # what a gate started for itself (a replica, a baseline) goes with it
             hard = lost or any(c.blocking and c.status in gate.stops_run_on and c.id not in gate.never_stops_run
                                for c in ctx.checks)
-            result = GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(),
-                                status=worst_status(ctx.checks), checks=tuple(ctx.checks), duration_s=time.perf_counter() - t0,
-                                stopped_run=hard and stopped_by is None, notes=tuple(ctx.notes), coverage=coverage, started_at=started_at,
-                                retries=self._retries)
+            result = GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(), coverage=coverage,
+                                status=worst_status(ctx.checks), checks=tuple(ctx.checks), notes=tuple(ctx.notes), started_at=started_at,
+                                duration_s=time.perf_counter() - t0, stopped_run=hard and stopped_by is None, retries=self._retries)
             results.append(result)
             records.write_gate(result, [t for ep in endpoints.values() for t in ep.timings if t.gate == gate.id])
             self.progress(f"gate {gate.stage} {gate.id}: {result.status.value}")
@@ -363,15 +361,13 @@ class Runner:
         report shows it was not run. The first two make the run partial (`RunResult.partial`)."""
         now = utc_now()
         if excluded:
-            check = CheckResult(id=f"{gate.id}.not_selected", gate=gate.id, status=Status.SKIP, blocking=False,
-                                reason=f"not run: {excluded}", finished_at=now)
+            name, reason = "not_selected", f"not run: {excluded}"
         elif not_applicable:
-            check = CheckResult(id=f"{gate.id}.not_applicable", gate=gate.id, status=Status.SKIP, blocking=False,
-                                reason=f"not run: {not_applicable}", finished_at=now)
+            name, reason = "not_applicable", f"not run: {not_applicable}"
         else:
             excluded = f"disabled by policy {self.plan.policy.path}"
-            check = CheckResult(id=f"{gate.id}.disabled", gate=gate.id, status=Status.SKIP, blocking=False,
-                                reason=f"{excluded} (gates.{gate.id}.enabled: false)", finished_at=now)
+            name, reason = "disabled", f"{excluded} (gates.{gate.id}.enabled: false)"
+        check = CheckResult(id=f"{gate.id}.{name}", gate=gate.id, status=Status.SKIP, blocking=False, reason=reason, finished_at=now)
         records.write(check)
         return GateResult(id=gate.id, stage=gate.stage, title=gate.title, description=gate.description(), status=Status.SKIP,
                           checks=(check,), excluded=excluded, started_at=now)
