@@ -20,7 +20,7 @@ from gatekeeper.engine.builder import build_engine
 from gatekeeper.engine.engine_args import EngineArgs
 from gatekeeper.engine.errors import EngineCoreError, EngineDeadError, EngineError, RequestError
 from gatekeeper.engine.faults import FaultSet
-from gatekeeper.engine.optimized_core import OptimizedCore, busy_wait
+from gatekeeper.engine.optimized_core import OptimizedCore
 from gatekeeper.engine.output_processor import RequestState
 from gatekeeper.engine.outputs import RequestOutput
 from gatekeeper.engine.sampling_params import SamplingParams
@@ -137,7 +137,7 @@ class AsyncEngine:
         if loop is None or not self._streams or loop.is_closed():
             return False
         try:
-            loop.call_soon_threadsafe(busy_wait, seconds)
+            loop.call_soon_threadsafe(self.core.spin_others, seconds)
         except RuntimeError:  # the loop closed meanwhile (the server is stopping)
             return False
         return True

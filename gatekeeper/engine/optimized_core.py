@@ -62,10 +62,12 @@ class OptimizedCore(EngineCore):
         self.num_fallback_steps = 0
         self.slowdown_seconds_total = 0.0
         self._last_decode: _Clocks | None = None  # the clocks at the start of the decode step just before this one
-        self._last_spin = (0.0, 0.0)  # (the engine thread's, the other threads') spin after that step
+        self._last_spin = 0.0  # the engine thread's spin after that step
         # decode-slowdown's share for the threads that deliver the tokens (the server's event loop):
-        # set by whoever runs those threads; without it the engine thread spins that share too
+        # set by whoever runs those threads (it runs `spin_others` there); without it the engine
+        # thread spins that share too
         self.spin_elsewhere: Callable[[float], bool] | None = None
+        self.spun_elsewhere = 0.0  # CPU seconds `spin_others` has spent so far, counted as it spins
 
     def _enqueue(self, seq: Sequence) -> None:
         if self.misread_p and self._fault_rng.random() < self.misread_p:
@@ -89,7 +91,7 @@ class OptimizedCore(EngineCore):
             return []
         if self.seeded_batch_dies and is_prefill and len(seqs) > 1 and any(q.generator is not None for q in seqs):
             raise EngineCoreError("CPU Generator does not use offset (a seeded, sampled request prefilled beside others)")
-        t0 = _Clocks.now()
+        t0 = _Clocks.now(self.spun_elsewhere)
         logits, prompt_rows = self.runner.run(seqs)
         if self.runner.naive_attention:
             self.num_fallback_steps += 1
@@ -116,15 +118,26 @@ class OptimizedCore(EngineCore):
         if self._last_decode is None:
             own, other = max(_Clocks.now().thread - t0.thread, 0.0) * self.slowdown, 0.0
         else:
-            prev, (own_spun, other_spun) = self._last_decode, self._last_spin
-            engine_cpu = t0.thread - prev.thread - own_spun
-            other_cpu = (t0.process - prev.process) - (t0.thread - prev.thread) - other_spun
+            prev = self._last_decode
+            engine_cpu = t0.thread - prev.thread - self._last_spin
+            # the other threads' CPU less what their spins spent meanwhile, as counted while spinning:
+            # a spin counted late would come back as more work to slow down, and grow without end
+            other_cpu = (t0.process - prev.process) - (t0.thread - prev.thread) - (t0.elsewhere - prev.elsewhere)
             own, other = max(engine_cpu, 0.0) * self.slowdown, max(other_cpu, 0.0) * self.slowdown
         if other and not (self.spin_elsewhere and self.spin_elsewhere(other)):
             own, other = own + other, 0.0
         busy_wait(own)
         self.slowdown_seconds_total += own + other
-        self._last_decode, self._last_spin = t0, (own, other)
+        self._last_decode, self._last_spin = t0, own
+
+    def spin_others(self, seconds: float) -> None:
+        """decode-slowdown's share of the threads that deliver the tokens, spun on one of them:
+        `seconds` of its CPU, added to `spun_elsewhere` as they are spent."""
+        start = time.thread_time()
+        base, end = self.spun_elsewhere, start + seconds
+        while (now := time.thread_time()) < end:
+            self.spun_elsewhere = base + (now - start)
+        self.spun_elsewhere = base + (time.thread_time() - start)
 
     def stats(self) -> dict[str, float]:
         """Scheduler gauges and block-manager counters, under vLLM-like names."""
@@ -149,15 +162,17 @@ class OptimizedCore(EngineCore):
 
 
 class _Clocks(NamedTuple):
-    """The process's CPU time (every thread) and the calling thread's, in seconds."""
+    """The process's CPU time (every thread), the calling thread's, and what the other threads'
+    decode-slowdown spins had spent, in seconds."""
 
     process: float
     thread: float
+    elsewhere: float = 0.0
 
     @staticmethod
-    def now() -> "_Clocks":
-        """The clocks now."""
-        return _Clocks(time.process_time(), time.thread_time())
+    def now(elsewhere: float = 0.0) -> "_Clocks":
+        """The clocks now (`elsewhere`: the other threads' spins so far)."""
+        return _Clocks(time.process_time(), time.thread_time(), elsewhere)
 
 
 def busy_wait(seconds: float) -> None:
