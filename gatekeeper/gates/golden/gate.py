@@ -103,8 +103,9 @@ class GoldenGate(Gate):
                     f"gates.golden.max_precision_flips (now {settings.max_precision_flips}); a decode-path fault reads as "
                     f"flips too, so run gate 5 (shadow), whose near_tie rate judges how often close calls move")
         if checks.is_case(check):
-            return ("serve /tokenize and /v1/completions with echo and logprobs on both targets, so the reference's answer "
-                    "can be forced, or judge the two answers by hand")
+            return ("the case's reason says why the reference's answer could not be forced: a target without /tokenize or "
+                    "/v1/completions with echo and logprobs can serve them; a case with tools or a response format cannot be "
+                    "forced, so judge its two answers by hand")
         return None
 
     def run(self, ctx: GateContext) -> None:
