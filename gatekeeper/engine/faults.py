@@ -137,7 +137,7 @@ FAULTS: dict[str, Fault] = {
             "docs/bug-classes.md#seeded-batch-death: per-request state mishandled when the scheduler batches the request: "
             "the engine core dies on a seeded, sampled request prefilled beside others (vLLM 0.31/0.32's CPU engine: "
             "\"CPU Generator does not use offset\"), and every later request fails",
-            "a prefill step batching a seeded, sampled request with another request (one at a time is unaffected)",
+            "a seeded, sampled request prefilled while another request is in the engine (one at a time is unaffected)",
         ),
         Fault(
             "rope-drift",

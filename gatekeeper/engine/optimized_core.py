@@ -89,7 +89,7 @@ class OptimizedCore(EngineCore):
         seqs, is_prefill = self.scheduler.schedule()
         if not seqs:
             return []
-        if self.seeded_batch_dies and is_prefill and len(seqs) > 1 and any(q.generator is not None for q in seqs):
+        if self.seeded_batch_dies and is_prefill and self._beside_others(seqs):
             raise EngineCoreError("CPU Generator does not use offset (a seeded, sampled request prefilled beside others)")
         t0 = _Clocks.now(self.spun_elsewhere)
         logits, prompt_rows = self.runner.run(seqs)
@@ -101,6 +101,15 @@ class OptimizedCore(EngineCore):
         if self.slowdown:
             self._slow_down(t0, is_prefill)
         return outputs
+
+    def _beside_others(self, seqs: list[Sequence]) -> bool:
+        """Whether a prefill step of `seqs` holds a seeded, sampled request while another request is
+        in the engine (prefilled with it, decoding, or waiting): the bundled copy of a prefill split
+        in a full batch. A request served alone never meets it, and whether two requests sent at once
+        reach one prefill step depends on how fast the server accepts them; that they are both in the
+        engine does not."""
+        sched = self.scheduler
+        return any(q.generator is not None for q in seqs) and len(sched.running) + len(sched.waiting) > 1
 
     def _slow_down(self, t0: _Clocks, is_prefill: bool) -> None:
         """decode-slowdown=PCT: every thread that works per decoded token spends PCT% more CPU on it,

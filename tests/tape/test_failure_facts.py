@@ -2,7 +2,7 @@
 the gate, what was asked, when, for how long, and the lines the server's log gained meanwhile; the
 facts survive the recording (a rejudge shows the same evidence); a check's evidence leads with them.
 
-Against the bundled server whose engine core dies on a seeded request batched with another (the
+Against the bundled server whose engine core dies on a seeded request prefilled beside another (the
 `seeded-batch-dies` fault: vLLM 0.32's CPU engine), and a port nothing listens on (no log)."""
 
 from __future__ import annotations
