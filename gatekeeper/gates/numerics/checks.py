@@ -27,6 +27,14 @@ SCORING = f"{GATE}.scoring"  # could the targets be scored teacher-forced at all
 TOKENIZATION = f"{GATE}.tokenization"  # do both tokenize the prompts alike
 NAN_INF = f"{GATE}.nan_inf"
 NLL_DRIFT = f"{GATE}.nll_drift"
+MAX_LOGPROB_DELTA = f"{GATE}.max_logprob_delta"
+P99_LOGPROB_DELTA = f"{GATE}.p99_logprob_delta"
+MEAN_LOGPROB_DELTA = f"{GATE}.mean_logprob_delta"
+KL = f"{GATE}.kl"
+TOP1_AGREEMENT = f"{GATE}.top1_agreement"
+TOPK_OVERLAP = f"{GATE}.topk_overlap"
+CHECKS = (NAN_INF, MAX_LOGPROB_DELTA, P99_LOGPROB_DELTA, MEAN_LOGPROB_DELTA, KL, NLL_DRIFT, TOP1_AGREEMENT, TOPK_OVERLAP)
+"""NaN/Inf and the drift figures, in the order the gate records them."""
 JUDGEABILITY = (COVERAGE, SCORING, TOKENIZATION)
 """The checks that say what gate 2 could judge: not drift figures."""
 

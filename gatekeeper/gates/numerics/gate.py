@@ -27,9 +27,6 @@ from gatekeeper.gates.numerics import checks
 from gatekeeper.gates.numerics.checks import DriftFinding, NanInfFinding, ScoringFinding, TokenizationFinding
 
 
-CHECKS = ("nan_inf", "max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta", "kl", "nll_drift", "top1_agreement",
-          "topk_overlap")
-
 
 def _nll_drift(comparisons: list[ScoreComparison]) -> float:
     """Relative drift of the mean per-token NLL over all prompts (perplexity's log-ratio scale)."""
@@ -73,7 +70,7 @@ class NumericsGate(Gate):
         missing = ctx.missing("echo")
         if missing:
             ctx.skip(checks.SCORING, "teacher-forced scoring needs echo with logprobs — " + missing.reason, advisory=missing.shared)
-            for name in CHECKS:
+            for name in checks.CHECKS:
                 ctx.skip(name, "not run: no teacher-forced scoring", advisory=missing.shared)
             return
         t0 = time.perf_counter()
@@ -90,7 +87,7 @@ class NumericsGate(Gate):
         if not same:
             ctx.check(checks.SCORING, Status.SKIP, "no prompt tokenizes the same on both targets: nothing to compare token by "
                       "token (see numerics.tokenization)", started=t0)
-            for name in CHECKS:
+            for name in checks.CHECKS:
                 ctx.skip(name, "not run: no prompt tokenizes the same on both targets")
             return
         ctx.check(checks.SCORING, Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
@@ -171,10 +168,11 @@ class NumericsGate(Gate):
                 return
             limit = min(tol[key], 1.0 - deficit)
             status = Status.PASS if value >= limit and not bad else Status.FAIL
-            ctx.check(check, status, f"{check} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
+            name = check.removeprefix(f"{checks.GATE}.")
+            ctx.check(check, status, f"{name} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
                       f"{noise_value:.4f}) over {over}",
                       DriftFinding(value=value, limit=limit, policy=tol[key], noise_floor=noise_value, dtype=dtype).metrics(),
-                      limit=tolerance(limit, f"a mean {check.replace('_', ' ')} over the prompts below", judged),
+                      limit=tolerance(limit, f"a mean {name.replace('_', ' ')} over the prompts below", judged),
                       started=started)
 
         moved = max(all_n, default=0.0)
@@ -186,35 +184,36 @@ class NumericsGate(Gate):
                          "|Δ logprob| (nats)", tol["max_abs_delta"], is_key=True)
         if all_c:
             n = len(all_c)
-            upper("max_logprob_delta", "max_abs_delta", max(all_c), max(all_n, default=0.0),
+            upper(checks.MAX_LOGPROB_DELTA, "max_abs_delta", max(all_c), max(all_n, default=0.0),
                   lambda lim: items_limit(n, f"scored positions whose |Δ logprob| exceeds {lim:.3g} nats"), (hist, table), ranked)
             # p99 passes its limit for certain once the value at the 99th percentile's lower index does
-            upper("p99_logprob_delta", "p99_abs_delta", pct(all_c, 99), pct(all_n, 99),
+            upper(checks.P99_LOGPROB_DELTA, "p99_abs_delta", pct(all_c, 99), pct(all_n, 99),
                   lambda lim: items_limit(n, f"scored positions whose |Δ logprob| exceeds {lim:.3g} nats",
                                           n - int(0.99 * (n - 1))), over=ranked)
-            upper("mean_logprob_delta", "mean_abs_delta", float(np.mean(all_c)), float(np.mean(all_n)) if all_n else 0.0,
+            upper(checks.MEAN_LOGPROB_DELTA, "mean_abs_delta", float(np.mean(all_c)), float(np.mean(all_n)) if all_n else 0.0,
                   lambda lim: tolerance(lim, "a mean |Δ logprob| (nats) above", n), over=ranked)
         else:
-            for name in ("max_logprob_delta", "p99_logprob_delta", "mean_logprob_delta"):
+            for name in (checks.MAX_LOGPROB_DELTA, checks.P99_LOGPROB_DELTA, checks.MEAN_LOGPROB_DELTA):
                 ctx.skip(name, f"no position where the reference ranks the scored token in its top-{k}"
                          + (f" and the candidate returns a logprob ({missing} missing)" if missing else ""))
         kl = [c.kl_mean for c in cands if c.kl_mean is not None]
         kl_noise = [c.kl_mean for c in noises if c.kl_mean is not None]
         if kl:
-            upper("kl", "kl_max", float(np.mean(kl)), float(np.mean(kl_noise)) if kl_noise else 0.0,
+            upper(checks.KL, "kl_max", float(np.mean(kl)), float(np.mean(kl_noise)) if kl_noise else 0.0,
                   lambda lim: tolerance(lim, "a mean top-k KL divergence over the prompts above", len(kl)),
                   over=f"{len(kl)} of {len(cands)} prompts with shared top-k tokens")
         else:
-            ctx.skip("kl", "no position where both targets' top-k lists share a token (a target returned no top-k lists)")
+            ctx.skip(checks.KL, "no position where both targets' top-k lists share a token (a target returned no top-k lists)")
         upper(checks.NLL_DRIFT, "nll_rel_drift_max", _nll_drift(cands), _nll_drift(noises),
               lambda lim: tolerance(lim, "a relative drift of the mean per-token NLL over the prompts above", len(cands)))
-        for name, key in (("top1_agreement", "top1_min"), ("topk_overlap", "topk_overlap_min")):
+        for check, key in ((checks.TOP1_AGREEMENT, "top1_min"), (checks.TOPK_OVERLAP, "topk_overlap_min")):
+            name = check.removeprefix(f"{checks.GATE}.")  # the comparison's field of the same name
             values = [v for c in cands if (v := getattr(c, name)) is not None]
             noise_values = [v for c in noises if (v := getattr(c, name)) is not None]
             if not values:
-                ctx.skip(name, "no position where both targets return a top-k list: nothing to compare, not judged")
+                ctx.skip(check, "no position where both targets return a top-k list: nothing to compare, not judged")
                 continue
-            lower(name, key, float(np.mean(values)), float(np.mean(noise_values)) if noise_values else 1.0,
+            lower(check, key, float(np.mean(values)), float(np.mean(noise_values)) if noise_values else 1.0,
                   f"{len(values)} of {len(cands)} prompts with top-k lists on both targets", len(values))
 
 
