@@ -1,7 +1,7 @@
 """summary.json read back into typed values: the one reader of a finished run.
 
 `gatekeeper run` ends by writing `reports/<run-id>/summary.json` (docs/summary-schema.md; written
-by report/summary_json.py). Whatever reads a run afterwards — `gatekeeper compare`, `report merge`
+by report/run/summary_json.py). Whatever reads a run afterwards — `gatekeeper compare`, `report merge`
 and a cell's path record, `matrix run` keeping a finished cell, `selftest`, `bisect` and its
 `--from` — reads it through `read_summary`, which checks the file against the shipped schema
 before it takes anything from it. Each way that can fail is its own `SummaryError`, naming the

@@ -9,8 +9,9 @@ from pathlib import Path
 from rich.console import Console
 
 from gatekeeper.redact import NONE, Redactor
-from gatekeeper.report.data import coverage_text, limits_text
-from gatekeeper.report.registry import listed_filenames
+from gatekeeper.report.run.data import limits_text
+from gatekeeper.report.run.registry import listed_filenames
+from gatekeeper.report.statuses import coverage_text
 from gatekeeper.report.identity import identify
 from gatekeeper.results import GateResult, RunResult, Status, Verdict
 

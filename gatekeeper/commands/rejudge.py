@@ -80,7 +80,7 @@ def rejudge(run_dir: Path, policy: str | None, out: str | None, report_url: str 
         crashed(e, plan.redactor())
     progress.summary(result, plan.out_dir / plan.run_id)
     if as_json:
-        from gatekeeper.report.summary_json import SummaryJsonRenderer
+        from gatekeeper.report.run.summary_json import SummaryJsonRenderer
 
         click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())
     sys.exit(result.exit_code)

@@ -105,7 +105,7 @@ def run(config_path: str | None, as_json: bool, dry_run: bool, resume_dir: str |
 
         write_record(plan.out_dir / plan.run_id)  # docs/bug-classes.md#path-record: the path this cell ran
     if as_json:
-        from gatekeeper.report.summary_json import SummaryJsonRenderer
+        from gatekeeper.report.run.summary_json import SummaryJsonRenderer
 
         click.echo((plan.out_dir / plan.run_id / SummaryJsonRenderer.filename).read_text())  # redacted when written
     sys.exit(result.exit_code)

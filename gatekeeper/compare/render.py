@@ -22,7 +22,7 @@ from pathlib import Path
 from gatekeeper.compare.diff import RunComparison, plan_of, status_label
 from gatekeeper.atomic import write_atomic
 from gatekeeper.report.html import render_page
-from gatekeeper.report.markdown import md_cell, md_code
+from gatekeeper.report.safe_text import md_cell, md_code
 from gatekeeper.results import CheckResult
 
 MAX_CONSOLE_ROWS = 20  # per list on the console; compare.html and compare.json list everything

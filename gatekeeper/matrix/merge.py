@@ -14,7 +14,7 @@ none, or one that does not read as a summary (corrupt, no verdict, another forma
 note naming why (`SummaryError`); its gates and checks are then unknown, not guessed.
 
 This module reads and judges; the report package renders: the judgement is a `MergedMatrix`
-(report/matrix_data.py), written to OUT by `report.matrix_writer.write_merged` as `merged.json`,
+(report/matrix/data.py), written to OUT by `report.matrix.files.write_merged` as `merged.json`,
 `summary.md` (a PR comment / job summary), `junit.xml` (one <testsuite> per cell, one <testcase>
 per check), `merged.html` (one self-contained page) and each cell's record as
 `records/<cell>.yaml`.
@@ -29,8 +29,8 @@ from pathlib import Path
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.localise import Localisation, localise
 from gatekeeper.matrix.record import path_record
-from gatekeeper.report.matrix_data import MatrixCell, MatrixCheck, MergedMatrix
-from gatekeeper.report.matrix_writer import write_merged
+from gatekeeper.report.matrix.data import MatrixCell, MatrixCheck, MergedMatrix
+from gatekeeper.report.matrix.files import write_merged
 from gatekeeper.results import Status, Verdict
 from gatekeeper.run_summary import SummaryError, SummaryMissing, read_summary
 

@@ -1,33 +1,41 @@
 """Reports: a `RunResult` rendered as summary.json, junit.xml, summary.md and two HTML pages,
-plus the raw per-check records written while the run goes.
+plus the raw per-check records written while the run goes; and the other commands' pages.
 
-The run becomes `ReportData` once (data.py); each format is a `Renderer` of that data
-(interface.py), and registry.py lists them (the only list of report files). Public API:
-`write_reports(run, out_dir)`, `RecordWriter(path).write(check)`, `report_data(run)`, and one
-function per format that renders a single run (for tests and tools; the run itself writes all
-of them through `write_reports`).
+One folder per page family, the pieces more than one family uses here beside them:
 
-The other commands' reports are rendered here too, from their own report data, with the same
-Jinja2 environment (html.py) and the same atomic writer (atomic.py): `gatekeeper report merge`'s
-merged matrix (matrix_data.py → matrix_markdown.py, matrix_junit.py, matrix_view.py, written by
-matrix_writer.py) and `gatekeeper selftest`'s detection matrix (selftest_data.py →
-selftest_view.py); compare and bisect render their pages through `render_page`.
+- run/ — one run's reports: the run becomes `ReportData` once (run/data.py); each format is a
+  `Renderer` of that data (run/interface.py), listed in run/registry.py (the only list of report
+  files) and written by `write_reports` (run/files.py);
+- correctness/ and performance/ — each HTML page's own pieces (the correctness table, what
+  changed; the performance summary, the gate's table and reasons) and its view, built from the
+  parts of `ReportData` the page shows, so they never import run/;
+- matrix/ — `gatekeeper report merge`'s merged matrix (data.py → markdown.py, junit.py, view.py,
+  written by files.py); selftest/ — `gatekeeper selftest`'s detection matrix (data.py → view.py);
+- shared: html.py (the one Jinja2 environment, `render_page`: compare and bisect render their
+  pages through it too), the header and gate sections both HTML pages show (header.py,
+  gate_view.py, key_charts.py, evidence_view.py, charts.py, textdiff.py), statuses.py and
+  identity.py (how a status and who was compared read everywhere), safe_text.py (markdown and
+  XML text), and records.py / serialise.py / jsonable.py (the JSON forms).
+
+Public API: `write_reports(run, out_dir)`, `RecordWriter(path).write(check)`, `report_data(run)`,
+and one function per format that renders a single run (for tests and tools; the run itself
+writes all of them through `write_reports`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gatekeeper.report.data import ReportData, build_report_data
-from gatekeeper.report.html import CorrectnessHtmlRenderer, PerformanceHtmlRenderer
-from gatekeeper.report.interface import Renderer
-from gatekeeper.report.junit import JunitRenderer
-from gatekeeper.report.markdown import MarkdownRenderer
-from gatekeeper.report.performance import PerformanceSummary, summarize_performance
+from gatekeeper.report.performance.summary import PerformanceSummary, summarize_performance
 from gatekeeper.report.records import RecordWriter, read_records
-from gatekeeper.report.registry import RENDERERS, listed_filenames
-from gatekeeper.report.summary_json import SUMMARY_FORMAT, SummaryJsonRenderer, summary_of
-from gatekeeper.report.writer import write_reports
+from gatekeeper.report.run.data import ReportData, build_report_data
+from gatekeeper.report.run.files import write_reports
+from gatekeeper.report.run.interface import Renderer
+from gatekeeper.report.run.junit import JunitRenderer
+from gatekeeper.report.run.markdown import MarkdownRenderer
+from gatekeeper.report.run.pages import CorrectnessHtmlRenderer, PerformanceHtmlRenderer
+from gatekeeper.report.run.registry import RENDERERS, listed_filenames
+from gatekeeper.report.run.summary_json import SUMMARY_FORMAT, SummaryJsonRenderer, summary_of
 from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import RunResult
 

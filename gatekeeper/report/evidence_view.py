@@ -4,7 +4,8 @@
 a text pair pre-cut at its first difference, a table of formatted cells, a ready SVG chart
 (charts.py), a log or raw JSON. `fmt_value` is how every number a view builds is written: at most
 four significant digits, inside lists and objects too, so no table shows a 17-digit float;
-`fmt_metric` adds the unit a metric's name implies (`…_s`: a duration).
+`fmt_metric` adds the unit a metric's name implies (`…_s`: a duration), `fmt_seconds` writes a
+duration, and `clip` cuts a reason to the length a line of the page holds.
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def fmt_metric(key: str, value: Any) -> str:
     if is_number and key.endswith("_s") and not key.endswith("_per_s"):
         return f"{value * 1000:.4g} ms" if abs(value) < 1 else f"{value:.4g} s"
     return fmt_value(value)
+
+
+def fmt_seconds(value: float | None) -> str:
+    """Seconds with a unit, or a dash."""
+    return "–" if value is None else f"{value:.3f} s"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last one an ellipsis where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def evidence_view(ev: Evidence, status: str = "") -> EvidenceView:

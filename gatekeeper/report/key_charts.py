@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 
 from gatekeeper.evidence import Interval, Intervals
 from gatekeeper.report import charts
-from gatekeeper.report.data import badge_status
 from gatekeeper.report.evidence_view import EvidenceView, evidence_view
+from gatekeeper.report.statuses import badge_status
 from gatekeeper.results import CheckResult, GateResult, Verdict
 from gatekeeper.verdict import check_verdict
 

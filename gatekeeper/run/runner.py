@@ -29,7 +29,7 @@ from gatekeeper.targets.runtime import TargetRuntime
 from gatekeeper.run.probed import ProbedCapabilities
 from gatekeeper.gates.registry import select
 from gatekeeper.report.records import RecordWriter
-from gatekeeper.report.writer import write_reports
+from gatekeeper.report.run.files import write_reports
 from gatekeeper.hooks import Hook, run_hooks
 from gatekeeper.results import CheckResult, GateResult, RequestTiming, RetryCount, RunResult, Status, TargetInfo, worst_status
 from gatekeeper.run import liveness, next_steps, retry_check

@@ -7,15 +7,15 @@ unexpected gate); missed (PROMOTE); not judged (HOLD: the run could not decide �
 a catch). A clean cell that does not PROMOTE is a false alarm (ROLLBACK) or inconclusive (HOLD).
 The catching gate is the earliest gate, by stage, with a blocking FAIL.
 
-The judgement is a `SelftestResult` (report/selftest_data.py), written to OUT as `selftest.json`
-and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest_view.py); each
+The judgement is a `SelftestResult` (report/selftest/data.py), written to OUT as `selftest.json`
+and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest/view.py); each
 cell's run goes under `OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary
 from the same arguments is kept (resumable).
 
 Each run's summary.json is read by `gatekeeper.run_summary`. A run that left no summary that reads
 (no run directory, no file, corrupt, no verdict: a `SummaryError`) decided nothing: its fault cell
 is "not judged" and its clean cell "inconclusive", the progress line says why, and the cell's
-`verdict` field holds HOLD as report/selftest_data.py documents for a run without a summary.
+`verdict` field holds HOLD as report/selftest/data.py documents for a run without a summary.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import yaml
 from gatekeeper.atomic import write_atomic
 from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import select
-from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
-from gatekeeper.report.selftest_view import selftest_html
+from gatekeeper.report.selftest.data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest.view import selftest_html
 from gatekeeper.results import Status, Verdict
 from gatekeeper.run_summary import SUMMARY_FILE, RunSummary, SummaryError, SummaryMissing, read_summary
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered

@@ -18,10 +18,10 @@ from gatekeeper import exit_codes
 from gatekeeper.compare.diff import RunComparison, compare_runs
 from gatekeeper.compare.load import load_run
 from gatekeeper.compare.render import markdown
-from gatekeeper.report.data import build_report_data
+from gatekeeper.report.run.data import build_report_data
 from gatekeeper.report.records import RecordWriter
-from gatekeeper.report.registry import listed_filenames
-from gatekeeper.report.summary_json import SummaryJsonRenderer
+from gatekeeper.report.run.registry import listed_filenames
+from gatekeeper.report.run.summary_json import SummaryJsonRenderer
 from gatekeeper.results import CheckResult, GateResult, Judgement, RunResult, Status
 from gatekeeper.run.run_dir import mark_incomplete
 from report_runs import XSS, promote_run, rollback_run

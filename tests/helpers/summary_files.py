@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gatekeeper.report.data import build_report_data
-from gatekeeper.report.registry import listed_filenames
-from gatekeeper.report.summary_json import SummaryJsonRenderer
+from gatekeeper.report.run.data import build_report_data
+from gatekeeper.report.run.registry import listed_filenames
+from gatekeeper.report.run.summary_json import SummaryJsonRenderer
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, TargetInfo, Verdict, worst_status
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from gatekeeper.report import render_correctness_html
-from gatekeeper.report.viewmodel import failures, gate_view
+from gatekeeper.report.gate_view import failures, gate_view
 from gatekeeper.results import Status
 from report_runs import _check, _gate, rollback_run
 from report_runs_causes import EOS_CASES, same_cause_run

@@ -16,9 +16,9 @@ from gatekeeper.report import render_correctness_html, render_performance_html
 from gatekeeper.report.charts import intervals_svg, line_chart_svg
 from gatekeeper.report.evidence_view import fmt_metric, fmt_value
 from gatekeeper.report.key_charts import key_charts
-from gatekeeper.report.perf_reasons import performance_reasons
+from gatekeeper.report.performance.reasons import performance_reasons
 from gatekeeper.report.serialise import check_json
-from gatekeeper.report.viewmodel import failures
+from gatekeeper.report.gate_view import failures
 from gatekeeper.results import Status
 from gatekeeper.run.run_dir import _check
 from report_runs import _check as make_check

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from gatekeeper.report.writer import write_reports
+from gatekeeper.report.run.files import write_reports
 from report_runs import XSS, hold_run, rollback_run
 from report_runs_causes import same_cause_run
 from report_runs_charts import partial_promote_run, perf_rollback_run, promote_full_run, shadow_rollback_run

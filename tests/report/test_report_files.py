@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gatekeeper.atomic import write_atomic
-from gatekeeper.report.html import CorrectnessHtmlRenderer
+from gatekeeper.report.run.pages import CorrectnessHtmlRenderer
 from gatekeeper.report.records import RECORD_FORMAT, RecordWriter, read_records
-from gatekeeper.report.writer import write_reports
+from gatekeeper.report.run.files import write_reports
 from report_runs import promote_run, rollback_run
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from gatekeeper import __version__
 from gatekeeper.report import render_junit
-from gatekeeper.report.junit import VERDICT_TESTCASE
+from gatekeeper.report.run.junit import VERDICT_TESTCASE
 from gatekeeper.report import render_markdown
 from gatekeeper.report import SUMMARY_FORMAT, render_summary_json
 from gatekeeper.results import RunResult, Status, Verdict
@@ -166,7 +166,7 @@ def test_junit_survives_control_characters_and_markup() -> None:
 
 
 def test_markdown_neutralises_markup() -> None:
-    from gatekeeper.report.markdown import md_cell
+    from gatekeeper.report.safe_text import md_cell
 
     assert md_cell("a | b <img src=x> `c`\nd") == "a \\| b &lt;img src=x&gt; \\`c\\` d"
     assert md_cell("[x](http://e) *b* @octocat #12 \x1b") == "\\[x\\](http://e) \\*b\\* @\u200boctocat #\u200b12 \u241b"

@@ -12,10 +12,10 @@ import pytest
 
 from gatekeeper.report.charts import bar_chart_svg, histogram_svg, line_chart_svg
 from gatekeeper.report import render_correctness_html, render_performance_html
-from gatekeeper.report.performance import summarize_performance
+from gatekeeper.report.performance.summary import summarize_performance
 from gatekeeper.stats.quantiles import percentile
 from gatekeeper.report.textdiff import first_divergence, text_pair
-from gatekeeper.report.viewmodel import evidence_view
+from gatekeeper.report.evidence_view import evidence_view
 from gatekeeper.evidence import from_json
 from gatekeeper.results import RequestTiming, Status, Verdict
 from report_runs import XSS, hold_run, promote_run, rollback_run
@@ -89,14 +89,14 @@ def test_control_characters_are_shown_not_hidden() -> None:
 
 
 def test_docstring_paragraphs() -> None:
-    from gatekeeper.report.viewmodel import paragraphs
+    from gatekeeper.report.gate_view import paragraphs
 
     doc = "Title line.\n\nWrapped\ntext.\n- item one\n  continues\n- item two\n\n"
     assert paragraphs(doc) == ("Title line.", "Wrapped text.\n- item one continues\n- item two")
 
 
 def test_code_spans_in_descriptions() -> None:
-    from gatekeeper.report.viewmodel import code_spans
+    from gatekeeper.report.gate_view import code_spans
 
     assert code_spans("run `gatekeeper run` now `<x>`") == (
         ("run ", False),

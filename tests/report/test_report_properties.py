@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from gatekeeper.report import render_correctness_html
 from gatekeeper.report import render_junit
-from gatekeeper.report.markdown import md_cell
+from gatekeeper.report.safe_text import md_cell
 from gatekeeper.report.records import RecordWriter, read_records
 from gatekeeper.report import render_summary_json
 from gatekeeper.report.textdiff import text_pair, visible
-from gatekeeper.report.writer import write_reports
+from gatekeeper.report.run.files import write_reports
 from gatekeeper.evidence import from_json
 from report_runs import rollback_run
 

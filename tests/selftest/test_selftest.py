@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from gatekeeper.engine.faults import FAULTS
-from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
-from gatekeeper.report.selftest_view import selftest_html
+from gatekeeper.report.selftest.data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest.view import selftest_html
 from gatekeeper.results import Verdict
 from gatekeeper.run_summary import SummaryInvalid, SummaryMissing, SummaryUnreadable
 from gatekeeper.selftest.cells import FAULT_CELLS, SelftestCell, cells, uncovered

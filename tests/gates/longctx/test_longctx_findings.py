@@ -14,7 +14,7 @@ from gatekeeper.gates.longctx.checks import (AgreementFinding, BatchFeaturesFind
                                              NeedleGridFinding, RecallFinding, SessionsSetAside, SharedPrefixFinding,
                                              ToolCallsFinding, ToolResultFinding, ToolStreamFinding,
                                              TriggerConditionsFinding)
-from gatekeeper.report.correctness_table import build_table
+from gatekeeper.report.correctness.table import build_table
 from findings_util import assert_keys_in_order, assert_round_trips, stored
 from gatekeeper.results import CheckResult, Coverage, GateResult, Status
 

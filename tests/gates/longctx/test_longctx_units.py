@@ -183,7 +183,7 @@ def test_json_sample_exposes_its_schema():
 
 
 def test_heatmap_evidence_renders_as_an_svg_grid():
-    from gatekeeper.report.viewmodel import evidence_view
+    from gatekeeper.report.evidence_view import evidence_view
     from gatekeeper.evidence import from_json
 
     view = evidence_view(from_json("heatmap", "needle grid", {

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from gatekeeper.gates.performance import checks
 from gatekeeper.gates.performance.checks import (CapacityFinding, ComparisonFinding, HistoryFinding, MeasurementFinding,
                                                  PrimaryFinding, PrimaryNoise, QuietWaits, SloLimits)
-from gatekeeper.report.perf_gate_view import baseline_of, seed_table
+from gatekeeper.report.performance.gate_table import baseline_of, seed_table
 from findings_util import stored
 from gatekeeper.results import CheckResult, Status
 

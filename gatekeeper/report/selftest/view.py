@@ -4,7 +4,7 @@ One row per cell: its faults, a mark per gate (● the gate that caught the faul
 blocking FAIL; ○ an intended gate that did not get to it or did not catch it), the verdict, the
 outcome in its colour and the time. Above the table, the tally in one sentence. `selftest_page`
 makes the display values so the template only loops; the report package's Jinja2 environment
-(html.py) autoescapes them.
+(report/html.py) autoescapes them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gatekeeper.report.html import render_page
-from gatekeeper.report.selftest_data import CellOutcome, SelftestResult
+from gatekeeper.report.selftest.data import CellOutcome, SelftestResult
 
 _COLOUR = {"caught at an intended gate": "#1a7f37", "clean": "#1a7f37", "caught earlier": "#9a6700",
            "caught elsewhere": "#9a6700", "missed": "#cf222e", "false alarm": "#cf222e", "not judged": "#6e7781",

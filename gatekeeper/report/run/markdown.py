@@ -8,29 +8,30 @@ relative (they sit beside summary.md, as CI artifacts do), or under the URL the 
 published at (`--report-url BASE`: `ReportData.links`), so that they work in a PR comment.
 Model output and reasons can hold markdown or HTML, so cell text has `|`, `<`, `>`, `&`,
 backticks, brackets, `*`, newlines and control characters neutralised, `@mentions` and `#123`
-references defused, and long text is cut: PR comments are limited to 65,536 characters.
+references defused (`md_cell`, `md_code`: safe_text.py), and long text is cut: PR comments are
+limited to 65,536 characters.
 """
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
-from gatekeeper.gates.shadow import checks as shadow_checks
-from gatekeeper.report.perf_gate_view import performance_gate, seed_table
-from gatekeeper.report.data import ReportData, coverage_text, limits_text
-from gatekeeper.report.interface import Renderer
-from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.report.viewmodel import provenance
 from gatekeeper.evidence import TextPair
+from gatekeeper.gates.shadow import checks as shadow_checks
+from gatekeeper.report.correctness.what_changed import what_changed
+from gatekeeper.report.header import provenance
 from gatekeeper.report.identity import identify
-from gatekeeper.report.what_changed import what_changed
+from gatekeeper.report.performance.gate_table import performance_gate, seed_table
+from gatekeeper.report.performance.summary import TargetPerformance
+from gatekeeper.report.run.data import ReportData, limits_text
+from gatekeeper.report.run.interface import Renderer
+from gatekeeper.report.safe_text import md_cell, md_code
+from gatekeeper.report.statuses import coverage_text
 from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 
 MAX_LISTED_CHECKS = 40
 MAX_LISTED_REASONS = 10
-MAX_CELL_CHARS = 300
 MAX_TOTAL_CHARS = 60_000  # GitHub rejects PR comments over 65,536 characters
 
 _VERDICT_MARK = {Verdict.PROMOTE: "✅", Verdict.HOLD: "⚠️", Verdict.ROLLBACK: "❌"}
@@ -41,33 +42,6 @@ _STATUS_MARK = {
     Status.SKIP: "⏭️ SKIP",
     Status.ERROR: "💥 ERROR",
 }
-
-
-_ESCAPES = (
-    ("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"),
-    ("|", "\\|"), ("`", "\\`"), ("[", "\\["), ("]", "\\]"), ("*", "\\*"),
-)
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
-# "@name" pings a GitHub user and "#12" cross-references an issue: a zero-width space after
-# the sign keeps model output from doing either in a PR comment.
-_PING = re.compile(r"([@#])(?=[\w-])")
-
-
-def md_cell(text: object, limit: int = MAX_CELL_CHARS) -> str:
-    """Text made safe for one markdown table cell (or list item): one line, no markup."""
-    s = " ".join(str(text).split())
-    if len(s) > limit:
-        s = s[: limit - 1] + "…"
-    for raw, safe in _ESCAPES:
-        s = s.replace(raw, safe)
-    s = _CONTROL.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f" else "\u2421", s)
-    return _PING.sub("\\1\u200b", s)
-
-
-def md_code(text: object) -> str:
-    """Text for inside a `code span` in a table: one line, no backticks, pipes escaped
-    (entities are not decoded inside code spans, so `<` stays as it is)."""
-    return " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")[:MAX_CELL_CHARS]
 
 
 def _explains_verdict(check: CheckResult, verdict: Verdict) -> bool:

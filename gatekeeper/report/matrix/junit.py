@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from gatekeeper.report.junit import xml_text
-from gatekeeper.report.matrix_data import MatrixCell, MatrixCheck, MergedMatrix
+from gatekeeper.report.safe_text import xml_text
+from gatekeeper.report.matrix.data import MatrixCell, MatrixCheck, MergedMatrix
 
 _TAG = {"FAIL": "failure", "ERROR": "error", "SKIP": "skipped"}
 

@@ -7,7 +7,7 @@ checks of each cell folded under `<details>`.
 
 from __future__ import annotations
 
-from gatekeeper.report.matrix_data import MergedMatrix
+from gatekeeper.report.matrix.data import MergedMatrix
 
 MAX_FAILING_PER_CELL = 3
 

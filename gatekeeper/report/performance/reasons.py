@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gatekeeper.report.data import badge_status
-from gatekeeper.report.perf_gate_view import performance_gate
+from gatekeeper.report.performance.gate_table import performance_gate
+from gatekeeper.report.statuses import badge_status
 from gatekeeper.results import CheckResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 

@@ -22,29 +22,25 @@ Each testcase's `time` is the check's own duration (the work it timed, else the 
 gate's previous check; checks decided from one shared batch of requests each carry the batch's
 time, docs/ci-outputs.md) and `timestamp` when it was recorded; each suite's `timestamp` is when its gate started. Model
 output can contain anything, so text goes through xml.etree (which escapes markup) after
-characters XML 1.0 cannot carry at all (NUL, most C0 controls, lone surrogates) are replaced.
+characters XML 1.0 cannot carry at all (NUL, most C0 controls, lone surrogates) are replaced
+(`xml_text`, safe_text.py).
 """
 
 from __future__ import annotations
 
-import re
 import xml.etree.ElementTree as ET
 
-from gatekeeper.report.data import ReportData, StatusCounts, coverage_text
-from gatekeeper.report.interface import Renderer
-from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.identity import identify
+from gatekeeper.report.jsonable import dumps
+from gatekeeper.report.run.data import ReportData
+from gatekeeper.report.run.interface import Renderer
+from gatekeeper.report.safe_text import xml_text
+from gatekeeper.report.statuses import StatusCounts, coverage_text
 from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
 VERDICT_SUITE = "gatekeeper.verdict"
 VERDICT_TESTCASE = "verdict"  # stable across runs and verdicts: CI test history follows it by name
-_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-
-
-def xml_text(value: object) -> str:
-    """`value` as a string XML 1.0 can hold: illegal characters become U+FFFD."""
-    return _XML_ILLEGAL.sub("\ufffd", str(value))
 
 
 def _seconds(value: float) -> str:

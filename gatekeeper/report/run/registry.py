@@ -7,11 +7,11 @@ reads. Everything else that names the report files reads this tuple: `write_repo
 
 from __future__ import annotations
 
-from gatekeeper.report.html import CorrectnessHtmlRenderer, PerformanceHtmlRenderer
-from gatekeeper.report.interface import Renderer
-from gatekeeper.report.junit import JunitRenderer
-from gatekeeper.report.markdown import MarkdownRenderer
-from gatekeeper.report.summary_json import SummaryJsonRenderer
+from gatekeeper.report.run.interface import Renderer
+from gatekeeper.report.run.junit import JunitRenderer
+from gatekeeper.report.run.markdown import MarkdownRenderer
+from gatekeeper.report.run.pages import CorrectnessHtmlRenderer, PerformanceHtmlRenderer
+from gatekeeper.report.run.summary_json import SummaryJsonRenderer
 
 RENDERERS: tuple[Renderer, ...] = (
     SummaryJsonRenderer(),

@@ -1,26 +1,26 @@
-"""The report data: everything the renderers read, derived from a `RunResult` once.
+"""The report data: everything the run's renderers read, derived from a `RunResult` once.
 
-`build_report_data(run, report_files)` computes what more than one report shows (the performance summary,
-the checks counted by status for the run and for each gate, and the names of the report
-files, so one report can point to the others, and where such links point) into a frozen `ReportData`. Every renderer takes
+`build_report_data(run, report_files)` computes what more than one report shows (the correctness
+table, correctness/table.py; the performance summary, performance/summary.py; the checks counted
+by status for the run and for each gate; and the names of the report files, so one report can
+point to the others, and where such links point) into a frozen `ReportData`. Every renderer takes
 that value and only formats it; none of them derives these figures again, so the reports of a
-run cannot disagree with each other.
+run cannot disagree with each other. The pages' own families (correctness/, performance/) never
+import this module: the renderers of pages.py hand them the parts of `ReportData` they show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from gatekeeper.detection import DetectionLimit
-from gatekeeper.report.correctness_table import CorrectnessRow, build_table
-from gatekeeper.report.performance import PerformanceSummary, summarize_performance
+from gatekeeper.report.correctness.table import CorrectnessRow, build_table
+from gatekeeper.report.performance.summary import PerformanceSummary, summarize_performance
+from gatekeeper.report.statuses import StatusCounts
 from gatekeeper.report_links import RELATIVE, ReportLinks
-from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status
-
-StatusCounts = Mapping[Status, int]
-"""Checks by status: every `Status` in declaration order, zeros included."""
+from gatekeeper.results import CheckResult, GateResult, RunResult, Status
 
 
 @dataclass(frozen=True)
@@ -43,21 +43,6 @@ class ReportData:
     def gates(self) -> Iterable[tuple[GateResult, StatusCounts]]:
         """Each gate of the run with its checks counted by status."""
         return zip(self.run.gates, self.gate_counts, strict=True)
-
-
-def badge_status(c: CheckResult) -> str:
-    """A check's status as the pages show it: "UNDECIDED" for a check the evidence left open
-    (a WARN that is not judged), else its status."""
-    return "UNDECIDED" if c.undecided else c.status.value
-
-
-def coverage_text(coverage: Coverage | None) -> str:
-    """A gate's coverage in a few words, e.g. "40/54 (74%, min 60%)"; "–" for a gate not run."""
-    if coverage is None:
-        return "–"
-    if coverage.share is None:
-        return f"nothing judged (min {coverage.min_share:.0%})"
-    return f"{coverage.judged}/{coverage.total} ({coverage.share:.0%}, min {coverage.min_share:.0%})"
 
 
 def limits_text(run: RunResult, most: int = 3) -> list[str]:

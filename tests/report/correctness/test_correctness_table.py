@@ -3,7 +3,7 @@ streamed variant fails its row (as in a real run whose streamed tool parser brea
 
 from __future__ import annotations
 
-from gatekeeper.report.correctness_table import build_table
+from gatekeeper.report.correctness.table import build_table
 from gatekeeper.results import CheckResult, Coverage, GateResult, RunResult, Status, Verdict
 
 

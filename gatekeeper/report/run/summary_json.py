@@ -11,11 +11,11 @@ import dataclasses
 from typing import Any
 
 from gatekeeper import __version__
-from gatekeeper.report.data import ReportData
-from gatekeeper.report.interface import Renderer
-from gatekeeper.report.jsonable import dumps
-from gatekeeper.report.serialise import counts_json, gate_json
 from gatekeeper.report.identity import identify
+from gatekeeper.report.jsonable import dumps
+from gatekeeper.report.run.data import ReportData
+from gatekeeper.report.run.interface import Renderer
+from gatekeeper.report.serialise import counts_json, gate_json
 from gatekeeper.results import GateResult, RunResult, TargetInfo
 
 SUMMARY_FORMAT = "gatekeeper.summary/1"

@@ -2,9 +2,9 @@
 
 `gatekeeper report merge` (matrix/merge.py) loads the cells' run directories, judges them, and
 hands a `MergedMatrix` to the renderers: merged.json (`MergedMatrix.to_json`, format
-gatekeeper.merged/1), summary.md (matrix_markdown.py), junit.xml (matrix_junit.py) and
-merged.html (matrix_view.py), all written by matrix_writer.py. The renderers only format these
-values; the verdict, its reasons and the localisation sentence are decided before they get here.
+gatekeeper.merged/1), summary.md (markdown.py), junit.xml (junit.py) and merged.html
+(view.py), all written by files.py. The renderers only format these values; the verdict, its
+reasons and the localisation sentence are decided before they get here.
 Verdicts are `Verdict` values here; the renderers write their text.
 """
 

@@ -3,7 +3,7 @@
 `matrix_page` turns the `MergedMatrix` into display values (every axis value a string, each
 verdict and gate status a `Badge` with its colour, the expectation with ✓ / ✗, each cell's
 record as YAML), so the template only loops; the report package's Jinja2 environment
-(html.py) autoescapes it, so a cell, axis value or reason holding markup shows as text. The
+(report/html.py) autoescapes it, so a cell, axis value or reason holding markup shows as text. The
 page reads: the verdict, the localisation and the reasons, the cells × gates table, the first
 failing checks of each cell, then every cell's execution-path record.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gatekeeper.report.html import render_page
-from gatekeeper.report.matrix_data import MergedMatrix
+from gatekeeper.report.matrix.data import MergedMatrix
 
 MAX_FAILING_PER_CELL = 5
 _COLOUR = {"PROMOTE": "#1a7f37", "HOLD": "#9a6700", "ROLLBACK": "#cf222e", "PASS": "#1a7f37", "WARN": "#9a6700",

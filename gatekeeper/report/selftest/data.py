@@ -4,7 +4,7 @@ selftest/run.py runs the cells and judges each (`CellOutcome`: caught at an inte
 caught earlier or elsewhere, missed, not judged; for a clean cell clean, false alarm or
 inconclusive), then tallies them into a `SelftestResult`. That value is written as
 selftest.json (`SelftestResult.to_json`, format gatekeeper.selftest/1) and rendered as
-selftest.html (selftest_view.py).
+selftest.html (view.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The view of performance.html, built from the report data.
+"""The view of performance.html, from the parts of the run's report data the page shows.
 
-In reading order: the verdict with the performance gate's own reasons (perf_reasons.py); the
-gate's table (perf_gate_view.py) of the figures judged against a budget; its key charts (the
+In reading order: the header (header.py) with the performance gate's own reasons (reasons.py); the
+gate's table (gate_table.py) of the figures judged against a budget; its key charts (the
 ratios with their intervals, the capacity curves with the SLO); the rest of the table folded
 (startup, capacity, cost, the figures only reported); its failures; the gate's checks. Then what
 the correctness gates observed: per-target figures (transposed, with candidate/reference ratios —
@@ -11,18 +11,21 @@ shared axis.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
 from gatekeeper.report import charts
-from gatekeeper.report.data import ReportData
+from gatekeeper.report.gate_view import failures, gate_view
+from gatekeeper.report.header import RunView
 from gatekeeper.report.key_charts import key_charts
-from gatekeeper.report.performance import TargetPerformance
-from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE, baseline_of, seed_table
-from gatekeeper.report.perf_reasons import performance_reasons
-from gatekeeper.report.viewmodel import failures, gate_view, run_view
+from gatekeeper.report.performance.gate_table import PERFORMANCE_GATE, baseline_of, seed_table
+from gatekeeper.report.performance.reasons import performance_reasons
+from gatekeeper.report.performance.summary import PerformanceSummary, TargetPerformance
+from gatekeeper.report.statuses import StatusCounts
+from gatekeeper.results import GateResult, RunResult
 
 
 @dataclass(frozen=True)
@@ -32,8 +35,6 @@ class PerfRow:
     cells: tuple[str, ...]
     meaningful: bool
     reason: str
-
-
 
 
 def _ms(value: float | None) -> str:
@@ -74,14 +75,15 @@ def _gate_row(p: TargetPerformance) -> PerfRow:
     return PerfRow(cells, p.meaningful, p.not_meaningful_reason or "")
 
 
-def performance_view(data: ReportData, page: str = "") -> dict[str, Any]:
-    """Everything performance.html.j2 needs (`page`: its file name, left out of the file links).
+def performance_view(header: RunView, run: RunResult, gates: Sequence[tuple[GateResult, StatusCounts]],
+                     perf: PerformanceSummary) -> dict[str, Any]:
+    """Everything performance.html.j2 needs: `header` on top, then `run`'s performance gate (from
+    `gates`: each gate of the run with its checks counted by status) and the performance summary.
 
     The per-target table is transposed (one row per figure, one column per target, then the
     candidate/reference ratio) so it fits a narrow window; the per-gate table has one row per
     gate and target.
     """
-    run, perf = data.run, data.performance
     candidate = next((p for p in perf.targets if p.role == "candidate"), None)
     caveat = "" if candidate is None or candidate.meaningful else str(candidate.not_meaningful_reason)
     has_ratio = bool(perf.candidate_vs_reference)
@@ -103,7 +105,7 @@ def performance_view(data: ReportData, page: str = "") -> dict[str, Any]:
         values = [t.e2e_s * 1000 for t in run.timings if t.target == p.role]
         if values:
             histograms.append(charts.histogram_svg(values, f"{p.role}: end-to-end latency (ms)", x_range=shared))
-    gate = next(((g, counts) for g, counts in data.gates() if g.id == PERFORMANCE_GATE), None)
+    gate = next(((g, counts) for g, counts in gates if g.id == PERFORMANCE_GATE), None)
     ran = gate is not None and gate[0].excluded is None and gate[0].coverage is not None  # not stopped before it
     table = seed_table(gate[0], run) if gate else ()
     return {
@@ -114,7 +116,7 @@ def performance_view(data: ReportData, page: str = "") -> dict[str, Any]:
         "key_charts": key_charts((gate[0],)) if ran and gate else (),
         "failures": failures((gate[0],)) if ran and gate else (),
         "perf_reasons": performance_reasons(run),
-        "run": run_view(data, page=page),
+        "run": header,
         "caveat": caveat,
         "columns": columns,
         "figure_rows": tuple(figure_rows),

@@ -9,9 +9,9 @@ from html import escape
 from gatekeeper.evidence import Log
 from gatekeeper.gates.startup.checks import NEW_WARNINGS
 from gatekeeper.report import render_correctness_html
-from gatekeeper.report.markdown import MarkdownRenderer
-from gatekeeper.report.data import build_report_data
-from gatekeeper.report.what_changed import MAX_WARNINGS, what_changed
+from gatekeeper.report.run.markdown import MarkdownRenderer
+from gatekeeper.report.run.data import build_report_data
+from gatekeeper.report.correctness.what_changed import MAX_WARNINGS, what_changed
 from gatekeeper.results import CheckResult, RunResult, Status
 from report_runs import TARGETS, rollback_run
 

@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 
 from gatekeeper.atomic import write_atomic
-from gatekeeper.report.matrix_data import MergedMatrix
-from gatekeeper.report.matrix_junit import matrix_junit
-from gatekeeper.report.matrix_markdown import matrix_markdown
-from gatekeeper.report.matrix_view import matrix_html
+from gatekeeper.report.matrix.data import MergedMatrix
+from gatekeeper.report.matrix.junit import matrix_junit
+from gatekeeper.report.matrix.markdown import matrix_markdown
+from gatekeeper.report.matrix.view import matrix_html
 
 
 def record_filename(cell: str) -> str:

@@ -1,6 +1,6 @@
 """Write every final report of a run into its directory, each file atomically.
 
-The raw records (records.jsonl, see records.py) are written during the run by the runner;
+The raw records (records.jsonl, see report/records.py) are written during the run by the runner;
 `write_reports` writes the final files, one per renderer in registry.py, once the verdict is
 known. The report data is built once and each file is rendered completely in memory before
 anything touches disk, so a renderer that raises leaves no file half-written; the other reports
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gatekeeper.redact import NONE, Redactor
 from gatekeeper.atomic import write_atomic
-from gatekeeper.report.data import build_report_data
-from gatekeeper.report.registry import RENDERERS, listed_filenames
+from gatekeeper.report.run.data import build_report_data
+from gatekeeper.report.run.registry import RENDERERS, listed_filenames
 from gatekeeper.report_links import RELATIVE, ReportLinks
 from gatekeeper.results import RunResult
 

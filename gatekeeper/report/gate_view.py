@@ -1,39 +1,32 @@
-"""The data the HTML templates render, built in Python so the templates only loop and branch.
+"""A gate's section and the failure cards, as both HTML pages show them.
 
-`correctness_view(data)` (here) and `performance_view(data)` (performance_view.py) turn the report data
-into plain frozen values: formatted strings, CSS class names, pre-cut text pairs and ready SVG
-charts. Nothing here writes HTML except the charts (charts.py), which escape their own text.
-
-Both pages read top to bottom in the order a reviewer asks: the verdict and its reasons, the page's
-table (docs/bug-classes.md#report-tables), the key charts (key_charts.py), the failures — the checks
-that went against the run (`verdict.check_verdict`), one card per cause (signature.py): two examples
-in full, the rest folded as one line each — and then every gate, its other checks as before, its
-passing ones folded.
+Both pages (correctness.html for the correctness gates, performance.html for the performance
+gate) read the same way after their header and their own table: the key charts (key_charts.py),
+the failures — the checks that went against the run (`verdict.check_verdict`), one card per cause
+(signature.py): two examples in full, the rest folded as one line each — and then every gate, its
+other checks as before, its passing ones folded. This module turns checks and gates into those
+plain frozen values (formatted strings, CSS class names, evidence views with ready SVG charts),
+so the templates only loop and branch; nothing here writes HTML except the charts (charts.py),
+which escape their own text.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from markupsafe import Markup
 
-from gatekeeper.report import charts
-from gatekeeper.report.data import ReportData, StatusCounts, badge_status, coverage_text
 from gatekeeper.evidence import Evidence, Intervals
-from gatekeeper.report.evidence_view import EvidenceView, evidence_view, fmt_metric
-from gatekeeper.report.key_charts import key_charts
-from gatekeeper.report.perf_gate_view import PERFORMANCE_GATE
-from gatekeeper.report.identity import identify
-from gatekeeper.report.what_changed import what_changed
+from gatekeeper.report import charts
+from gatekeeper.report.evidence_view import EvidenceView, clip, evidence_view, fmt_metric, fmt_seconds
+from gatekeeper.report.statuses import StatusCounts, badge_status, coverage_text, shown_counts
+from gatekeeper.results import CheckResult, GateResult, Status, Verdict
 from gatekeeper.signature import group_failures, signature
-from gatekeeper.results import CheckResult, GateResult, RunResult, Status, Verdict
 from gatekeeper.verdict import check_verdict
 
 _PASSED = (Status.PASS, Status.WARN)
-MAX_TOP_REASONS = 3  # the verdict box shows these; the rest fold away under <details>
-MAX_REASON_CHARS = 180  # the verdict box keeps each reason to two lines; the check has it whole
 MAX_LINE_CHARS = 120  # a folded check's reason, on one line at 1280 px
 NUM_EXAMPLES = 2  # checks a failures card with one cause shows in full; the rest fold to a line each
 
@@ -112,52 +105,6 @@ class GateView:
     moved: tuple[FailureGroup, ...] = ()  # its checks shown under Failures, by card
 
 
-@dataclass(frozen=True, kw_only=True)
-class TargetView:
-    """One row of the targets table."""
-
-    role: str
-    kind: str
-    description: str
-    model: str
-    base_url: str
-    version: str
-    startup: str
-    path: str = ""  # the dtype the tolerances assume, and what the user declared
-
-
-@dataclass(frozen=True)
-class RunView:
-    """The page header shared by both reports."""
-
-    run_id: str
-    started_at: str
-    finished_at: str
-    verdict: str
-    headline: str  # the verdict, with "(partial: …)" for a run that left gates out
-    identity: str  # who was compared, in one line (report/identity.py); "" without both targets
-    exit_code: int
-    reasons: tuple[tuple[str | None, str], ...]  # (link to the check it names, or None; text)
-    more_reasons: tuple[tuple[str | None, str], ...]
-    policy: str
-    golden_sets: str
-    seed: int
-    targets: tuple[TargetView, ...]
-    counts: tuple[tuple[str, int], ...] = field(default=())
-    hooks: tuple[tuple[bool, str], ...] = field(default=())  # (ok, "webhook https://… : HTTP 200") per rollback hook
-    provenance: tuple[str, ...] = field(default=())  # where the answers came from, when not (all) from the servers now
-    files: tuple[tuple[str, str], ...] = field(default=())  # (name, link): the run's other files, the targets' logs
-
-
-def _clip(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def fmt_seconds(value: float | None) -> str:
-    """Seconds with a unit, or a dash."""
-    return "–" if value is None else f"{value:.3f} s"
-
-
 def _flatten(metrics: dict[str, Any], prefix: str = "") -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     for key, value in metrics.items():
@@ -192,11 +139,6 @@ def code_spans(paragraph: str) -> tuple[tuple[str, bool], ...]:
     """Split a paragraph into (text, is_code) runs at `backtick` spans, for <code> rendering."""
     parts = _CODE_SPAN.split(paragraph)  # odd indices are the insides of the spans
     return tuple((part, i % 2 == 1) for i, part in enumerate(parts) if part)
-
-
-def _counts(counts: StatusCounts) -> tuple[tuple[str, int], ...]:
-    """(status, number of checks) for the statuses that occur, in status order."""
-    return tuple((s.value, n) for s, n in counts.items() if n)
 
 
 def check_view(c: CheckResult, shown_as_failure: bool = True) -> CheckView:
@@ -251,7 +193,7 @@ def failure_group(checks: tuple[CheckResult, ...]) -> FailureGroup:
         family=first.family or "",
         cause=signature(first).cause,
         examples=tuple(check_view(c) for c in examples),
-        rest=tuple(FoldedCheck(c.id, badge_status(c), "blocking" if c.blocking else "advisory", _clip(c.reason, MAX_LINE_CHARS))
+        rest=tuple(FoldedCheck(c.id, badge_status(c), "blocking" if c.blocking else "advisory", clip(c.reason, MAX_LINE_CHARS))
                    for c in checks if c.id not in shown),
     )
 
@@ -295,90 +237,10 @@ def gate_view(g: GateResult, counts: StatusCounts) -> GateView:
         status=g.status.value if _ran(g) else "not run",  # left out, or stopped by an earlier gate: no roll-up
         stopped_run=g.stopped_run,
         duration=fmt_seconds(g.duration_s),
-        counts=_counts(counts),
+        counts=shown_counts(counts),
         coverage=coverage_text(g.coverage),
         notes=g.notes,
         family_chart=family_chart(g.checks),
         checks=tuple(check_view(c, _ran(g)) for c in g.checks),
         moved=failures((g,)),
     )
-
-
-def _linked(reason: str, links: dict[str, str]) -> tuple[str | None, str]:
-    """A verdict reason with the link to the check it names, or None."""
-    head = re.match(r"[^\s:]*", reason).group(0)  # type: ignore[union-attr]  # matches "" at worst
-    return links.get(head), _clip(reason)
-
-
-def run_files(data: ReportData, page: str) -> tuple[tuple[str, str], ...]:
-    """The run directory's files a reader of `page` looks for next, as (name, link): the other
-    reports, the check records, the recorded answers and each launched target's log (the first
-    places a failed request's evidence points to). A re-judged run's directory holds no logs: its
-    recording's does."""
-    names = [n for n in data.report_files if n != page] + ["records.jsonl", "answers/"]
-    if not data.run.rejudged_from:
-        names += [f"{t.role}.log" for t in data.run.targets if t.kind != "url"]
-    return tuple((n, n) for n in names)  # beside the page, in the run directory: relative, also under --report-url
-
-
-def run_view(data: ReportData, other_page: str = "", page: str = "") -> RunView:
-    """The header: verdict, reasons (each linked to its check: on this page, the correctness
-    one, or on `other_page` for a performance check), targets, and the run's files (`page`: the
-    one being written, not listed)."""
-    run = data.run
-    links = {c.id: (f"{other_page}#check-{c.id}" if g.id == PERFORMANCE_GATE else f"#check-{c.id}")
-             for g in run.gates for c in g.checks}
-    return RunView(
-        run_id=run.run_id,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        verdict=run.verdict.value,
-        headline=run.headline,
-        identity=who.line if (who := identify(run.targets)) is not None else "",
-        exit_code=run.exit_code,
-        reasons=tuple(_linked(r, links) for r in run.reasons[:MAX_TOP_REASONS]),
-        more_reasons=tuple(_linked(r, links) for r in run.reasons[MAX_TOP_REASONS:]),
-        policy=run.policy,
-        golden_sets=", ".join(run.golden_sets),
-        seed=run.seed,
-        targets=tuple(
-            TargetView(role=t.role, kind=t.kind, description=t.description, model=t.model, base_url=t.base_url,
-                       version=t.version or "–", startup=fmt_seconds(t.startup_s), path=_path(t.dtype, t.declared, t.observed))
-            for t in run.targets
-        ),
-        counts=_counts(data.counts),
-        hooks=tuple((h.ok, f"{h.kind} {h.target}: {h.detail}") for h in run.hooks),
-        provenance=provenance(run),
-        files=run_files(data, page),
-    )
-
-
-def provenance(run: RunResult) -> tuple[str, ...]:
-    """Where the judged answers came from, when not every one from the servers during this run."""
-    lines = []
-    if run.rejudged_from:
-        carried = [g.id for g in run.gates if g.reused]
-        lines.append(f"Re-judged: every answer comes from the recording of run {run.rejudged_from}; no server was asked"
-                     + (f"; carried over as measured: {', '.join(carried)}" if carried else "") + ".")
-    if run.reference_cache is not None:
-        lines.append(run.reference_cache.line[0].upper() + run.reference_cache.line[1:] + ".")
-    return tuple(lines)
-
-
-def correctness_view(data: ReportData, performance_page: str = "", page: str = "") -> dict[str, Any]:
-    """Everything correctness.html.j2 needs; `performance_page` is where a reason that names a
-    performance check links to, `page` this page's file name (left out of the file links)."""
-    gates = tuple(g for g in data.run.gates if g.id != PERFORMANCE_GATE)
-    return {"run": run_view(data, performance_page, page), "changed": what_changed(data.run), "table": data.correctness,
-            "key_charts": key_charts(gates),
-            "failures": failures(gates),
-            "gates": tuple(gate_view(g, counts) for g, counts in data.gates() if g.id != PERFORMANCE_GATE)}
-
-
-def _path(dtype: str, declared: tuple[tuple[str, str], ...], observed: tuple[tuple[str, str], ...] = ()) -> str:
-    """e.g. "bfloat16 (declared: dtype=bfloat16, tp=4; states: dtype=bfloat16, tp=4)" or
-    "float32 (nothing declared; states nothing)"."""
-    said = ", ".join(f"{k}={v}" for k, v in declared)
-    seen = ", ".join(f"{k}={v}" for k, v in observed)
-    return (f"{dtype} (" + (f"declared: {said}" if said else "nothing declared")
-            + (f"; states: {seen}" if seen else "; states nothing") + ")")
