@@ -1,7 +1,8 @@
 """The bisect's report: `bisect.json` (format gatekeeper.bisect/1), `bisect.md` (for a CI
 summary) and `bisect.html` (rendered with the report package's Jinja2 environment: autoescaped),
-each written atomically. Every step's evidence is there: the build, its outcome and why, each
-bisected check's status and figures, the seeds, the wall time and the run directories."""
+rendered in memory, then written by the report package's writer, each atomically. Every step's
+evidence is there: the build, its outcome and why, each bisected check's status and figures, the
+seeds, the wall time and the run directories."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from gatekeeper.bisect.driver import BisectResult
-from gatekeeper.atomic import write_atomic
 from gatekeeper.report.html import render_page
+from gatekeeper.report.writer import write_pages
 
 FORMAT = "gatekeeper.bisect/1"
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -86,6 +87,5 @@ def write(r: BisectResult, out: Path) -> list[Path]:
     data = to_json(r)
     steps = [{**s.to_json(), "figures": {cid: _figures(c) for cid, c in s.checks.items()}} for s in r.steps]
     html = render_page("bisect.html.j2", data=data, steps=steps, exact=r.answer.exact, decided=r.decided)
-    return [write_atomic(out / "bisect.json", json.dumps(data, indent=2) + "\n"),
-            write_atomic(out / "bisect.md", markdown(r)),
-            write_atomic(out / "bisect.html", html)]
+    return write_pages(out, [("bisect.json", json.dumps(data, indent=2) + "\n"), ("bisect.md", markdown(r)),
+                             ("bisect.html", html)])

@@ -8,8 +8,9 @@ then the metric deltas and intervals. Nothing is judged here; diff.py decides.
 
 Reasons and ids can hold model output: compare.md escapes every cell with `md_cell` /
 `md_code` (the summary.md rules), compare.html is rendered by the report package's Jinja2
-environment (autoescaped), and console lines have control characters replaced. Both files are
-written atomically.
+environment (autoescaped), and console lines have control characters replaced. compare.html,
+compare.md and compare.json are rendered in memory, then written by the report package's writer,
+each atomically.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gatekeeper.compare.diff import RunComparison, plan_of, status_label
-from gatekeeper.atomic import write_atomic
+from gatekeeper.compare.json_form import to_text
 from gatekeeper.report.html import render_page
 from gatekeeper.report.safe_text import md_cell, md_code
+from gatekeeper.report.writer import write_pages
 from gatekeeper.results import CheckResult
 
 MAX_CONSOLE_ROWS = 20  # per list on the console; compare.html and compare.json list everything
@@ -216,8 +218,5 @@ def html(c: RunComparison) -> str:
 
 
 def write(c: RunComparison, out: Path) -> list[Path]:
-    """compare.html, compare.md and compare.json in `out` (which must exist), each written atomically."""
-    from gatekeeper.compare.json_form import to_text
-
-    return [write_atomic(out / "compare.html", html(c)), write_atomic(out / "compare.md", markdown(c)),
-            write_atomic(out / "compare.json", to_text(c))]
+    """compare.html, compare.md and compare.json in `out`, each written atomically."""
+    return write_pages(out, [("compare.html", html(c)), ("compare.md", markdown(c)), ("compare.json", to_text(c))])

@@ -15,7 +15,8 @@ One folder per page family, the pieces more than one family uses here beside the
   pages through it too), the header and gate sections both HTML pages show (header.py,
   gate_view.py, key_charts.py, evidence_view.py, charts.py, textdiff.py), statuses.py and
   identity.py (how a status and who was compared read everywhere), safe_text.py (markdown and
-  XML text), and records.py / serialise.py / jsonable.py (the JSON forms).
+  XML text), records.py / serialise.py / jsonable.py (the JSON forms), and writer.py
+  (`write_pages`: the one writer every page of every family goes through, atomically).
 
 Public API: `write_reports(run, out_dir)`, `RecordWriter(path).write(check)`, `report_data(run)`,
 and one function per format that renders a single run (for tests and tools; the run itself

@@ -8,9 +8,10 @@ a catch). A clean cell that does not PROMOTE is a false alarm (ROLLBACK) or inco
 The catching gate is the earliest gate, by stage, with a blocking FAIL.
 
 The judgement is a `SelftestResult` (report/selftest/data.py), written to OUT as `selftest.json`
-and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest/view.py); each
-cell's run goes under `OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary
-from the same arguments is kept (resumable).
+and `selftest.html` (the fault × gate detection matrix, rendered by report/selftest/view.py)
+through the report package's writer (report/writer.py); each cell's run goes under
+`OUT/<cell>/<run-id>/`. A cell whose run directory already holds a summary from the same
+arguments is kept (resumable).
 
 Each run's summary.json is read by `gatekeeper.run_summary`. A run that left no summary that reads
 (no run directory, no file, corrupt, no verdict: a `SummaryError`) decided nothing: its fault cell
@@ -34,6 +35,7 @@ from gatekeeper.config.run_config import find_file
 from gatekeeper.gates.registry import select
 from gatekeeper.report.selftest.data import CellOutcome, SelftestResult
 from gatekeeper.report.selftest.view import selftest_html
+from gatekeeper.report.writer import write_pages
 from gatekeeper.results import Status, Verdict
 from gatekeeper.run_summary import SUMMARY_FILE, RunSummary, SummaryError, SummaryMissing, read_summary
 from gatekeeper.selftest.cells import SelftestCell, cells, uncovered
@@ -152,8 +154,8 @@ def run_selftest(out: Path, quick: bool, extra: Sequence[str], progress: Callabl
         progress(f"[{i}/{len(chosen)}] {cell.id}: {said}, {r.outcome}" + (f" ({r.caught_at})" if r.caught_at else "")
                  + f" in {r.seconds:.0f} s")
     result = _result(results, quick, time.perf_counter() - started)
-    write_atomic(out / "selftest.json", json.dumps(result.to_json(), indent=2) + "\n")
-    write_atomic(out / "selftest.html", selftest_html(result, GATE_ORDER))
+    write_pages(out, [("selftest.json", json.dumps(result.to_json(), indent=2) + "\n"),
+                      ("selftest.html", selftest_html(result, GATE_ORDER))])
     return result
 
 

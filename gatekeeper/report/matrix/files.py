@@ -1,9 +1,9 @@
-"""The merged matrix's report files, each written atomically into the merge's directory.
+"""The merged matrix's report files, written into the merge's directory by the report package's writer.
 
 merged.json, summary.md, junit.xml and merged.html, and each cell's execution-path record as
 `records/<cell>.yaml` (the cell's id with anything but word characters, `.`, `=` and `-` made
-`_`). Every file is rendered in memory before the first one is written, so a renderer that
-raises leaves no report half-made.
+`_`). Every file is rendered in memory before the first one is written (writer.py), so a renderer
+that raises leaves no report half-made.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import json
 import re
 from pathlib import Path
 
-from gatekeeper.atomic import write_atomic
 from gatekeeper.report.matrix.data import MergedMatrix
 from gatekeeper.report.matrix.junit import matrix_junit
 from gatekeeper.report.matrix.markdown import matrix_markdown
 from gatekeeper.report.matrix.view import matrix_html
+from gatekeeper.report.writer import write_pages
 
 
 def record_filename(cell: str) -> str:
@@ -26,10 +26,8 @@ def record_filename(cell: str) -> str:
 
 def write_merged(m: MergedMatrix, out: Path) -> list[Path]:
     """Write every report file of `m` into `out` (made if missing); returns their paths."""
-    files = [*((Path("records") / record_filename(c.cell), c.record_yaml) for c in m.cells),
-             (Path("merged.json"), json.dumps(m.to_json(), indent=2, ensure_ascii=False) + "\n"),
-             (Path("summary.md"), matrix_markdown(m)),
-             (Path("junit.xml"), matrix_junit(m)),
-             (Path("merged.html"), matrix_html(m))]
-    (out / "records").mkdir(parents=True, exist_ok=True)
-    return [write_atomic(out / name, text) for name, text in files]
+    return write_pages(out, [*((f"records/{record_filename(c.cell)}", c.record_yaml) for c in m.cells),
+                             ("merged.json", json.dumps(m.to_json(), indent=2, ensure_ascii=False) + "\n"),
+                             ("summary.md", matrix_markdown(m)),
+                             ("junit.xml", matrix_junit(m)),
+                             ("merged.html", matrix_html(m))])
