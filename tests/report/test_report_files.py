@@ -1,5 +1,5 @@
-"""Files on disk: atomic writes leave no partial file, records survive as they are written,
-and write_reports produces all five reports."""
+"""Files on disk: atomic writes leave no partial file, the one page writer writes what it is
+handed, records survive as they are written, and write_reports produces all five reports."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from gatekeeper.atomic import write_atomic
 from gatekeeper.report.run.pages import CorrectnessHtmlRenderer
 from gatekeeper.report.records import RECORD_FORMAT, RecordWriter, read_records
 from gatekeeper.report.run.files import write_reports
+from gatekeeper.report.writer import write_pages
 from report_runs import promote_run, rollback_run
 
 
@@ -59,6 +60,14 @@ def test_write_atomic_failure_mid_write_leaves_nothing(tmp_path: Path, monkeypat
     with pytest.raises(Boom):
         write_atomic(tmp_path / "junit.xml", "x" * 100_000)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_write_pages_writes_each_page_in_order_making_its_folders(tmp_path: Path) -> None:
+    out = tmp_path / "merge"
+    paths = write_pages(out, [("records/cell-a.yaml", "a: 1\n"), ("summary.md", "✓ ok\n")])
+    assert paths == [out / "records" / "cell-a.yaml", out / "summary.md"]
+    assert [p.read_bytes() for p in paths] == [b"a: 1\n", "✓ ok\n".encode()]
+    assert not [p for p in out.rglob(".*")]
 
 
 def test_write_reports_writes_five_complete_files(tmp_path: Path) -> None:
