@@ -25,7 +25,7 @@ def _failing(out) -> list[str]:
 def test_default_run_promotes(tmp_path):
     """PROMOTE — or, in the share of clean runs the performance gate's interval cannot decide on
     this machine (~5% by benchmarks/perf_decidability.py), HOLD for that reason and no other."""
-    out = gk_run(tmp_path)
+    out = gk_run(tmp_path, timeout=900)  # a clean run whose performance gate needs its 12 rounds: ~11 min
     reasons = (out.summary or {}).get("reasons", out.stderr)
     undecided_perf = out.summary is not None and held_only_for_undecided_performance(out.summary)
     assert (out.code == 0 and out.summary["verdict"] == "PROMOTE") or (out.code == 2 and undecided_perf), reasons

@@ -24,6 +24,11 @@ LONGCTX = ("--gates", "longctx")
 # ~55 s beside another test): off where a test is about another check (tests/gates/longctx/test_batch_features.py
 # and the clean default-seed run below keep them).
 NO_BATCHES = {"batch_features": "false"}
+# The session-decay check runs after the needle grid, the block sweep, the prefix cache and the tool
+# cases, and is the gate's longest (12 sessions of 12 rounds): three short sessions where a test is
+# about an earlier check (the decay's own tests keep the default).
+FEW_SESSIONS = {"decay_sessions": 3, "decay_rounds": 2, "decay_alpha": 0.5, "decay_max_excess_slope": 0.9,
+                "recall_max_drop": 0.9, **NO_BATCHES}  # limits so few cells can judge (the policy's check refuses others)
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +105,8 @@ def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_di
 
 @pytest.mark.slow  # ~60 s; the engine-level catch is test_engine_faults::test_kv_stale_reuse_corrupts_only_with_prefix_caching
 def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse")
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", "--policy",
+                 _policy(tmp_path, **NO_BATCHES))
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
     for gate in ("startup", "numerics", "golden"):
         assert out.gate(gate)["status"] in ("PASS", "WARN"), (gate, _failed(out))
@@ -167,7 +173,7 @@ def test_kv_stale_reuse_at_concurrency_1_spares_the_sessions_but_not_later_prefi
 @pytest.mark.slow  # ~55 s; the engine-level catch is in test_engine_faults, gate 5's in test_shadow_gate::test_garbage_fires_its_own_rule
 def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
     own = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "nan-residue", *LONGCTX,
-                 "--policy", _policy(tmp_path, **NO_BATCHES))
+                 "--policy", _policy(tmp_path, **FEW_SESSIONS))
     nan = own.check("longctx.nan_inf")
     assert nan["status"] == "FAIL" and "NaN" in nan["reason"] and nan["metrics"]["non_finite"] > 0
 
@@ -175,7 +181,7 @@ def test_nan_residue_is_caught_and_named(tmp_path, gk_tiny):
 @pytest.mark.slow  # ~40 s; passes its main assertion since gk-tiny v2 (needle grid: short cells pass, long fail)
 def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
     out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "rope-drift", *LONGCTX,
-                 "--policy", _policy(tmp_path, **NO_BATCHES))
+                 "--policy", _policy(tmp_path, **FEW_SESSIONS))
     assert out.summary["verdict"] == "ROLLBACK" and _failed(out)
     grid = out.check("longctx.needle_grid")
     m = grid["metrics"]
@@ -214,7 +220,7 @@ def test_bf16_divergences_in_tool_cases_within_the_dtype_drift_are_not_regressio
     within gate 2's bf16 tolerance of the other side's (`near_tie_drift`). Before the drift rule
     both runs ROLLBACKed on `longctx.tool_calls`; the divergence is now shown, not failed."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16", "--seed", str(seed), *LONGCTX,
-                 "--policy", _policy(tmp_path, **NO_BATCHES))
+                 "--policy", _policy(tmp_path, **FEW_SESSIONS))
     assert not _failed(out), _failed(out)
     tools = out.record("longctx.tool_calls")
     reviewed = [e for e in tools["evidence"] if e["title"].startswith("cases asked again")]
@@ -234,7 +240,7 @@ def test_a_secret_missed_at_a_near_tie_is_forced_and_flips_beyond_the_limit_are_
     the forcing is in the evidence, one row per missed cell."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-opt", "dtype=bf16",
                  "--candidate-fault", "close-call-shift=0.3", "--seed", "1", *LONGCTX,
-                 "--policy", _policy(tmp_path, needle_max_precision_flips=0, **NO_BATCHES))
+                 "--policy", _policy(tmp_path, needle_max_precision_flips=0, **FEW_SESSIONS))
     assert out.summary is not None, out.stderr
     grid = out.check("longctx.needle_grid")
     m = grid["metrics"]
