@@ -92,6 +92,31 @@ class Finding:
         return cls.from_metrics(check.metrics)
 
 
+@dataclass(frozen=True, kw_only=True)
+class RequestFailed(Finding):
+    """A check whose request failed (`GateContext.error_check`; startup's `health`, `canary`): the
+    failure's kind and HTTP status (None: no answer)."""
+
+    error_kind: str
+    status_code: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RefusedByBoth(RequestFailed):
+    """A check whose requests both targets refused alike (`GateContext.refused_by_both`): the
+    refusal, and how many items were not asked."""
+
+    refused_by_both: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LostCapability(Finding):
+    """A check skipped for want of a capability (`GateContext.skip_missing`): the feature, when it
+    is one the candidate lost (gate 1's finding); nothing when only the reference lacks it."""
+
+    lost: str | None = field(default=None, metadata=OPTIONAL)
+
+
 def _written(value: object, pair: bool) -> object:
     if isinstance(value, Finding):
         return value.metrics()

@@ -31,6 +31,7 @@ from gatekeeper.detection import DetectionLimit, Items, rule
 from gatekeeper.errors import EndpointError, gist
 from gatekeeper.golden.golden_set import GoldenSet
 from gatekeeper.evidence import Evidence
+from gatekeeper.gates.finding import Finding, LostCapability, RefusedByBoth, RequestFailed
 from gatekeeper.gates.request_evidence import request_evidence
 from gatekeeper.results import CheckResult, Coverage, GateResult, Judgement, Status
 from gatekeeper.reference_load import ReferenceLoad
@@ -141,7 +142,7 @@ class GateContext(Generic[SettingsT]):
         name: str,
         status: Status,
         reason: str,
-        metrics: dict[str, Any] | None = None,
+        finding: Finding | None = None,
         evidence: Iterable[Evidence] = (),
         family: str | None = None,
         started: float | None = None,
@@ -177,7 +178,7 @@ class GateContext(Generic[SettingsT]):
             status=status,
             blocking=self.blocking_rule(check_id) and not advisory,
             reason=reason,
-            metrics=dict(metrics or {}),
+            metrics={} if finding is None else finding.metrics(),
             evidence=(*request_evidence(failed), *evidence),
             family=family,
             duration_s=since_last if started is None else time.perf_counter() - started,
@@ -193,7 +194,7 @@ class GateContext(Generic[SettingsT]):
 
     def error_check(self, name: str, error: EndpointError, family: str | None = None) -> CheckResult:
         """Record a check that could not run because an endpoint failed (status ERROR)."""
-        return self.check(name, Status.ERROR, str(error), {"error_kind": error.kind, "status_code": error.status}, family=family,
+        return self.check(name, Status.ERROR, str(error), RequestFailed(error_kind=error.kind, status_code=error.status), family=family,
                           failed=(error,))
 
     def refused_by_both(self, name: str, refusal: EndpointError, items: int = 1, family: str | None = None) -> CheckResult:
@@ -202,7 +203,7 @@ class GateContext(Generic[SettingsT]):
         self.not_asked(f"both targets refuse the request (HTTP {refusal.status})", items)
         return self.check(name, Status.SKIP, f"not judged: both targets refuse {'these requests' if items > 1 else 'this request'} "
                           f"alike (HTTP {refusal.status}: {(gist(refusal) or refusal.detail)[:300]}): a feature neither serves",
-                          {"error_kind": refusal.kind, "status_code": refusal.status, "refused_by_both": items}, family=family,
+                          RefusedByBoth(error_kind=refusal.kind, status_code=refusal.status, refused_by_both=items), family=family,
                           advisory=True)
 
     def skip(self, name: str, reason: str, family: str | None = None, advisory: bool = False) -> CheckResult:
@@ -219,8 +220,8 @@ class GateContext(Generic[SettingsT]):
             self.not_asked(f"neither target has {missing.feature}", items)
             return self.skip(name, missing.reason, family, advisory=True)
         self.not_judged("capability missing", items)
-        lost = {"lost": missing.feature} if self.lost(missing.feature) else {}  # the candidate's regression (gate 1's finding)
-        return self.check(name, Status.SKIP, missing.reason, lost, family=family)
+        lost = missing.feature if self.lost(missing.feature) else None  # the candidate's regression (gate 1's finding)
+        return self.check(name, Status.SKIP, missing.reason, LostCapability(lost=lost), family=family)
 
     def missing(self, *features: str, roles: tuple[str, ...] = ()) -> Missing | None:
         """The first of `features` a check cannot run without on `roles` (default both), or None."""

@@ -18,6 +18,7 @@ from typing import Any
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.dead import DeadEngine
 from gatekeeper.evidence import Log
+from gatekeeper.gates.finding import Finding
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Status
 from gatekeeper.endpoints import engine_death
@@ -25,6 +26,25 @@ from gatekeeper.targets.interface import Target
 
 ROLES = ("reference", "candidate")
 """The run's two targets (the runner's, too)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoppedFinding(Finding):
+    """`<gate>.candidate_crashed` for a candidate that stopped answering: whether its process lives."""
+
+    process_alive: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrashFinding(StoppedFinding):
+    """`<gate>.candidate_crashed` for a candidate whose engine died: when, after how many failures
+    in a row, what /health answered, and the gate in which a launch of the reference's build died
+    of the same root cause (None: never, the death is the candidate's)."""
+
+    since: str
+    failed_in_a_row: int
+    health: str
+    shared_with_reference_build: str | None
 
 
 @dataclass(frozen=True)
@@ -76,14 +96,14 @@ def judge(ctx: GateContext, after: Liveness) -> bool:
                      f"; a launch of the reference's build died of the same cause in gate {shared}: a defect both "
                      "builds share, not a regression of the candidate, and what followed cannot be judged. Next: "
                      "re-run (this traffic met the defect's trigger by chance), or gate a release that fixes it"),
-                  {"process_alive": alive["candidate"], "since": dead.since, "failed_in_a_row": dead.failed,
-                   "health": dead.health, "shared_with_reference_build": shared},
+                  CrashFinding(process_alive=alive["candidate"], since=dead.since, failed_in_a_row=dead.failed,
+                               health=dead.health, shared_with_reference_build=shared),
                   [Log("candidate log around its death", log)] if log else [])
         ctx.checks.insert(0, ctx.checks.pop())  # the cause first: the gate's statistics of what followed come second
     elif gone["candidate"] and not gone["reference"] and "reference" not in died:
         how = "its process exited" if not alive["candidate"] else "it no longer accepts connections"
         ctx.check("candidate_crashed", Status.FAIL, f"the candidate stopped answering during gate {ctx.gate_id} "
-                  f"({how}) while the reference kept answering", {"process_alive": alive["candidate"]},
+                  f"({how}) while the reference kept answering", StoppedFinding(process_alive=alive["candidate"]),
                   [Log("candidate log tail", tail)] if tail else [])
         ctx.checks.insert(0, ctx.checks.pop())
     elif gone["reference"] or "reference" in died:

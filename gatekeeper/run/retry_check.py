@@ -27,16 +27,31 @@ Example: "the candidate needed a retry for 41 of 412 requests (10.0%), the refer
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from scipy.stats import fisher_exact
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.evidence import Table
+from gatekeeper.gates.finding import OPTIONAL, Finding
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.results import Judgement, RetryCount, Status
 
 ALPHA = 0.001  # per gate; six gates at most: a false HOLD in under 1% of clean runs
 NAME = "retry_excess"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryFinding(Finding):
+    """`<gate>.retry_excess`: requests sent and retried after a transient failure per side, the
+    test's level, and its p-value once both sides sent requests."""
+
+    candidate_sent: int
+    candidate_retried: int
+    reference_sent: int
+    reference_retried: int
+    alpha: float
+    p_value: float | None = field(default=None, metadata=OPTIONAL)
 
 
 def count(endpoints: Iterable[Endpoint], gate_id: str) -> tuple[RetryCount, ...]:
@@ -70,14 +85,14 @@ def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
     table = Table("requests and retries per target", ["target", "requests", "retries", "of which reconnected",
                                                       "of which rate-limited (429, not compared)"],
                   [[c.role, c.sent, c.retried, c.reconnected, c.rate_limited] for c in counts])
-    metrics = {"candidate_sent": c_sent, "candidate_retried": c_retried, "reference_sent": r_sent,
-               "reference_retried": r_retried, "alpha": ALPHA}
+    found = RetryFinding(candidate_sent=c_sent, candidate_retried=c_retried, reference_sent=r_sent,
+                         reference_retried=r_retried, alpha=ALPHA)
     if not c_sent or not r_sent:
         ctx.check(NAME, Status.SKIP, "not compared: " + ("the candidate" if not c_sent else "the reference")
-                  + " sent no request in this gate", metrics, [table], advisory=True)
+                  + " sent no request in this gate", found, [table], advisory=True)
         return
     p = p_value(c_sent, c_retried, r_sent, r_retried)
-    metrics["p_value"] = p
+    found = replace(found, p_value=p)
     shares = (f"the candidate needed a retry for {c_retried} of {c_sent} requests ({c_retried / c_sent:.1%}), "
               f"the reference side for {r_retried} of {r_sent} ({r_retried / r_sent:.1%})")
     why = _causes(counts)
@@ -85,10 +100,10 @@ def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
         ctx.check(NAME, Status.FAIL, f"{shares}: more than the reference beyond chance (Fisher's exact test, one-sided, "
                   f"p={p:.2g} < {ALPHA:g}){why}; every answer may have arrived in the end, but the candidate's server "
                   "or its network path fails requests the reference's does not: look at its keep-alive and error logs",
-                  metrics, [table], advisory=True, judgement=Judgement.STATISTICAL)
+                  found, [table], advisory=True, judgement=Judgement.STATISTICAL)
     else:
         ctx.check(NAME, Status.PASS, f"{shares}: within chance of the reference's (Fisher's exact test, one-sided, "
-                  f"p={p:.2g}){why}", metrics, [table], advisory=True, judgement=Judgement.STATISTICAL)
+                  f"p={p:.2g}){why}", found, [table], advisory=True, judgement=Judgement.STATISTICAL)
 
 
 def p_value(c_sent: int, c_retried: int, r_sent: int, r_retried: int) -> float:

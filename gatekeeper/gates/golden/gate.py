@@ -186,7 +186,7 @@ class GoldenGate(Gate):
             which = " could not answer" if not good_refs else "'s noise-floor pass failed on this case"
             ctx.not_judged("reference request failed", 1, requests=1)
             ctx.check(name, Status.ERROR, f"the reference{which}, so the case cannot be judged: {err}",
-                      ReferenceFailed(error_kind=err.kind, role="reference").metrics(), family=case.family, failed=(err,))
+                      ReferenceFailed(error_kind=err.kind, role="reference"), family=case.family, failed=(err,))
             rates.add(case.family, passes_absolute(case, cand), None, Status.ERROR)
             return
         ref_ok = [passes_absolute(case, r) for r in good_refs]
@@ -195,7 +195,7 @@ class GoldenGate(Gate):
         found = replace(j.case, judged=j.judged, candidate_passes=cand_ok, reference_passes=ref_ok[0])
         ev = [] if j.status is Status.PASS else [_pair("reference vs candidate", case, good_refs[0], cand)]
         # its time is its candidate request's (the cases went out together, judged after): the request, then the judging
-        ctx.check(name, j.status, j.reason, found.metrics(), ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
+        ctx.check(name, j.status, j.reason, found, ev, family=case.family, started=time.perf_counter() - cand.e2e_s,
                   limit=exact("difference from the reference's answer") if j.judged and not j.forgiven else None,
                   undecided=j.undecided)
         _count(ctx, j)
@@ -213,7 +213,7 @@ class GoldenGate(Gate):
                   f"{sum(ref_changed)})" + (f"; only the candidate: {', '.join(only_cand[:10])}" if only_cand else ""))
         ctx.check(checks.CANDIDATE_REPEAT, Status.WARN if only_cand else Status.PASS, reason,
                   RepeatFinding(candidate_changed=sum(changed), reference_changed=sum(ref_changed), cases=len(changed),
-                                only_candidate=tuple(only_cand)).metrics(),
+                                only_candidate=tuple(only_cand)),
                   judged=Items(sum(not r for r in ref_changed), "answers the candidate does not repeat where the reference does"))
 
     def _streams(self, ctx: GateContext, askers: tuple[Asker, Asker], runnable: list[tuple[str, GoldenCase]],
@@ -286,7 +286,7 @@ class GoldenGate(Gate):
             p = rates.p_value()
             metrics = StreamCutsFinding(candidate_cut=rates.candidate_cut, candidate_streams=rates.candidate_streams,
                                         reference_cut=rates.reference_cut, reference_streams=rates.reference_streams,
-                                        p_value=p, alpha=STREAM_CUT_ALPHA).metrics()
+                                        p_value=p, alpha=STREAM_CUT_ALPHA)
             if p < STREAM_CUT_ALPHA:
                 ctx.check(checks.STREAM_CUTS, Status.FAIL, f"{rates.describe()}: more than the reference beyond chance "
                           f"(Fisher's exact test, one-sided, p={p:.2g} < {STREAM_CUT_ALPHA:g})", metrics,
@@ -324,7 +324,7 @@ class GoldenGate(Gate):
         j: CaseJudgement = judge_stream(case, streamed, plain, pair, noisy, no_finish, cuts_shared)
         ev = [] if j.status is Status.PASS else [_pair("non-streamed vs streamed (candidate)", case, plain, streamed)]
         ctx.check(name, j.status, j.reason if j.reasons else "; ".join(["the streamed answer equals the non-streamed one", *j.notes]),
-                  j.metrics(), ev, family=case.family, started=started,
+                  j.finding(), ev, family=case.family, started=started,
                   limit=exact("difference between the streamed and the non-streamed answer")
                   if j.judged and not j.forgiven else None)
         _count(ctx, j)

@@ -88,10 +88,9 @@ class CaseJudgement:
         self.undecided = True
         self.add(Status.WARN, reason, unjudged=why)
 
-    def metrics(self) -> dict[str, object]:
-        """What was found, as the check's metrics."""
-        found = self.case or self.stream
-        return {} if found is None else found.metrics()
+    def finding(self) -> CaseFinding | StreamFinding | None:
+        """What was found: the case's finding, or the streamed answer's."""
+        return self.case or self.stream
 
     @property
     def judged(self) -> bool:

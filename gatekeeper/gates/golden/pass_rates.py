@@ -126,15 +126,14 @@ class PassRates:
         """Record `golden.pass_rate` on the gate context, timed from `started` (the gate's start:
         the summary is decided by every case, so its time is theirs, not its own arithmetic's)."""
         found = self.finding(max_drop, max_flips)
-        m = found.metrics()
         cand, ref = found.pass_rate, found.reference_pass_rate
         if cand is None:
-            ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", m, [self.table(max_flips), self.heatmap()], started=started)
+            ctx.check(PASS_RATE, Status.ERROR, "no case could be judged", found, [self.table(max_flips), self.heatmap()], started=started)
             return
         if ref is None or ref == 0:  # nothing the candidate could fall below
             ctx.check(PASS_RATE, Status.WARN, f"undecided: the candidate passes {_pct(cand)} of cases, but the reference "
                       + ("has no judged case" if ref is None else "passes none") + ": no pass rate to compare with",
-                      m, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
+                      found, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
             return
         allowed = max_drop + found.reference_noise
         flips = self.precision_flips
@@ -143,7 +142,7 @@ class PassRates:
                       f"flips (it follows the reference's answer when forced, but for near ties), more than "
                       f"max_precision_flips={max_flips} forgives: a precision change this frequent, or a small regression; "
                       f"counting them as lost, it passes {_pct(cand)} of cases, the reference {_pct(ref)}",
-                      m, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
+                      found, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE, undecided=True, started=started)
             return
         counted = f" ({flips} case(s) lost to a precision flip counted as passed)" if flips else ""
         if cand < ref - allowed - 1e-9:
@@ -153,7 +152,7 @@ class PassRates:
         else:
             why = f"candidate passes {_pct(cand)} of cases, the reference {_pct(ref)}{counted}"
             status = Status.PASS
-        ctx.check(PASS_RATE, status, why, m, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE,
+        ctx.check(PASS_RATE, status, why, found, [self.table(max_flips), self.heatmap()], judgement=Judgement.TOLERANCE,
                   judged=self._items(allowed), started=started)
 
     def _items(self, allowed: float) -> Items:

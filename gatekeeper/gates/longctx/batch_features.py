@@ -307,7 +307,7 @@ def _judge(ctx: GateContext, ref: list[Outcome], cand: list[Outcome], condition:
     table = Table("each feature alone and in a full batch", ["feature", "reference", "candidate", "judged"], rows)
     metrics = BatchFeaturesFinding(features=len(FEATURES), judged=judged, broken=tuple(f.name for f, _ in broken),
                                    changed=tuple(f.name for f in changed), batch_tokens=budget, prompt_tokens=length,
-                                   fillers=fillers_n).metrics()
+                                   fillers=fillers_n)
     if broken:
         feature, c = broken[0]
         err = c.batch_error()

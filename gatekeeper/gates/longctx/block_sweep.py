@@ -98,6 +98,6 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
               f"{len(bad)} of {len(flat)} boundary-length answers differ from the reference (limit {mm})"
               + (f" at {bad} tokens" if bad else "") + note + refused_note(refused),
               BoundaryFinding(lengths=tuple(p.tokens for p, _, _ in flat), mismatches=len(bad), block_size=block,
-                              exact_lengths=not inexact, refused_by_both=asked - len(flat)).metrics(),
+                              exact_lengths=not inexact, refused_by_both=asked - len(flat)),
               [Table(f"block-boundary sweep (B={block})", ["tokens", "position", "secret", "reference", "candidate", ""], rows)],
               started=t0, judged=Items(judged, "boundary-length answers differing from the reference's", mm + 1))

@@ -151,7 +151,7 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
         return
     if not w.answers:  # nothing watched: no PASS on nothing
         ctx.check(checks.NAN_INF, Status.WARN, "undecided: no answer of the candidate's was watched for NaN/Inf logprobs",
-                  NanInfFinding(answers=0).metrics(), undecided=True)
+                  NanInfFinding(answers=0), undecided=True)
         return
     # A null logprob is what a NaN becomes in strict JSON: where some came back null and none was
     # NaN/Inf, the check cannot say there was none (undecided, which holds the run), not a pass.
@@ -164,7 +164,7 @@ def _nan_check(ctx: GateContext, w: Watched) -> None:
               + (f"NaN/Inf logprobs: {w.non_finite} in {w.answers_hit} of the candidate's {w.answers} answers "
                  f"(e.g. {w.example!r})" if w.non_finite else f"no NaN/Inf logprobs in the candidate's {w.answers} answers")
               + missing,
-              NanInfFinding(non_finite=w.non_finite, missing=w.missing, answers_hit=w.answers_hit, answers=w.answers).metrics(),
+              NanInfFinding(non_finite=w.non_finite, missing=w.missing, answers_hit=w.answers_hit, answers=w.answers),
               undecided=undecided, limit=exact("NaN/Inf logprob in the candidate's answers", w.answers))
 
 
@@ -179,5 +179,5 @@ def _metrics_check(ctx: GateContext, before: Snapshot, after: Snapshot) -> None:
     rate = f"{hits / queries:.0%}" if hits is not None and queries else "n/a"
     ctx.check(checks.METRICS, Status.PASS, f"prefix-cache hit rate over the gate {rate}"
               + (f" ({hits:.0f} of {queries:.0f} tokens)" if hits is not None and queries else ""),
-              CacheMetricsFinding(prefix_cache_hits=hits, prefix_cache_queries=queries).metrics(),
+              CacheMetricsFinding(prefix_cache_hits=hits, prefix_cache_queries=queries),
               [Table("candidate metrics before and after gate 4", ["metric", "before", "after"], rows)])

@@ -191,7 +191,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, max_pro
         lengths=tuple(p.tokens for p in grid[::len(depths)]), depths=tuple(depths), regressions_by_length=by_length,
         differ_by_length=differ_by_length, exact_lengths=all(p.exact for p in grid),
         refused_by_both=sum(r is not None for r in refused))
-    ctx.check(NEEDLE_GRID, status, reason, finding.metrics(),
+    ctx.check(NEEDLE_GRID, status, reason, finding,
         ev, started=t0, undecided=undecided,
         judged=Items(judged, "needle cells the candidate misses where the reference answers", limit + 1))
 

@@ -100,7 +100,7 @@ def _cold_warm(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, 
                + (" (the candidate parts from the reference at a near tie: only cold = warm is judged)" if tie else ""))
               + f" ({prompt.tokens}-token prompt; {seen})",
               ColdWarmFinding(tokens=prompt.tokens, warm_cached_tokens=hits, reference=texts["reference"], cold=texts["cold"],
-                              warm=texts["warm"]).metrics(), ev, started=t0,
+                              warm=texts["warm"]), ev, started=t0,
               limit=exact("difference between the cold and the warm answer" if shaky or tie else
                           "difference between the cold, the warm and the reference's answer"))
 
@@ -182,7 +182,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
               f"share a long prefix among {len(other)} unrelated prompts; the candidate recalled {right} of {len(asks)} secrets"
               + refused_note(refused),
               SharedPrefixFinding(mismatches=mismatches, requests=len(items), shared=len(asks), candidate_recalled=right,
-                                  refused_by_both=asked - len(items)).metrics(),
+                                  refused_by_both=asked - len(items)),
               [Table("answers (questions on the shared prefix, and any unrelated prompt that differs)",
                      ["question", "secret", "reference", "candidate", ""], rows)], started=t0,
               judged=Items(judged, "answers on a shared prefix differing from the reference's", limit_mm + 1))

@@ -126,7 +126,7 @@ def _set_aside(ctx: GateContext, sessions: list[list[Round]], ref_ans: list[list
     ctx.notes.append(f"longctx: session decay: {what}")
     if len(sessions) - len(failed) < MIN_SESSIONS_LEFT:
         ctx.check(SESSION_DECAY, Status.ERROR, f"too few sessions left to judge: {what}",
-                  SessionsSetAside(error_kind=first.kind, role=first_role, sessions_set_aside=len(failed)).metrics(), started=started,
+                  SessionsSetAside(error_kind=first.kind, role=first_role, sessions_set_aside=len(failed)), started=started,
                   failed=[e for _, e in failed.values()])
         return None
     return set(failed)
@@ -217,7 +217,7 @@ def _decay_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: flo
         sqdr_reference=d.sqdr_ref, sqdr_candidate=d.sqdr_cand, sqdr_excess=d.excess,
         regressions=d.regressions, improvements=d.improvements, cells=d.cells,
         reference_by_round=tuple(d.ref_rates), candidate_by_round=tuple(d.cand_rates))
-    ctx.check(SESSION_DECAY, status, why, finding.metrics(), ev, started=t0,
+    ctx.check(SESSION_DECAY, status, why, finding, ev, started=t0,
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_slopes, d.cand_slopes, limit, alpha), "faster recall decay than the "
                              "reference's, as a mean per-session slope", "recall/round", judged=d.sessions))
@@ -241,7 +241,7 @@ def _recall_check(ctx: GateContext, s: LongContextSettings, d: Decay, p_holm: fl
         recall_drop=d.recall_drop, limit=limit, p_value=d.recall_p_value, p_holm=p_holm, alpha=alpha,
         sessions=d.sessions, one_cell=d.one_cell_recall, reference_recall=tuple(d.ref_recall),
         candidate_recall=tuple(d.cand_recall))
-    ctx.check(SESSION_RECALL, status, why, finding.metrics(), [_curve(d)] if status is not Status.PASS else [],
+    ctx.check(SESSION_RECALL, status, why, finding, [_curve(d)] if status is not Status.PASS else [],
         judgement=Judgement.STATISTICAL, undecided=undecided,
         limit=DetectionLimit(detectable(d.ref_recall, d.cand_recall, limit, alpha), "rounds recalled less than by the "
                              "reference, as a mean per session", judged=d.sessions))
@@ -260,7 +260,7 @@ def _agreement_check(ctx: GateContext, s: LongContextSettings, d: Decay, cells: 
                  f"other's top-k within the dtype's gap or drift)" if forgiven else "")
               + (f"; {why}" if d.disagreements and (why := unreviewable(ctx, s)) else ""),
               AgreementFinding(disagreements=d.disagreements, near_ties=forgiven, cells=d.cells, rate=rate, limit=limit,
-                               agreement_by_round=tuple(d.agreement)).metrics(), [_curve(d)] if first else [],
+                               agreement_by_round=tuple(d.agreement)), [_curve(d)] if first else [],
               judgement=Judgement.TOLERANCE,
               judged=Items(d.cells - forgiven, "session answers differing from the reference's", math.floor(limit * d.cells) + 1))
 
@@ -276,7 +276,7 @@ def _conditions_check(ctx: GateContext, found: list[cond.Condition], counter: To
               "not exercised: " + "; ".join(f"{c.name} ({c.label}: {c.detail})" for c in absent))
     ctx.notes.append("session decay trigger conditions — " + "; ".join(lines))
     ctx.check(TRIGGER_CONDITIONS, Status.WARN if absent else Status.PASS, reason,
-              TriggerConditionsFinding(conditions={c.name: c.label for c in found}).metrics(), [table])
+              TriggerConditionsFinding(conditions={c.name: c.label for c in found}), [table])
 
 
 def _median(xs: list[int]) -> int:

@@ -214,7 +214,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               f"{differ} of them answered differently from the reference's repeatable answer"
               + _review_note(found, n),
               ToolCallsFinding(cases=n, regressions=regressions, malformed=hard, both_fail=both_fail,
-                               both_fail_differs=differ, near_ties=len(ties - {n})).metrics(), evidence, started=t0,
+                               both_fail_differs=differ, near_ties=len(ties - {n})), evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties - {n}))
@@ -235,7 +235,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
                  "precision change or a regression, and a result only the candidate misses is never forgiven as a near tie"
                  if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
               ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
-                                both_fail=outcome.value if outcome else None, near_tie=tie).metrics(),
+                                both_fail=outcome.value if outcome else None, near_tie=tie),
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
               judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
@@ -254,7 +254,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               (f"{len(diff)} of {n} streamed answers differ from the non-streamed ones" if diff else
                f"{n - len(quirks)} of {n} streamed tool-call answers judged, each equal to its non-streamed one"
                if len(quirks) < n else f"none of {n} streamed tool-call answers judged") + quirk_text,
-              ToolStreamFinding(cases=n, differ=len(diff), differ_both_fail=len(quirks)).metrics(),
+              ToolStreamFinding(cases=n, differ=len(diff), differ_both_fail=len(quirks)),
               [TextPair("non-streamed vs streamed (candidate)", *_render_pair(cand[shown[0]], streamed[shown[0]]), 0, None)]
               if shown else [], judged=Items(n - len(quirks), "streamed tool-call answers differing from the non-streamed",
                                              reference_fails_all=True))
@@ -359,7 +359,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
               f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases))
               + refused_note(refused),
               JsonSchemaFinding(cases=len(cases), regressions=regressions, invalid_json=hard, both_fail=both_fail,
-                                both_fail_differs=differ, near_ties=len(ties), refused_by_both=asked - len(cases)).metrics(),
+                                both_fail_differs=differ, near_ties=len(ties), refused_by_both=asked - len(cases)),
               evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",

@@ -92,7 +92,7 @@ class NumericsGate(Gate):
             return
         ctx.check(checks.SCORING, Status.PASS, f"{len(same)} of {len(prompts)} prompts scored teacher-forced on both targets"
                   + ("" if len(same) == len(prompts) else " (the others tokenize differently: numerics.tokenization)"),
-                  started=t0, metrics=ScoringFinding(prompts=len(prompts), scored=len(same), top_k=k).metrics(),
+                  started=t0, finding=ScoringFinding(prompts=len(prompts), scored=len(same), top_k=k),
                   limit=exact("prompt the candidate cannot score teacher-forced", len(prompts)))
         self._judge(ctx, [prompts[i] for i in same], [compare(ref[i], cand[i], k) for i in same],
                     [compare(ref[i], noise[i], k) for i in same], k, t0)
@@ -140,7 +140,7 @@ class NumericsGate(Gate):
                   f"{bad} NaN/Inf logprob(s) from the candidate" if bad else
                   (f"undecided: no NaN/Inf, but {missing} position(s) came back null where the reference has a logprob "
                    "(a NaN serialised as JSON null looks the same)" if undecided else "no NaN/Inf"),
-                  NanInfFinding(nan_inf=bad, missing=missing).metrics(), [table] if bad or undecided else [],
+                  NanInfFinding(nan_inf=bad, missing=missing), [table] if bad or undecided else [],
                   undecided=undecided, started=started,
                   limit=exact("NaN/Inf logprob at the scored positions", sum(c.positions for c in cands)))
 
@@ -157,7 +157,7 @@ class NumericsGate(Gate):
             status = Status.PASS if value <= limit and not bad else Status.FAIL
             ctx.check(check, status, f"{key} {value:.6g} vs limit {limit:.6g} (policy {tol[key]:g}, noise floor {noise_value:.3g})"
                       + (f" over {over}" if over else ""),
-                      DriftFinding(value=value, limit=limit, policy=tol[key], noise_floor=noise_value, dtype=dtype).metrics(),
+                      DriftFinding(value=value, limit=limit, policy=tol[key], noise_floor=noise_value, dtype=dtype),
                       evidence,
                       limit=stated(limit), started=started)
 
@@ -171,7 +171,7 @@ class NumericsGate(Gate):
             name = check.removeprefix(f"{checks.GATE}.")
             ctx.check(check, status, f"{name} {value:.4f} vs minimum {limit:.4f} (policy {tol[key]:g}, noise floor "
                       f"{noise_value:.4f}) over {over}",
-                      DriftFinding(value=value, limit=limit, policy=tol[key], noise_floor=noise_value, dtype=dtype).metrics(),
+                      DriftFinding(value=value, limit=limit, policy=tol[key], noise_floor=noise_value, dtype=dtype),
                       limit=tolerance(limit, f"a mean {name.replace('_', ' ')} over the prompts below", judged),
                       started=started)
 
@@ -240,7 +240,7 @@ def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: l
     differ = [i for i in range(len(texts)) if i not in same]
     if not differ:
         ctx.check(checks.TOKENIZATION, Status.PASS, f"all {len(texts)} texts tokenize the same on both targets (echoed tokens)",
-                  TokenizationFinding(texts=len(texts), differ=0).metrics(), judgement=Judgement.EXACT,
+                  TokenizationFinding(texts=len(texts), differ=0), judgement=Judgement.EXACT,
                   judged=Items(len(texts), "texts the candidate tokenizes differently"), started=started)
         return same
     i = differ[0]
@@ -248,7 +248,7 @@ def _tokenization(ctx: GateContext, texts: list[str], ref: list[Scored], cand: l
     at = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     ctx.check(checks.TOKENIZATION, Status.FAIL, f"{len(differ)} of {len(texts)} texts tokenize differently; the first at token "
               f"{at}: reference {a[at:at + 3]!r}, candidate {b[at:at + 3]!r} ({len(a)} vs {len(b)} tokens)",
-              TokenizationFinding(texts=len(texts), differ=len(differ), first_text=texts[i][:200], first_position=at).metrics(),
+              TokenizationFinding(texts=len(texts), differ=len(differ), first_text=texts[i][:200], first_position=at),
               [TextPair("tokens of the first text that differs (reference vs candidate)", " | ".join(a), " | ".join(b),
                         None, texts[i][:500])], judgement=Judgement.EXACT, started=started)
     return same

@@ -201,14 +201,14 @@ class PerformanceGate(Gate):
         name = checks.comparison(lv.level, c.metric)
         evidence = [_quantile_series(lv, c.metric)] if c.metric.startswith(("ttft", "tpot", "e2e")) else []
         if not valid:
-            ctx.check(name, Status.SKIP, f"not judged: {why}", ComparisonFinding(level=lv.level, metric=c.metric).metrics())
+            ctx.check(name, Status.SKIP, f"not judged: {why}", ComparisonFinding(level=lv.level, metric=c.metric))
             return
         metrics = ComparisonFinding(
             level=lv.level, metric=c.metric, pairs=c.pairs, baseline=c.baseline, candidate=c.candidate, ratio=c.ratio,
             ci=c.ci, confidence=s.confidence, noise_ratio=c.noise_ratio, noise_ci=c.noise_ci, budget=c.limit,
             threshold=c.threshold, p_worse=c.p_worse, p_worse_holm=p_adj, worse_by=c.worse_by,
             baseline_blocks=tuple(lv.series("baseline", c.metric)), candidate_blocks=tuple(lv.series("candidate", c.metric)),
-        ).metrics()
+        )
         if c.unjudged is not None:
             ctx.check(name, Status.SKIP, f"not judged: {c.unjudged}", metrics)
             return
@@ -257,7 +257,7 @@ class PerformanceGate(Gate):
                                 candidate_requests=total["candidate"], baseline_requests=total["baseline"], p=j.p,
                                 examples=tuple(failed["candidate"][:5]))
         ctx.check(checks.ERRORS, j.status, j.reason + (f": {failed['candidate'][0]}" if failed["candidate"] else ""),
-                  finding.metrics(), undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
+                  finding, undecided=j.undecided, judgement=Judgement.STATISTICAL, limit=j.limit)
 
     def _capacity(self, ctx: GateContext[PerformanceSettings], s: PerformanceSettings, targets: dict[str, LoadTarget],
                   workload: Workload) -> None:
@@ -284,7 +284,7 @@ class PerformanceGate(Gate):
             slo=SloLimits(ttft_p95_s=slo.ttft_s, tpot_p95_s=slo.tpot_s), knee={k: _lvl(v) for k, v in knees.items()},
             cost_per_1000=costs, price_per_accelerator_hour=s.price_per_accelerator_hour, accelerators=s.accelerators,
             sweep={side: describe_points(points[side]) for side in SIDES}, single_measurement=True,
-        ).metrics()
+        )
         kb, kc = knees["baseline"], knees["candidate"]
         if kb is None:
             ctx.check(checks.CAPACITY, Status.SKIP, "not judged: the baseline misses the SLOs already at the lowest swept concurrency",

@@ -46,9 +46,9 @@ def history_check(ctx: GateContext, path: Path, entry: HistoryEntry, higher_is_b
         entries = load_history(path)
     except (OSError, GatekeeperError) as e:
         ctx.check(checks.HISTORY, Status.ERROR, f"the performance history {path} could not be written or read: {e}",
-                  HistoryFinding(path=str(path)).metrics(), advisory=True)
+                  HistoryFinding(path=str(path)), advisory=True)
         return
-    metrics = HistoryFinding(path=str(path), runs=len(entries)).metrics()
+    metrics = HistoryFinding(path=str(path), runs=len(entries))
     if len(entries) < MIN_RUNS:
         ctx.check(checks.HISTORY, Status.SKIP, f"appended run {len(entries)} to {path}; change points need at least "
                   f"{MIN_RUNS} runs", metrics, advisory=True)
@@ -70,7 +70,7 @@ def history_check(ctx: GateContext, path: Path, entry: HistoryEntry, higher_is_b
         ctx.check(checks.HISTORY, Status.SKIP, f"appended run {len(entries)} to {path}; {e}", metrics, advisory=True)
         return
     evidence = [Table("change points", ("metric", "change", "direction"), rows), *curves[:4]] if rows else curves[:4]
-    metrics = HistoryFinding(path=str(path), runs=len(entries), change_points=tuple((r[0], r[1]) for r in rows)).metrics()
+    metrics = HistoryFinding(path=str(path), runs=len(entries), change_points=tuple((r[0], r[1]) for r in rows))
     if worse:
         ctx.check(checks.HISTORY, Status.WARN, f"{len(worse)} figure(s) drifted worse across runs: {worse[0]}", metrics,
                   evidence, advisory=True, judgement=Judgement.STATISTICAL)

@@ -52,7 +52,7 @@ def measurement_check(ctx: GateContext, levels: list[LevelBlocks], baseline: str
         input_sizing=workload.calibration, levels=tuple(lv.level for lv in levels),
         pairs={f"c{lv.level}": len(lv.figures["baseline"]) for lv in levels}, quiet_waits=quiet_waits,
         client_paced_pairs=None if base_errors else late_pairs, unquiet_pairs=None if base_errors else loud_pairs,
-    ).metrics()
+    )
     if base_errors:  # the pairs left out are not told: nothing is compared
         ctx.check(checks.MEASUREMENT, Status.ERROR, f"the baseline failed {base_errors:.0f} requests under load: its "
                   "figures are not a baseline", metrics)

@@ -45,11 +45,11 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
     side's mean; `tau_source`: "calibrated" or "assumed"; `invalid`: why the measurement describes
     no server)."""
     if invalid is not None:
-        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", PrimaryFinding(metric=figure.metric).metrics())
+        ctx.check(checks.PRIMARY, Status.SKIP, f"not judged: {invalid}", PrimaryFinding(metric=figure.metric))
         return
     if state is None:
         ctx.check(checks.PRIMARY, Status.WARN, f"undecided: no comparable block pair of {figure.name} in the first "
-                  "launch round", PrimaryFinding(metric=figure.metric).metrics(), undecided=True)
+                  "launch round", PrimaryFinding(metric=figure.metric), undecided=True)
         return
     name = figure.name
     noise = state.noise
@@ -69,7 +69,7 @@ def write(ctx: GateContext, s: PerformanceSettings, figure: Figure, state: State
         launched_first=tuple("baseline" if r.baseline_first else "candidate" for r in rounds), tau_source=tau_source,
         noise=None if noise is None else PrimaryNoise(q=noise.q, df=noise.df, p=noise.p, tau_measured=noise.tau_measured,
                                                       tau_assumed=noise.tau_assumed),
-    ).metrics()
+    )
     evidence = [_interval(s, name, state), _table(rounds, state)]
     undecided = False
     if state.noisy:

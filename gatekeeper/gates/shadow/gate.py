@@ -136,7 +136,7 @@ class ShadowGate(Gate):
                   f"{len(traffic.records)} requests from {traffic.path} ({', '.join(f'{n} {k}' for k, n in kinds.most_common())})"
                   + (f"; {len(traffic.skipped)} bad line(s) skipped" if traffic.skipped else ""),
                   TrafficFinding(requests=len(traffic.records), skipped=len(traffic.skipped),
-                                 tenants=dict(Counter(r.tenant for r in traffic.records)), kinds=dict(kinds)).metrics(),
+                                 tenants=dict(Counter(r.tenant for r in traffic.records)), kinds=dict(kinds)),
                   [Table("skipped lines", ("line",), tuple((x,) for x in traffic.skipped[:50]))] if traffic.skipped else [],
                   judgement=Judgement.EXACT, advisory=True)  # what was loaded, no regression asked: nothing to detect
         stages = s.stage_plan()
@@ -178,7 +178,7 @@ class ShadowGate(Gate):
         if misses and not analysis.fired:
             ctx.check(checks.NEAR_MISS, Status.WARN, near_miss_reason(misses),
                       NearMissFinding(near_misses=tuple(NearMissMeasure.measured(n.metric, slice=n.slice)
-                                                        for n in misses)).metrics(),
+                                                        for n in misses)),
                       judgement=Judgement.STATISTICAL, advisory=True, near_miss=True)
         overall = next(sl for sl in slices if sl.key == "all")
         ctx.judged(overall.judged)
@@ -267,7 +267,7 @@ class ShadowGate(Gate):
         else:
             status, reason = Status.PASS, (f"{replayed} requests ({stage.describe()}): no measure beyond the noise floor; "
                                            f"score {overall.score:g}")
-        ctx.check(checks.stage(stage.name), status, reason, found.metrics(), evidence, started=t0)
+        ctx.check(checks.stage(stage.name), status, reason, found, evidence, started=t0)
         return status is Status.FAIL
 
     def _count_review(self, record: TrafficRecord, rv: Review) -> None:
@@ -302,7 +302,7 @@ class ShadowGate(Gate):
                 reason += f"; {n} confident divergence(s), their tokens and logprobs in the evidence"
             if outcome.status is Status.FAIL and not ctx.settings.store and (why := reviewable(ctx)) is not None:
                 reason += f"; the near-tie review could not run: {why}"
-        ctx.check(checks.rule(outcome.name), outcome.status, reason, found.metrics(), evidence, advisory=outcome.status is Status.SKIP,
+        ctx.check(checks.rule(outcome.name), outcome.status, reason, found, evidence, advisory=outcome.status is Status.SKIP,
                   limit=outcome.limit, decide=outcome.decide)
 
 

@@ -7,7 +7,7 @@ launch time, the report, a stored summary.json) takes it back with `TheFinding.o
 Per target: `startup.ready.<role>` (`ReadyFinding`), `startup.health.<role>` and
 `startup.models.<role>` (`EndpointFinding`), `startup.version.<role>` (`VersionFinding`),
 `startup.canary.<role>` (`CanaryFinding`), `startup.protocol.<role>` (`ProtocolFinding`); a request
-that failed is a `RequestFailed` (or `UnreadableAnswer`: not JSON). Then `startup.capabilities`
+that failed is a `RequestFailed` (`gates/finding.py`, shared) (or `UnreadableAnswer`: not JSON). Then `startup.capabilities`
 (`CapabilitiesFinding`), `startup.execution_path` (`ExecutionPathFinding`), `startup.path_change`
 (`PathChangeFinding`), `startup.log_rules` (`LogRulesFinding`), `startup.new_warnings`
 (`NewWarningsFinding`).
@@ -62,14 +62,6 @@ class EndpointFinding(Finding):
 
     status_code: int | None
     missing: bool | None = field(default=None, metadata=OPTIONAL)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RequestFailed(Finding):
-    """A check whose request failed (`health`, `canary`): the failure's kind and HTTP status (None: no answer)."""
-
-    error_kind: str
-    status_code: int | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,8 +24,8 @@ from gatekeeper.results import Status
 from gatekeeper.endpoints.retry import with_retries
 from gatekeeper.gates.startup import checks
 from gatekeeper.gates.startup.checks import (CanaryFinding, CapabilitiesFinding, EndpointFinding, ProtocolFinding, ReadyFinding,
-                                             RequestFailed, UnreadableAnswer, VersionFinding)
-from gatekeeper.gates.finding import Finding
+                                             UnreadableAnswer, VersionFinding)
+from gatekeeper.gates.finding import Finding, RequestFailed
 
 
 class StartupGate(Gate):
@@ -84,10 +84,10 @@ class StartupGate(Gate):
                 what = ("reference unusable: " if role == "reference" else
                         "" if ref_up else "not judged (the reference did not start either): ")
                 ctx.check(checks.ready(role), status, f"{what}{role} did not become ready: {rt.start_error}",
-                          ReadyFinding(startup_s=rt.startup_s).metrics(), [Log(f"{role} log tail", rt.log_lines[-40:])])
+                          ReadyFinding(startup_s=rt.startup_s), [Log(f"{role} log tail", rt.log_lines[-40:])])
                 continue
             ctx.check(checks.ready(role), Status.PASS, f"ready in {rt.startup_s:.1f} s" if rt.startup_s else "reachable",
-                      ReadyFinding(startup_s=rt.startup_s).metrics(), limit=exact("failure to become ready"))
+                      ReadyFinding(startup_s=rt.startup_s), limit=exact("failure to become ready"))
             versions[role] = self._endpoints(ctx, role, ep)
         self._canary(ctx)
         for role in ctx.endpoints:
@@ -109,25 +109,25 @@ class StartupGate(Gate):
         def bad(name: str, reason: str, found: Finding) -> None:
             """A failed endpoint check: the candidate's is a FAIL, the reference's makes it unusable."""
             if role == "reference":
-                ctx.check(f"{name}.reference", Status.ERROR, f"reference unusable: {reason}", found.metrics())
+                ctx.check(f"{name}.reference", Status.ERROR, f"reference unusable: {reason}", found)
             else:
-                ctx.check(f"{name}.candidate", Status.FAIL, reason, found.metrics())
+                ctx.check(f"{name}.candidate", Status.FAIL, reason, found)
 
         try:
             r = ep.get("/health")
             if r.status_code == 200:
-                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", EndpointFinding(status_code=200).metrics(),
+                ctx.check(f"health.{role}", Status.PASS, "/health answered 200", EndpointFinding(status_code=200),
                           limit=exact("/health answer other than 200"))
             elif r.status_code in (404, 405, 501):
                 ctx.check(f"health.{role}", Status.WARN, f"no /health endpoint (HTTP {r.status_code}): readiness is "
-                          "judged by /v1/models", EndpointFinding(status_code=r.status_code, missing=True).metrics())
+                          "judged by /v1/models", EndpointFinding(status_code=r.status_code, missing=True))
             else:
                 bad("health", f"/health answered {r.status_code}", EndpointFinding(status_code=r.status_code))
             models, status = _get_json(ep, "/v1/models")
             entries = models.get("data")
             ids = [m.get("id") for m in entries if isinstance(m, dict)] if isinstance(entries, list) else []
             if ep.model in ids:
-                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", EndpointFinding(status_code=status).metrics(),
+                ctx.check(f"models.{role}", Status.PASS, f"/v1/models lists {ids}", EndpointFinding(status_code=status),
                           limit=exact(f"/v1/models list without {ep.model!r}"))
             else:
                 bad("models", f"/v1/models lists {ids}, not {ep.model!r}"
@@ -135,7 +135,7 @@ class StartupGate(Gate):
             info, status = _get_json(ep, "/version")
             version = info.get("version") if isinstance(info.get("version"), str) else None
             ctx.check(f"version.{role}", Status.PASS if version else Status.WARN,
-                      f"version {version}" if version else f"/version answered {status}", VersionFinding(version=version).metrics())
+                      f"version {version}" if version else f"/version answered {status}", VersionFinding(version=version))
             return version
         except EndpointError as e:
             if e.kind == "malformed":
@@ -143,7 +143,7 @@ class StartupGate(Gate):
             else:
                 prefix = "reference unusable: " if role == "reference" else ""
                 ctx.check(f"health.{role}", Status.ERROR, prefix + str(e),
-                          RequestFailed(error_kind=e.kind, status_code=e.status).metrics(),
+                          RequestFailed(error_kind=e.kind, status_code=e.status),
                           failed=(e,))
         return None
 
@@ -151,7 +151,7 @@ class StartupGate(Gate):
         """Report what the capability probe met: broken exchanges are ERROR, tolerated
         protocol deviations WARN, missing features only listed (their checks SKIP later)."""
         caps = ctx.capabilities[role]  # the first read probes: after the canary
-        metrics = ProtocolFinding.probed(caps).metrics()
+        found = ProtocolFinding.probed(caps)
         rows = [[n, _yes(caps, n), caps.note(n)] for n in FEATURES]
         evidence = [Table(f"{role} capabilities", ["capability", "supported", "note"], rows)]
         errors, warnings = caps.errors, caps.protocol_warnings
@@ -162,13 +162,13 @@ class StartupGate(Gate):
                              f"failure ({caps.retried[0]})")
         if errors:
             ctx.check(f"protocol.{role}", Status.ERROR, "probe requests failed: " + "; ".join(
-                f"{k}: {v}" for k, v in errors.items()), metrics, evidence)
+                f"{k}: {v}" for k, v in errors.items()), found, evidence)
         elif warnings:
-            ctx.check(f"protocol.{role}", Status.WARN, "protocol deviations: " + "; ".join(warnings), metrics, evidence)
+            ctx.check(f"protocol.{role}", Status.WARN, "protocol deviations: " + "; ".join(warnings), found, evidence)
         else:
             missing = caps.missing()
             ctx.check(f"protocol.{role}", Status.PASS, "all probed features supported" if not missing else
-                      "not supported: " + ", ".join(missing), metrics, evidence,
+                      "not supported: " + ", ".join(missing), found, evidence,
                       limit=exact("protocol deviation in the probed exchanges", len(FEATURES)))
 
     def _compare(self, ctx: GateContext) -> tuple[list[str], list[str]]:
@@ -197,11 +197,11 @@ class StartupGate(Gate):
         if lost:
             ctx.check(checks.CAPABILITIES, Status.FAIL, "capability regression: the candidate lacks " + ", ".join(lost)
                       + " that the reference supports; the checks that need them are not judged" + gaps,
-                      CapabilitiesFinding(lost=tuple(lost), gained=tuple(gained), neither=tuple(neither)).metrics(), evidence)
+                      CapabilitiesFinding(lost=tuple(lost), gained=tuple(gained), neither=tuple(neither)), evidence)
         else:
             ctx.check(checks.CAPABILITIES, Status.PASS, "the candidate supports everything the reference does"
                       + (f" (and {', '.join(gained)})" if gained else "") + gaps,
-                      CapabilitiesFinding(lost=(), gained=tuple(gained), neither=tuple(neither)).metrics(),
+                      CapabilitiesFinding(lost=(), gained=tuple(gained), neither=tuple(neither)),
                       evidence if neither else (),
                       limit=exact("feature the reference supports and the candidate lacks", len(FEATURES)))
         return lost, neither
@@ -221,7 +221,7 @@ class StartupGate(Gate):
             except EndpointError as e:
                 prefix = "reference unusable: " if role == "reference" else ""
                 ctx.check(checks.canary(role), Status.ERROR, prefix + str(e),
-                          RequestFailed(error_kind=e.kind, status_code=e.status).metrics(),
+                          RequestFailed(error_kind=e.kind, status_code=e.status),
                           failed=(e,))
                 continue
             if retried:
@@ -232,7 +232,7 @@ class StartupGate(Gate):
                 ctx.check(checks.canary("reference"), Status.PASS if ok else Status.WARN,
                           f"answered {got!r}" + ("" if ok else f", expected {s.canary_expect!r}: the canary does not "
                                                  "suit this model, so the candidate is judged on agreement only"),
-                          CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)).metrics(),
+                          CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)),
                           limit=exact(f"canary answer other than {s.canary_expect!r}"))
                 continue
             ref = answers.get("reference")
@@ -251,7 +251,7 @@ class StartupGate(Gate):
             evidence = [] if status == Status.PASS else [
                 TextPair("canary answer", ref if ref is not None else s.canary_expect, got, None, s.canary_prompt)]
             ctx.check(checks.CANARY_CANDIDATE, status, reason,
-                      CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)).metrics(), evidence,
+                      CanaryFinding(first_request_s=_first_request_s(resp, retried, t0), retried=len(retried)), evidence,
                       limit=exact(f"canary answer other than {s.canary_expect!r}"))
 
 

@@ -60,11 +60,11 @@ def check_logs(ctx: GateContext, s: StartupSettings) -> None:
                 matched.append(severity)
     worst = Status.worst(matched, default=Status.PASS)  # a rule's severity is FAIL or WARN (settings.py)
     ctx.check(LOG_RULES, worst, f"{len(hits)} candidate log line(s) matched a rule" if hits else "no rule matched",
-              LogRulesFinding(matches=len(hits)).metrics(),
+              LogRulesFinding(matches=len(hits)),
               [Table("matched log lines", ["rule", "severity", "line"], hits[:50])] if hits else [],
               limit=exact("candidate log line matching a rule that the reference does not print", len(cand.log_lines)))
     new = sorted({normalise(line) for line in cand.log_lines if _WARNING.search(line)} - ref_lines)
     severity = Status(s.new_warnings_severity) if new else Status.PASS
     ctx.check(NEW_WARNINGS, severity, f"{len(new)} warning line(s) the reference did not print" if new
-              else "no new warnings", NewWarningsFinding(new_warnings=len(new)).metrics(),
+              else "no new warnings", NewWarningsFinding(new_warnings=len(new)),
               [Log("new warning lines (normalised)", new[:50])] if new else [])

@@ -43,7 +43,7 @@ def check_path(ctx: GateContext) -> dict[str, dict[str, str]]:
         wrong += [(role, *d) for d in disagreements(rt.assumed, observed)]
     evidence = [Table("execution path: judged by vs stated by the engine", ["target", "judged by", "stated", "source"], rows)]
     metrics = ExecutionPathFinding(observed={role: dict(path) for role, path in observed_by_role.items()},
-                                   disagreements=len(wrong)).metrics()
+                                   disagreements=len(wrong))
     if not any(observed_by_role.values()):
         ctx.check(EXECUTION_PATH, Status.SKIP, "no target states its execution path (no log with dtype=/tp= lines, no "
                   "vllm:cache_config_info in /metrics): the declared path is taken on trust", metrics, evidence,

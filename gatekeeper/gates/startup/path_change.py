@@ -102,7 +102,7 @@ def check_path_change(ctx: GateContext, s: StartupSettings, observed: Mapping[st
         if why is None:
             unexplained.append(f"a fallback line the reference does not print ({line[:120]})")
     metrics = PathChangeFinding(keys_compared=stated, key_changes=len(keys), fallback_lines=len(lines),
-                                unexplained=len(unexplained)).metrics()
+                                unexplained=len(unexplained))
     evidence = [Table("execution-path changes (candidate vs reference)", ["change", "explained by"], rows)] if rows else []
     if unexplained:
         ctx.check(PATH_CHANGE, Status.FAIL, f"unexplained execution-path change: {'; '.join(unexplained[:3])}"

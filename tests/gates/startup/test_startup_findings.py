@@ -9,11 +9,11 @@ from __future__ import annotations
 from findings_util import assert_keys_in_order, assert_round_trips
 
 from gatekeeper.capabilities import FEATURES, Capabilities
-from gatekeeper.gates.finding import Finding
+from gatekeeper.gates.finding import Finding, RequestFailed
 from gatekeeper.gates.startup import checks
 from gatekeeper.gates.startup.checks import (CanaryFinding, CapabilitiesFinding, EndpointFinding, ExecutionPathFinding,
                                              LogRulesFinding, NewWarningsFinding, PathChangeFinding, ProtocolFinding,
-                                             ReadyFinding, RequestFailed, UnreadableAnswer, VersionFinding)
+                                             ReadyFinding, UnreadableAnswer, VersionFinding)
 from gatekeeper.results import CheckResult, Status
 
 PROTOCOL = ProtocolFinding.probed(Capabilities(chat=True, completions=True, logprobs=True, retried=("502",)))
