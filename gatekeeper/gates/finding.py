@@ -1,7 +1,8 @@
 """A finding: what one gate check found, as a frozen value whose fields are the check's metric
 keys. Each gate declares its findings in its `checks.py` (the performance gate's, gate 4's...).
 
-The gate builds the finding and records `finding.metrics()` as the check's `CheckResult.metrics`;
+The gate builds the finding and hands it to `GateContext.check`, which records `finding.metrics()`
+as the check's `CheckResult.metrics` (it takes no dict);
 whatever reads the check (the correctness table, performance.html's table, a stored
 summary.json) reads it back with `TheFinding.of(check)`. Each key is written once, as a field name, so renaming a field renames
 its key for the writer and every reader at once, and a reader that names a field the finding

@@ -1,7 +1,7 @@
 """Gate 3's checks and what each found, typed: the gate id, which checks are cases and which
 their streamed variants, and one finding per check whose fields are its metric keys
-(`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and records its
-`metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
+(`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and hands it to
+`ctx.check`, which records its `metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
 `TheFinding.of(check)`. Gate 5's `deterministic_probe` rule reads the canary case's id.
 
 A case's check is `golden.<case id>`; its streamed variant `golden.<case id>.stream`; besides

@@ -1,6 +1,6 @@
 """Gate 4's checks and what each found, typed: the gate id, its checks' ids, and one finding per
 check whose fields are its metric keys (`gatekeeper/gates/finding.py`: written once, here). The
-gate builds each finding and records its `metrics()`; a reader (the correctness table, a stored
+gate builds each finding and hands it to `ctx.check`, which records its `metrics()`; a reader (the correctness table, a stored
 summary.json) takes it back with `TheFinding.of(check)`. The checks themselves (what each
 decides, and how) are described in `gate.py`'s `LongContextGate` docstring.
 

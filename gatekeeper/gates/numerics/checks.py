@@ -1,7 +1,7 @@
 """Gate 2's checks and what each found, typed: the check ids other code reads (gate 5's
 `logit_drift` rule, the correctness table) and one finding per check whose fields are its metric
-keys (`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and records
-its `metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
+keys (`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and hands it to
+`ctx.check`, which records its `metrics()`; a reader (the correctness table, a stored summary.json) takes it back with
 `TheFinding.of(check)`.
 
 `numerics.scoring` says whether the targets could be scored teacher-forced (`ScoringFinding`),

@@ -3,7 +3,7 @@ correctness report that leaves this gate out): the gate id, its checks' ids, and
 found, typed (`finding.py`: a finding's fields are its metric keys, written once here). A literal
 `performance.…` check id outside this package is a test failure (tests/repo/test_contracts.py).
 
-The gate builds each finding and records its `metrics()`; a reader takes it back with
+The gate builds each finding and hands it to `ctx.check`, which records its `metrics()`; a reader takes it back with
 `TheFinding.of(check)`. The checks themselves (what each decides, and how) are described in
 `gate.py`'s `PerformanceGate` docstring; the findings' tests: tests/gates/performance/test_perf_findings.py.
 """

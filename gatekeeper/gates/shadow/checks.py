@@ -1,7 +1,7 @@
 """Gate 5's checks and what each found, typed: which checks are rules and stages (the
 correctness table, the Markdown summary read them) and one finding per check whose fields are its
 metric keys (`gatekeeper/gates/finding.py`: written once, here). The gate builds each finding and
-records its `metrics()`; a reader (the correctness table's shadow row, a stored summary.json)
+hands it to `ctx.check`, which records its `metrics()`; a reader (the correctness table's shadow row, a stored summary.json)
 takes it back with `TheFinding.of(check)`.
 
 `shadow.traffic` is what was loaded (`TrafficFinding`); each canary stage is a check

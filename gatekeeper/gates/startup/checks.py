@@ -1,7 +1,7 @@
 """Gate 1's checks and what each found, typed: the check ids other code reads (gate 5's rules,
 the correctness table, matrix path records, bisect, the report's "what changed"), in one place,
 and one finding per check whose fields are its metric keys (`gatekeeper/gates/finding.py`:
-written once, here). The gate builds each finding and records its `metrics()`; a reader (bisect's
+written once, here). The gate builds each finding and hands it to `ctx.check`, which records its `metrics()`; a reader (bisect's
 launch time, the report, a stored summary.json) takes it back with `TheFinding.of(check)`.
 
 Per target: `startup.ready.<role>` (`ReadyFinding`), `startup.health.<role>` and
