@@ -44,13 +44,13 @@ def r(text: str = "", finish: str = "stop", calls: tuple[ToolCall, ...] = (), wa
 
 def test_pass():
     j = judge_case(GS.case("ok"), r("OK"), [r("OK"), r("OK")], 0.8)
-    assert j.status is Status.PASS and j.reason == "all assertions pass" and j.metrics()["failed"] == []
+    assert j.status is Status.PASS and j.reason == "all assertions pass" and j.case is not None and j.case.failed == ()
 
 
 def test_regression_when_the_reference_passes():
     j = judge_case(GS.case("ok"), r("OK, and then more", "length"), [r("OK"), r("OK")], 0.8)
     assert j.status is Status.FAIL and "regression, the reference passes finish_reason" in j.reason
-    assert "finish_reason(value='stop')" in j.metrics()["failed"]
+    assert j.case is not None and "finish_reason(value='stop')" in j.case.failed
 
 
 def test_both_fail_is_a_warning_about_the_case():
@@ -132,8 +132,8 @@ def test_stream_quirk_shared_with_the_reference_is_a_protocol_warn_and_an_added_
     other = r(calls=(ToolCall("get_weather", '{"city": "Lyon"}'),), finish=None)
     j = judge_stream(case, other, plain, reference_pair=(no_finish, plain))
     assert j.status is Status.FAIL and "not the same way" in j.reason
-    assert j.metrics()["stream_difference"] == ["answer", "finish_reason None vs 'tool_calls'"]
-    assert j.metrics()["reference_stream_difference"] == ["finish_reason None vs 'tool_calls'"]
+    assert j.stream is not None and j.stream.stream_difference == ("answer", "finish_reason None vs 'tool_calls'")
+    assert j.stream.reference_stream_difference == ("finish_reason None vs 'tool_calls'",)
 
 
 def test_shared_hard_failures_warn_by_default():
