@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"
 from server_util import running_server  # noqa: E402
 
 from gatekeeper.config.policy import load_policy  # noqa: E402
-from gatekeeper.gates.performance.gate import judge, launch_share, regressed  # noqa: E402
+from gatekeeper.gates.performance.gate import judge, regressed  # noqa: E402
+from gatekeeper.gates.performance.rounds import launch_share  # noqa: E402
 from gatekeeper.gates.performance.spread import calibrated_spreads  # noqa: E402
 from gatekeeper.gates.registry import settings_types  # noqa: E402
 from gatekeeper.perf.measure import LevelBlocks, measure_level, warm_up  # noqa: E402
