@@ -7,12 +7,16 @@ gate side's GatekeeperErrors; the CLI turns them into one line and the exit code
 
 from __future__ import annotations
 
+import logging
+import os
+import sys
 from dataclasses import fields
+from typing import NoReturn
 
 import click
 
 from gatekeeper.engine.engine_args import DEFAULT_MODEL
-from gatekeeper.errors import ConfigError, TargetError
+from gatekeeper.errors import ConfigError, TargetError, Terminated
 
 
 def _default(name: str):
@@ -66,16 +70,30 @@ def serve(model: str | None, host: str, port: int, api_key: str | None, log_leve
 
     try:
         run_server(args, host=host, port=port, api_key=api_key, log_level=log_level)
+    except Terminated as e:  # uvicorn shut down gracefully, then re-raised the signal it caught
+        _end_now(str(e), e.exit_code)
+    except KeyboardInterrupt:  # Ctrl-C: the way a server is ended by hand
+        _end_now(None, 0)
     except ServerStartupError as e:
         raise TargetError(str(e)) from None
     except EngineOptionError as e:
         raise ConfigError(str(e), hint="see `gatekeeper serve --help`") from None
     except EngineError as e:
         raise TargetError(str(e)) from None
-    except KeyboardInterrupt:
-        pass
     except Exception as e:  # a startup failure we did not foresee: still one line, no traceback
         raise TargetError(f"startup failed: {type(e).__name__}: {e}") from None
+
+
+def _end_now(message: str | None, code: int) -> NoReturn:
+    """The server has stopped serving (every request answered or cut, the engine loop joined):
+    say why and exit at once. The interpreter's own teardown of torch takes about a second, which
+    every stop of a bundled target would wait for; nothing is left to flush but the logs."""
+    logging.shutdown()
+    if message:
+        click.echo(f"gatekeeper: error: {message}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 @click.command("faults")

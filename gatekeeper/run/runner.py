@@ -37,7 +37,7 @@ from gatekeeper.run.liveness import ROLES, Liveness
 from gatekeeper.run.run_dir import (Resumable, keep_reused_records, mark_complete, mark_incomplete, set_aside_logs,
                                 write_plan)
 from gatekeeper.run_plan import RunPlan
-from gatekeeper.targets.interface import Started, Target, TargetSpec
+from gatekeeper.targets.interface import Started, Target, TargetSpec, stop_all
 from gatekeeper.targets.served import served_model
 from gatekeeper.targets import threads as engine_threads
 from gatekeeper.targets.spec import make_target
@@ -148,8 +148,7 @@ class Runner:
                                         found.versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared,
                                         tuple(sorted((found.observed.get(role) or {}).items()))))
         finally:
-            for target in self.targets.values():
-                target.stop()
+            stop_all(self.targets.values())
             for ep in [*endpoints.values(), *self._extra]:
                 ep.close()
             records.close()
@@ -303,8 +302,7 @@ class Runner:
     def _stop_extra(self) -> None:
         """Stop the targets gates started (`_launch`): they must not load the machine, or hold its
         memory, while later gates measure."""
-        for role in [r for r in self.targets if r not in ROLES]:
-            self.targets.pop(role).stop()
+        stop_all([self.targets.pop(role) for role in [r for r in self.targets if r not in ROLES]])
         for ep in self._extra:
             ep.close()
         self._extra.clear()
