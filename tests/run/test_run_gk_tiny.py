@@ -25,7 +25,8 @@ def _failing(out) -> list[str]:
 @pytest.mark.serial  # the performance gate decides on speed: alone on the machine
 def test_default_run_promotes(tmp_path):
     """PROMOTE — or, in the share of clean runs the performance gate's interval cannot decide on
-    this machine (~5% by benchmarks/perf_decidability.py), HOLD for that reason and no other."""
+    this machine (~5% by benchmarks/perf_decidability.py), HOLD for that reason and no other. The
+    clean golden gate on the whole core set and the clean gate 4 on the default seed are this run's."""
     out = gk_run(tmp_path, timeout=900)  # a clean run whose performance gate needs its 12 rounds: ~11 min
     reasons = (out.summary or {}).get("reasons", out.stderr)
     undecided_perf = out.summary is not None and held_only_for_undecided_performance(out.summary)
@@ -45,6 +46,18 @@ def test_default_run_promotes(tmp_path):
     silent = [c["id"] for g in out.summary["gates"] for c in g["checks"]
               if c["blocking"] and c["status"] == "PASS" and "detection_limit" not in c]
     assert not silent, f"blocking PASS checks without a detection limit: {silent}"  # every PASS says what it rules out
+    # golden on the whole core set: every case the reference passes, the candidate passes; what is
+    # left is what the model itself cannot do yet (WARN "does not suit", or a failure both share)
+    rate = out.check("golden.pass_rate")
+    assert rate["status"] == "PASS" and rate["metrics"]["pass_rate"] == rate["metrics"]["reference_pass_rate"], rate
+    for c in out.gate("golden")["checks"]:
+        assert c["status"] != "FAIL" or "the reference fails it too" in c["reason"], c
+        assert "regression" not in c["reason"] and "agrees with itself" not in c["reason"], c
+    # gate 4 on the default seed exercises every trigger condition, and a WARN only says that a
+    # case does not suit the model (the reference fails it too)
+    assert out.check("longctx.trigger_conditions")["status"] == "PASS"
+    warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
+    assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
     again = gk_rejudge(out.run_dir)  # its recorded answers judged again, no server asked: every check the same
     assert again.code == out.code and comparable_reasons(again) == comparable_reasons(out)
     assert checks(again.summary) == checks(out.summary) and again.summary["rejudged"]["carried_over"] == ["performance"]

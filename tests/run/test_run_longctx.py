@@ -137,7 +137,7 @@ def test_kv_stale_reuse_cannot_trigger_without_prefix_caching(tmp_path, gk_tiny)
     """No cache lookups, no stale block: nothing fails. The cold/warm comparison exercises no cache,
     so it is not judged, and that blocking SKIP holds the run (issue 13: no vacuous pass)."""
     out = gk_run(tmp_path / "run", "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", *LONGCTX,
-                 "--candidate-opt", "prefix_caching=false", "--policy", _policy(tmp_path, **NO_BATCHES))
+                 "--candidate-opt", "prefix_caching=false", "--policy", _policy(tmp_path, **FEW_SESSIONS))
     assert not _failed(out), _failed(out)
     cold_warm = out.check("longctx.prefix_cache.cold_warm")
     assert cold_warm["status"] == "SKIP" and cold_warm["metrics"]["warm_cached_tokens"] == 0
@@ -195,20 +195,12 @@ def test_rope_drift_fails_long_needles_while_short_ones_pass(tmp_path, gk_tiny):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [None, 3])
-def test_no_false_alarm_on_the_clean_candidate(tmp_path, gk_tiny, seed):
-    """Two runs of the clean candidate (the default seed and another; gate 4's false-alarm rate
-    over many seeds is benchmarks/decay_false_alarms.py's, CI time is not): gate 4 fails none. On
-    the default seed the clean pass also exercises every trigger condition, and a WARN may only
-    say that a case does not suit the model (the reference fails it too)."""
-    out = gk_run(tmp_path, "--model", str(gk_tiny), *(("--seed", str(seed)) if seed is not None else ()), *LONGCTX,
-                 *(("--policy", _policy(tmp_path, **NO_BATCHES)) if seed is not None else ()))
+def test_no_false_alarm_on_the_clean_candidate_at_another_seed(tmp_path, gk_tiny):
+    """The clean candidate at seed 3 (gate 4's false-alarm rate over many seeds is
+    benchmarks/decay_false_alarms.py's, CI time is not): gate 4 fails none. The default seed's
+    clean gate 4, with its trigger conditions, is test_run_gk_tiny::test_default_run_promotes's."""
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--seed", "3", *LONGCTX, "--policy", _policy(tmp_path, **NO_BATCHES))
     assert out.gate("longctx")["status"] in ("PASS", "WARN") and not _failed(out), _failed(out)
-    if seed is None:
-        assert out.summary["verdict"] == "PROMOTE"
-        assert out.check("longctx.trigger_conditions")["status"] == "PASS"
-        warned = {c["id"]: c["reason"] for c in out.gate("longctx")["checks"] if c["status"] != "PASS"}
-        assert all("neither" in r or "reference misses" in r for r in warned.values()), warned
 
 
 @pytest.mark.slow  # 40-90 s
