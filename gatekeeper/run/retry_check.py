@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from scipy.stats import fisher_exact
 
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.evidence import Table
@@ -109,6 +108,8 @@ def compare(ctx: GateContext, counts: tuple[RetryCount, ...]) -> None:
 def p_value(c_sent: int, c_retried: int, r_sent: int, r_retried: int) -> float:
     """One-sided Fisher's exact test: the chance of a candidate share of retried requests at least
     this much above the reference side's if both had the same rate (benchmarks/retry_excess.py)."""
+    from scipy.stats import fisher_exact  # when a gate judges, not when a plan is made
+
     return float(fisher_exact([[c_retried, c_sent - c_retried], [r_retried, r_sent - r_retried]], alternative="greater")[1])
 
 

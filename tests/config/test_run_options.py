@@ -36,13 +36,15 @@ def test_bad_options_are_exit_3_before_anything_starts(args, env, message):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("name", sorted(NOT_OPTIONS))
-def test_the_project_s_own_variables_are_not_options(name):
-    """docs/vllm.md tells people to export GATEKEEPER_VLLM_CACHE: a command run with it (or any
-    variable the scripts, hooks or tests read) works, and a misspelt option beside it is still exit 3."""
-    r = _gk("--dry-run", env={name: "/tmp/somewhere"})
+def test_the_project_s_own_variables_are_not_options():
+    """docs/vllm.md tells people to export GATEKEEPER_VLLM_CACHE: a command run with it (and every
+    other variable the scripts, hooks or tests read, all set at once) works, and a misspelt option
+    beside them is still exit 3."""
+    own = {name: "/tmp/somewhere" for name in sorted(NOT_OPTIONS)}
+    assert len(own) >= 10
+    r = _gk("--dry-run", env=own)
     assert r.returncode == 0 and r.stderr == "", r.stderr
-    r = _gk("--dry-run", env={name: "/tmp/somewhere", "GATEKEEPER_POLCY": "gates/smoke.yaml"})
+    r = _gk("--dry-run", env={**own, "GATEKEEPER_POLCY": "gates/smoke.yaml"})
     assert r.returncode == 3 and r.stderr.strip().splitlines() == [
         "gatekeeper: error: GATEKEEPER_POLCY is not a gatekeeper option; did you mean GATEKEEPER_POLICY?"], r.stderr
 
