@@ -23,16 +23,10 @@ from gatekeeper.perf.measure import LevelBlocks
 from gatekeeper.gates.performance.settings import PerformanceSettings
 from gatekeeper.perf.compare import NOISE_CAP, Budget, compare
 from gatekeeper.targets.interface import TargetSpec
+from perf_runs import SLOWED_RUN, SMALL_POLICY
 from run_util import gk_run
 
-SMALL = """version: 1
-name: perf-test
-gates:
-  performance:
-    levels: [4]
-    pairs: 6
-    sweep: [1, 4]
-"""
+SMALL = SMALL_POLICY.read_text()
 
 
 SIGMA, TAU = 0.08, 0.025  # block-pair noise and launch-to-launch spread measured on this 2-core VM (docs/performance.md)
@@ -171,15 +165,12 @@ def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
     assert out.summary is None
 
 
-@pytest.mark.slow  # a real 23 s run; the slow real-browser test rolls back decode-slowdown=40 too, and the power simulations above stay
+@pytest.mark.slow  # a real run of about two minutes, shared with the real-browser test's performance ROLLBACK
 @pytest.mark.serial  # measures speed: alone on the machine
-def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
+def test_slowed_candidate_rolls_back_on_the_performance_gate(shared_run):
     """decode-slowdown=100 (each decode step twice as long) against the candidate's own launch without the fault: a blocking FAIL
     on the primary figure after the third launch round and on TPOT (and the gate names its baseline)."""
-    policy = tmp_path / "p.yaml"
-    policy.write_text(SMALL)
-    out = gk_run(tmp_path / "runs", "--gates", "performance", "--policy", str(policy),
-                 "--candidate-fault", "decode-slowdown=100")
+    out = shared_run(*SLOWED_RUN)
     assert out.summary is not None, out.stderr
     assert out.summary["verdict"] == "ROLLBACK", out.summary["reasons"]
     tpot = out.check("performance.c4.tpot_p50_s")
@@ -192,8 +183,8 @@ def test_slowed_candidate_rolls_back_on_the_performance_gate(tmp_path: Path):
     assert "without faults" in out.check("performance.measurement")["metrics"]["baseline"]
     assert (out.run_dir / "performance.html").read_text().count("perf-table") == 1
     history = out.check("performance.history")  # appended beside the run directories
-    assert history["status"] == "SKIP" and (tmp_path / "runs" / "perf-history.jsonl").read_text().count("\n") == 1
-    line = json.loads((tmp_path / "runs" / "perf-history.jsonl").read_text())
+    assert history["status"] == "SKIP" and (out.run_dir.parent / "perf-history.jsonl").read_text().count("\n") == 1
+    line = json.loads((out.run_dir.parent / "perf-history.jsonl").read_text())
     assert line["metrics"]["c1.decode_s_per_token.ratio"] == pytest.approx(primary["metrics"]["ratio"])  # the primary too
 
 
