@@ -78,10 +78,11 @@ def _differences_reported(out) -> None:
     assert not [c for g in out.summary["gates"] for c in g["checks"] if c["id"].endswith(".gate")]  # no gate crashed
 
 
-@pytest.mark.slow  # a minute or two each: every gate of the smoke policy against a server without batching
+@pytest.mark.slow  # a server without batching: gates 1 and 2 here, every gate of the smoke policy in the next test
 def test_two_transformers_servers_hold_because_numerics_cannot_be_judged(tmp_path, transformers_serve,
                                                                           transformers_serve_twin):
-    out = gk_run(tmp_path, "--reference", transformers_serve, "--candidate", transformers_serve_twin, *SMOKE, timeout=1200)
+    out = gk_run(tmp_path, "--reference", transformers_serve, "--candidate", transformers_serve_twin, *SMOKE,
+                 "--gates", "startup,numerics", timeout=1200)
     _differences_reported(out)
     assert out.summary["verdict"] == "HOLD" and out.code == 2, out.summary["reasons"]
     assert any(r.startswith("numerics.") for r in out.summary["reasons"]), out.summary["reasons"]
