@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("torch")
 
@@ -109,8 +110,11 @@ def test_null_logprobs_leave_gate_4s_nan_check_undecided(tmp_path, tiny_model_di
 
 @pytest.mark.slow  # ~60 s; the engine-level catch is test_engine_faults::test_kv_stale_reuse_corrupts_only_with_prefix_caching
 def test_kv_stale_reuse_rolls_back_at_gate_4_while_gates_1_to_3_pass(tmp_path, gk_tiny):
-    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", "--policy",
-                 _policy(tmp_path, **NO_BATCHES))
+    policy = Path(_policy(tmp_path, **NO_BATCHES))  # golden on the smoke subset: the claim is gate 4's, and gates 1-3 pass
+    rules = yaml.safe_load(policy.read_text())
+    rules["gates"]["golden"] = {"cases": yaml.safe_load((ROOT / "gates" / "smoke.yaml").read_text())["gates"]["golden"]["cases"]}
+    policy.write_text(yaml.safe_dump(rules))
+    out = gk_run(tmp_path, "--model", str(gk_tiny), "--candidate-fault", "kv-stale-reuse", "--policy", str(policy))
     assert out.code == 1 and out.summary["verdict"] == "ROLLBACK"
     for gate in ("startup", "numerics", "golden"):
         assert out.gate(gate)["status"] in ("PASS", "WARN"), (gate, _failed(out))
