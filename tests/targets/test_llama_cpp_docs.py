@@ -34,6 +34,7 @@ def test_the_page_has_its_blocks():
     assert set(blocks()) == {"build", "llama.yaml", "run"}
 
 
+@pytest.mark.serial  # its performance gate measures the two servers: alone on the machine
 def test_the_documented_llama_cpp_run_promotes(tmp_path):
     page = blocks()
     (tmp_path / "scripts").symlink_to(ROOT / "scripts")

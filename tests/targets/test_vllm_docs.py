@@ -34,6 +34,7 @@ def test_the_page_has_its_blocks():
     assert set(blocks()) == {"builds", "vllm-upgrade.yaml", "run"}
 
 
+@pytest.mark.serial  # its performance gate decides on two launched vLLM builds: alone on the machine
 def test_the_documented_vllm_upgrade_runs_and_promotes(tmp_path):
     page = blocks()
     (tmp_path / "scripts").symlink_to(ROOT / "scripts")
