@@ -29,7 +29,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.evidence import Table
 from gatekeeper.gates.finding import OPTIONAL, Finding

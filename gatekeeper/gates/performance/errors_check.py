@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 from gatekeeper.detection import DetectionLimit, fisher_limit
 from gatekeeper.results import Status
 
