@@ -51,6 +51,7 @@ def test_default_run_promotes(tmp_path):
     rate = out.check("golden.pass_rate")
     assert rate["status"] == "PASS" and rate["metrics"]["pass_rate"] == rate["metrics"]["reference_pass_rate"], rate
     for c in out.gate("golden")["checks"]:
+        assert c["status"] in ("PASS", "WARN", "FAIL"), c  # no golden check errored or judged nothing
         assert c["status"] != "FAIL" or "the reference fails it too" in c["reason"], c
         assert "regression" not in c["reason"] and "agrees with itself" not in c["reason"], c
     # gate 4 on the default seed exercises every trigger condition, and a WARN only says that a

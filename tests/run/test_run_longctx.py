@@ -1,7 +1,8 @@
 """Gate 4 end to end: `gatekeeper run` on the bundled engines with the trained gk-tiny, faults
 injected through the candidate's fault switches (stale KV blocks, NaN residue, a RoPE theta drift:
 docs/bug-classes.md). These need the shipped checkpoint, which the training script
-writes; until it exists they skip. The five-seed false-alarm test is marked slow."""
+writes; until it exists they skip. The whole runs are marked slow; gate 4's clean runs are the
+default run's (test_run_gk_tiny) and the inert stale-KV run's at seed 3."""
 
 from __future__ import annotations
 
