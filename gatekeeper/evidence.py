@@ -23,6 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from gatekeeper import json_types
+from gatekeeper.json_types import JsonObject
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -34,7 +37,7 @@ class Evidence:
     kind: ClassVar[str] = ""
 
     @property
-    def data(self) -> Any:
+    def data(self) -> json_types.JsonValue:
         """The kind's JSON form (records.jsonl's `data`)."""
         raise NotImplementedError
 
@@ -51,7 +54,7 @@ class TextPair(Evidence):
     kind: ClassVar[str] = "text_pair"
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"reference", "candidate", "divergence", "prompt"}."""
         return {"reference": self.reference, "candidate": self.candidate, "divergence": self.divergence,
                 "prompt": self.prompt}
@@ -72,7 +75,7 @@ class Table(Evidence):
         object.__setattr__(self, "rows", tuple(tuple(r) for r in rows))
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"columns", "rows"}."""
         return {"columns": list(self.columns), "rows": [list(r) for r in self.rows]}
 
@@ -95,7 +98,7 @@ class Histogram(Evidence):
         object.__setattr__(self, "threshold", threshold)
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"values", "label", "threshold"}."""
         return {"values": list(self.values), "label": self.label, "threshold": self.threshold}
 
@@ -120,7 +123,7 @@ class Series(Evidence):
         object.__setattr__(self, "y_label", y_label)
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"x", "series", "x_label", "y_label"}."""
         return {"x": list(self.x), "series": {k: list(v) for k, v in self.series.items()}, "x_label": self.x_label,
                 "y_label": self.y_label}
@@ -146,7 +149,7 @@ class Heatmap(Evidence):
         object.__setattr__(self, "labels", None if labels is None else tuple(tuple(str(x) for x in r) for r in labels))
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"rows", "columns", "values", "labels"}."""
         return {"rows": list(self.rows), "columns": list(self.columns), "values": [list(v) for v in self.values],
                 "labels": None if self.labels is None else [list(r) for r in self.labels]}
@@ -175,7 +178,7 @@ class Intervals(Evidence):
     kind: ClassVar[str] = "intervals"
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"rows": [{"label", "estimate", "low", "high", "limit"}], "reference", "x_label"}."""
         return {"rows": [{"label": r.label, "estimate": r.estimate, "low": r.low, "high": r.high, "limit": r.limit}
                          for r in self.rows], "reference": self.reference, "x_label": self.x_label}
@@ -194,7 +197,7 @@ class Log(Evidence):
         object.__setattr__(self, "lines", tuple(str(line) for line in lines))
 
     @property
-    def data(self) -> dict[str, Any]:
+    def data(self) -> JsonObject:
         """{"lines"}."""
         return {"lines": list(self.lines)}
 

@@ -13,18 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.detection import POWER, DetectionLimit
 from gatekeeper.results import CheckResult, Coverage, Evidence, GateResult, RetryCount, Status
 
 
-def evidence_json(evidence: Evidence) -> dict[str, Any]:
+def evidence_json(evidence: Evidence) -> JsonObject:
     """One evidence item: kind, title, data, and `"key": true` for a key chart (absent otherwise)."""
     return {"kind": evidence.kind, "title": evidence.title, "data": evidence.data, **({"key": True} if evidence.is_key else {})}
 
 
-def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any]:
+def check_json(check: CheckResult, *, standalone: bool = False) -> JsonObject:
     """A check as a JSON object; `standalone` adds its gate and its evidence (records.jsonl)."""
-    d: dict[str, Any] = {"id": check.id}
+    d: JsonObject = {"id": check.id}
     if standalone:
         d["gate"] = check.gate
     d |= {
@@ -45,7 +46,7 @@ def check_json(check: CheckResult, *, standalone: bool = False) -> dict[str, Any
     return d
 
 
-def limit_json(limit: DetectionLimit) -> dict[str, Any]:
+def limit_json(limit: DetectionLimit) -> JsonObject:
     """A check's detection limit (`detection.py`)."""
     return {"effect": limit.effect, "measure": limit.measure, "unit": limit.unit, "power": limit.power,
             "materiality": limit.materiality, "judged": limit.judged, "text": limit.text()}
@@ -64,10 +65,10 @@ def counts_json(counts: Mapping[Status, int]) -> dict[str, int]:
     return {status.value: n for status, n in counts.items()}
 
 
-def coverage_json(coverage: Coverage) -> dict[str, Any]:
+def coverage_json(coverage: Coverage) -> JsonObject:
     """A gate's judged coverage: counts, the reasons items went unjudged, the share and its floor, and
     (when any) the items not asked because neither target has a capability they need."""
-    out: dict[str, Any] = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share,
+    out: JsonObject = {"judged": coverage.judged, "total": coverage.total, "share": coverage.share,
                            "min_share": coverage.min_share, "unjudged": dict(coverage.unjudged)}
     if coverage.not_asked:
         out["not_asked"] = dict(coverage.not_asked)
@@ -76,13 +77,13 @@ def coverage_json(coverage: Coverage) -> dict[str, Any]:
     return out
 
 
-def retry_json(count: RetryCount) -> dict[str, Any]:
+def retry_json(count: RetryCount) -> JsonObject:
     """One target's requests in a gate and the client's retries for them."""
     return {"role": count.role, "sent": count.sent, "retried": count.retried, "reconnected": count.reconnected,
             "rate_limited": count.rate_limited}
 
 
-def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> dict[str, Any]:
+def gate_json(gate: GateResult, counts: Mapping[Status, int]) -> JsonObject:
     """A gate as summary.json shows it, its checks (without evidence) included."""
     return {
         "id": gate.id,

@@ -7,6 +7,7 @@ point (the identical prefix keeps only its end, each tail its beginning) and say
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gatekeeper.text import first_divergence
@@ -62,7 +63,7 @@ def _side(text: str, cut: int | None) -> Side:
     )
 
 
-def text_pair(title: str, data: dict[str, object]) -> TextDiff:
+def text_pair(title: str, data: Mapping[str, object]) -> TextDiff:
     """Build a `TextDiff` from a "text_pair" evidence payload.
 
     The payload's `divergence` is trusted when it is a valid index; otherwise it is computed.

@@ -8,9 +8,9 @@ histograms) stays out of this file: it is in the HTML report and in records.json
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from gatekeeper import __version__
+from gatekeeper.json_types import JsonObject
 from gatekeeper.report.identity import identify
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.run.data import ReportData
@@ -22,7 +22,7 @@ SUMMARY_FORMAT = "gatekeeper.summary/1"
 SUMMARY_SCHEMA = "https://gatekeeper.dev/schemas/summary.schema.json"  # its `$id`; the file ships in gatekeeper/schemas/
 
 
-def _target(t: TargetInfo) -> dict[str, Any]:
+def _target(t: TargetInfo) -> JsonObject:
     # A target that was not probed keeps the documented empty object, not null.
     capabilities = {} if t.capabilities is None else t.capabilities.to_dict()
     return {
@@ -41,7 +41,7 @@ def _target(t: TargetInfo) -> dict[str, Any]:
     }
 
 
-def summary_of(data: ReportData) -> dict[str, Any]:
+def summary_of(data: ReportData) -> JsonObject:
     """The summary as plain data (not yet sanitised for strict JSON)."""
     run = data.run
     return {
@@ -73,12 +73,12 @@ def summary_of(data: ReportData) -> dict[str, Any]:
     }
 
 
-def _rejudged(run: RunResult) -> dict[str, Any]:
+def _rejudged(run: RunResult) -> JsonObject:
     """For a re-judged run (`gatekeeper rejudge`): the run it judged, and the measured gates carried over."""
     return {"rejudged": {"from": run.rejudged_from, "carried_over": [g.id for g in run.gates if g.reused]}}
 
 
-def _resumed(gates: tuple[GateResult, ...], redone: tuple[str, ...]) -> dict[str, Any]:
+def _resumed(gates: tuple[GateResult, ...], redone: tuple[str, ...]) -> JsonObject:
     """For a resumed run (`gatekeeper run --resume`): which gates came from the interrupted run's
     records, which ran now, and which of those a finished run asked again (`--redo`); nothing for a
     run that was not resumed."""
