@@ -33,13 +33,14 @@ from collections import Counter
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Iterator
 
 import httpx
 
 from gatekeeper.errors import EndpointError
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.endpoints.dead import DeadEngine, FailureStreak, describe_request, unhealthy
 from gatekeeper.endpoints.exchange import (closed_before_answer, error_message, retry_after, sse_lines, status_error,
                                            without_userinfo)
@@ -187,7 +188,7 @@ class Endpoint:
                                     "(the request's overall deadline; the server kept the connection open)")
             yield chunk
 
-    def _exchange(self, method: str, path: str, body: dict[str, Any] | None,
+    def _exchange(self, method: str, path: str, body: Mapping[str, object] | None,
                   keep: Callable[[int], bool] = lambda status: status < 400) -> Iterator[tuple[httpx.Response, Iterator[bytes]]]:
         """Send, retrying as gatekeeper/endpoints/retry.py says; yields once: the final response (a status
         `keep` accepts: below 400 unless told otherwise) and its capped, deadline-bound chunks.
@@ -247,7 +248,7 @@ class Endpoint:
             if http is not self._http:
                 http.close()
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[httpx.Response, bytes]:
+    def _send(self, method: str, path: str, body: Mapping[str, object] | None = None) -> tuple[httpx.Response, bytes]:
         """One non-streamed exchange: the final response and its whole (capped) body."""
         for r, chunks in self._exchange(method, path, body):
             return r, b"".join(chunks)
@@ -267,7 +268,7 @@ class Endpoint:
         that are not a JSON object are EndpointErrors, classified like any other request's."""
         return self._decode(path, *self._send("GET", path))
 
-    def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def post_json(self, path: str, body: Mapping[str, object]) -> dict[str, Any]:
         """POST JSON and return the decoded JSON object; errors classified."""
         return self._decode(path, *self._send("POST", path, body))
 
@@ -280,7 +281,7 @@ class Endpoint:
             raise EndpointError("malformed", self._url(path), "body is not a JSON object", r.status_code)
         return data
 
-    def _stream(self, path: str, body: dict[str, Any]) -> Iterator[dict[str, Any] | str]:
+    def _stream(self, path: str, body: Mapping[str, object]) -> Iterator[dict[str, Any] | str]:
         """Yield decoded SSE events; yields the string "[DONE]" for the terminator."""
         for _, chunks in self._exchange("POST", path, body):
             yield from sse_events(sse_lines(chunks), self._url(path))
@@ -309,21 +310,21 @@ class Endpoint:
     # -- OpenAI API -----------------------------------------------------------------------
     def chat(
         self,
-        messages: list[dict[str, Any]],
+        messages: Sequence[ChatMessage],
         *,
         max_tokens: int = 64,
         temperature: float = 0.0,
         stream: bool = False,
         logprobs: bool = False,
         top_logprobs: int = 0,
-        tools: list[dict[str, Any]] | None = None,
+        tools: Sequence[ToolDefinition] | None = None,
         tool_choice: Any = None,
         seed: int | None = None,
         stop: list[str] | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> ChatResponse:
         """One chat completion; streaming responses are assembled into the same shape."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature}
+        body: dict[str, object] = {"model": self.model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature}
         if logprobs:
             body["logprobs"] = True
             body["top_logprobs"] = top_logprobs
@@ -364,10 +365,10 @@ class Endpoint:
         echo: bool = False,
         logprobs: int | None = None,
         prompt_logprobs: int | None = None,
-        extra: dict[str, Any] | None = None,
+        extra: Mapping[str, object] | None = None,
     ) -> CompletionResponse:
         """One text completion (non-streaming)."""
-        body: dict[str, Any] = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature}
+        body: dict[str, object] = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature}
         if echo:
             body["echo"] = True
         if logprobs is not None:
@@ -382,9 +383,9 @@ class Endpoint:
         self._record(resp.e2e_s, None, resp.completion_tokens)
         return resp
 
-    def tokenize(self, text: str | None = None, messages: list[dict[str, Any]] | None = None) -> list[int]:
+    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None) -> list[int]:
         """Token ids via vLLM's /tokenize (EndpointError 'unsupported' if absent)."""
-        body: dict[str, Any] = {"model": self.model}
+        body: dict[str, object] = {"model": self.model}
         if messages is not None:
             body["messages"] = messages
         else:

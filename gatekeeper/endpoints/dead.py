@@ -22,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,7 +72,7 @@ def unhealthy(http: httpx.Client) -> str | None:
     return f"HTTP {status}" if status >= 500 else None
 
 
-def describe_request(method: str, path: str, body: dict[str, Any] | None) -> str:
+def describe_request(method: str, path: str, body: Mapping[str, object] | None) -> str:
     """e.g. "POST /v1/chat/completions (seed=3, temperature=0.8, max_tokens=64, 1,840 characters of prompt)"."""
     if not body:
         return f"{method} {path}"

@@ -13,24 +13,25 @@ from dataclasses import replace
 from typing import Any
 
 from gatekeeper.capabilities import FEATURES, UNDETERMINED, Capabilities
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 from gatekeeper.endpoints.retry import with_retries
 from gatekeeper.endpoints.responses import ChatResponse
 
-PROBE_MESSAGES = [{"role": "user", "content": "Reply with exactly: OK"}]
-PROBE_TOOL = {
+PROBE_MESSAGES: list[ChatMessage] = [{"role": "user", "content": "Reply with exactly: OK"}]
+PROBE_TOOL: ToolDefinition = {
     "type": "function",
     "function": {"name": "ping", "description": "Check the service.", "parameters": {"type": "object", "properties": {}}},
 }
 
 # A request a tool-trained model answers with a call (the golden set's tool-weather case): whether
 # the server turns the call into `tool_calls` is only visible when the model writes one.
-PROBE_TOOL_MESSAGES = [
+PROBE_TOOL_MESSAGES: list[ChatMessage] = [
     {"role": "system", "content": "You are a helpful assistant that can call tools."},
     {"role": "user", "content": "Please what is the weather in Oslo in celsius."},
 ]
-PROBE_WEATHER_TOOL = {
+PROBE_WEATHER_TOOL: ToolDefinition = {
     "type": "function",
     "function": {"name": "get_weather", "description": "Current weather in a city.", "parameters": {
         "type": "object", "required": ["city", "unit"], "properties": {

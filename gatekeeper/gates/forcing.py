@@ -24,8 +24,9 @@ policy's `needle_max_precision_flips`, `max_precision_flips`) before it is undec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.responses import CompletionResponse, TokenLogprob
 from gatekeeper.errors import EndpointError
@@ -34,7 +35,7 @@ from gatekeeper.stats.near_tie import Divergence, judge
 
 NEEDS = ("tokenize", "completions", "echo", "logprobs")
 TOP_K = 5
-Messages = list[dict[str, Any]]
+Messages = list[ChatMessage]
 
 
 class NearTieSettings(Protocol):

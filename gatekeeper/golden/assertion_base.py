@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from gatekeeper.endpoints.chat_types import ToolDefinition
 from gatekeeper.endpoints.responses import ChatResponse
 
 
@@ -42,7 +43,7 @@ class Assertion:
     type: ClassVar[str]
     relative: ClassVar[bool] = False
 
-    def check(self, response: ChatResponse, tools: list[dict[str, Any]] | None) -> Outcome:
+    def check(self, response: ChatResponse, tools: list[ToolDefinition] | None) -> Outcome:
         """Judge an answer alone; `tools` are the case's tool definitions (or None)."""
         raise NotImplementedError
 

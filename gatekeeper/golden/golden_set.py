@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from gatekeeper.config.settings import MAX_ANSWER_TOKENS
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.errors import ConfigError
 from gatekeeper.golden.assertion_base import Assertion, SpecError
 from gatekeeper.golden.assertions import build_assertion
@@ -50,10 +51,10 @@ class GoldenCase:
 
     id: str
     family: str
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[ChatMessage, ...]
     assertions: tuple[Assertion, ...]
     max_tokens: int = 64
-    tools: tuple[dict[str, Any], ...] | None = None
+    tools: tuple[ToolDefinition, ...] | None = None
     tool_choice: Any = None
     stream_variant: bool = False
     description: str | None = None
@@ -220,7 +221,7 @@ class _Validator:
             raise self.fail(at, "a json_schema response_format needs json_schema: {name: ..., schema: {...}}")
         return rf
 
-    def messages(self, at: KeyPath, raw: Any) -> tuple[dict[str, Any], ...]:
+    def messages(self, at: KeyPath, raw: Any) -> tuple[ChatMessage, ...]:
         if not isinstance(raw, list) or not raw:
             raise self.fail(at[:-1], "messages must be a non-empty list")
         for i, m in enumerate(raw):
@@ -231,7 +232,7 @@ class _Validator:
                 raise self.fail(at + (i, "content"), "message content must be a string")
         return tuple(raw)
 
-    def tools(self, at: KeyPath, raw: Any) -> tuple[dict[str, Any], ...] | None:
+    def tools(self, at: KeyPath, raw: Any) -> tuple[ToolDefinition, ...] | None:
         if raw is None:
             return None
         if not isinstance(raw, list):

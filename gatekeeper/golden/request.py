@@ -24,13 +24,13 @@ def ask(endpoint: Endpoint, case: GoldenCase, stream: bool = False, seed: int | 
     """Send one case to an endpoint (greedy); `top_logprobs` > 0 also asks for each token's
     logprob and that many alternatives. Raises EndpointError on transport or HTTP failure."""
     return endpoint.chat(
-        [dict(m) for m in case.messages],
+        [m.copy() for m in case.messages],
         max_tokens=case.max_tokens,
         temperature=0.0,
         stream=stream,
         logprobs=top_logprobs > 0,
         top_logprobs=top_logprobs,
-        tools=[dict(t) for t in case.tools] if case.tools else None,
+        tools=[t.copy() for t in case.tools] if case.tools else None,
         tool_choice=case.tool_choice,
         seed=seed,
         extra={"response_format": case.response_format} if case.response_format else None,

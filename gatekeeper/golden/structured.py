@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 
+from gatekeeper.endpoints.chat_types import ToolDefinition
 from gatekeeper.golden.answer import clip, strip_fences
 from gatekeeper.golden.assertion_base import PASSED, Assertion, Outcome, SpecError, need, need_type, register
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls, type_ok
@@ -111,7 +112,7 @@ class ToolCallAssertion(Assertion):
                              tuple(s.get("required", ())), dict(s.get("types", {})), bool(s.get("allow_extra_args", False)))
                 for s in self.calls]
 
-    def check(self, response: ChatResponse, tools: list[dict[str, Any]] | None) -> Outcome:
+    def check(self, response: ChatResponse, tools: list[ToolDefinition] | None) -> Outcome:
         for call in response.tool_calls:
             if not isinstance(call.parsed, dict):
                 return Outcome(False, f"tool call {call.name!r} has arguments that are not a JSON object: "

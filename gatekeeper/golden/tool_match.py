@@ -13,8 +13,11 @@ A match reports every problem found, so a failure says which argument of which c
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from gatekeeper.endpoints.chat_types import ToolDefinition
 
 _JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null")
 
@@ -87,17 +90,17 @@ def values_equal(got: Any, want: Any) -> bool:
     return type(got) is type(want) and got == want
 
 
-def tool_parameters(tools: list[dict[str, Any]] | None, name: str) -> dict[str, Any] | None:
+def tool_parameters(tools: Sequence[ToolDefinition] | None, name: str) -> dict[str, Any] | None:
     """The declared `parameters` schema of tool `name` in OpenAI-style definitions, or None."""
     for tool in tools or []:
-        fn = tool.get("function", tool)
+        fn = tool["function"]
         if fn.get("name") == name:
             params = fn.get("parameters")
             return params if isinstance(params, dict) else {}
     return None
 
 
-def call_problems(actual: ActualCall, expected: ExpectedCall, tools: list[dict[str, Any]] | None) -> list[str]:
+def call_problems(actual: ActualCall, expected: ExpectedCall, tools: Sequence[ToolDefinition] | None) -> list[str]:
     """Everything wrong with `actual` as an instance of `expected` (empty list: it matches)."""
     label = f"call {expected.name}"
     if actual.name != expected.name:
@@ -139,7 +142,7 @@ def _value_problems(label: str, key: str, value: Any, prop: dict[str, Any], expe
     return out
 
 
-def match_calls(actual: list[ActualCall], expected: list[ExpectedCall], tools: list[dict[str, Any]] | None = None,
+def match_calls(actual: list[ActualCall], expected: list[ExpectedCall], tools: Sequence[ToolDefinition] | None = None,
                 ordered: bool = False) -> MatchResult:
     """Pair every expected call with a distinct matching actual call (any order unless `ordered`)."""
     if len(actual) != len(expected):

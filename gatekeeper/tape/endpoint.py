@@ -14,16 +14,18 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import httpx
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
+from gatekeeper.json_types import JsonObject
 from gatekeeper.tape.codec import decode, encode
 from gatekeeper.tape.failure import before, describe, log_mark, log_since
 from gatekeeper.text import utc_now
@@ -47,7 +49,7 @@ class Asked:
 class Source(Protocol):
     """Where an answer may come from instead of the server."""
 
-    def answer(self, asked: Asked) -> dict[str, Any] | None:
+    def answer(self, asked: Asked) -> JsonObject | None:
         """The encoded answer to `asked`, or None (the server is asked)."""
 
     def must_answer(self) -> bool:
@@ -57,7 +59,7 @@ class Source(Protocol):
 class Sink(Protocol):
     """What keeps answers."""
 
-    def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+    def keep(self, asked: Asked, answer: JsonObject, from_source: bool) -> None:
         """Keep the encoded answer to `asked` (`from_source`: it came from the source, not the server)."""
 
 
@@ -144,18 +146,18 @@ class TapedEndpoint(Endpoint):
         sick = self._unhealthy()
         return f"/health: {sick}" if sick else "alive: /health answered below 500 just after"
 
-    def _keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+    def _keep(self, asked: Asked, answer: JsonObject, from_source: bool) -> None:
         for sink in self.sinks:
             sink.keep(asked, answer, from_source)
 
-    def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResponse:  # noqa: D102 — Endpoint.chat, taped
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:  # noqa: D102 — Endpoint.chat, taped
         return self._taped("chat", (messages,), kwargs, lambda: super(TapedEndpoint, self).chat(messages, **kwargs))
 
     def completion(self, prompt: str | list[int], **kwargs: Any) -> CompletionResponse:  # noqa: D102
         return self._taped("completion", (prompt,), kwargs,
                            lambda: super(TapedEndpoint, self).completion(prompt, **kwargs))
 
-    def tokenize(self, text: str | None = None, messages: list[dict[str, Any]] | None = None) -> list[int]:  # noqa: D102
+    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None) -> list[int]:  # noqa: D102
         return self._taped("tokenize", (text, messages), {},
                            lambda: super(TapedEndpoint, self).tokenize(text, messages))
 
@@ -169,5 +171,5 @@ class TapedEndpoint(Endpoint):
     def get_json(self, path: str) -> dict[str, Any]:  # noqa: D102
         return self._taped("get_json", (path,), {}, lambda: super(TapedEndpoint, self).get_json(path))
 
-    def post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:  # noqa: D102
+    def post_json(self, path: str, body: Mapping[str, object]) -> dict[str, Any]:  # noqa: D102
         return self._taped("post_json", (path, body), {}, lambda: super(TapedEndpoint, self).post_json(path, body))

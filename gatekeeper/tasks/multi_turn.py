@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.tasks import arithmetic, echo, long_output, vocab
 from gatekeeper.tasks.sample import Sample, exact
 
@@ -34,7 +35,7 @@ def _chatter(rng: random.Random) -> tuple[str, str]:
     else:
         text = " ".join(vocab.filler_sentence(rng) for _ in range(rng.randint(2, 14)))
         return f"Here is a note: {text} Reply with OK.", "OK"
-    return s.messages[-1]["content"], s.answer
+    return s.messages[-1]["content"] or "", s.answer
 
 
 def generate(rng: random.Random, rounds: int | None = None, num_facts: int | None = None) -> Sample:
@@ -45,7 +46,7 @@ def generate(rng: random.Random, rounds: int | None = None, num_facts: int | Non
     slots = rng.sample(sorted(FACTS), k)
     values = {s: FACTS[s][1](rng) for s in slots}
     fact_rounds = sorted(rng.sample(range(min(rounds - 1, 3)), k)) if k <= min(rounds - 1, 3) else list(range(k))
-    messages: list[dict[str, Any]] = []
+    messages: list[ChatMessage] = []
     it = iter(slots)
     for i in range(rounds - 1):
         if i in fact_rounds:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -16,8 +18,8 @@ class Sample:
     facts used for scoring and reporting (e.g. a needle's depth, a chat's round count).
     """
 
-    messages: tuple[dict[str, Any], ...]
-    tools: tuple[dict[str, Any], ...] | None
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[ToolDefinition, ...] | None
     answer: str
     family: str
     meta: dict[str, Any] = field(default_factory=dict, compare=False)

@@ -12,7 +12,11 @@ import json
 import random
 import re
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Callable
+
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolCall, ToolDefinition
+from gatekeeper.json_types import JsonObject
 
 from gatekeeper.tasks import vocab
 from gatekeeper.tasks.sample import Sample
@@ -26,11 +30,11 @@ SYMBOLS = ("AAPL", "MSFT", "NVDA", "TSLA", "AMZN", "GOOG", "IBM", "ORCL")
 class _Tool:
     name: str
     description: str
-    params: dict[str, dict[str, Any]]
-    make: Callable[[random.Random], tuple[dict[str, Any], str]]  # -> (arguments, request text)
-    result: Callable[[random.Random, dict[str, Any]], tuple[dict[str, Any], str]]  # -> (result, final answer)
+    params: dict[str, JsonObject]  # parameter -> its JSON Schema
+    make: Callable[[random.Random], tuple[JsonObject, str]]  # -> (arguments, request text)
+    result: Callable[[random.Random, JsonObject], tuple[JsonObject, str]]  # -> (result, final answer)
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self) -> ToolDefinition:
         return {"type": "function", "function": {
             "name": self.name, "description": self.description,
             "parameters": {"type": "object", "properties": self.params, "required": list(self.params)}}}
@@ -119,7 +123,7 @@ def _event_result(r, a):
     return {"created": True}, f"The event {a['title']} is on {a['day']}."
 
 
-def _p(t: str, d: str, **extra) -> dict[str, Any]:
+def _p(t: str, d: str, **extra) -> JsonObject:
     return {"type": t, "description": d, **extra}
 
 
@@ -151,7 +155,7 @@ TOOLS: tuple[_Tool, ...] = (
 SYSTEM = "You are a helpful assistant that can call tools."
 
 
-def render_call(name: str, arguments: dict[str, Any]) -> str:
+def render_call(name: str, arguments: JsonObject) -> str:
     """One call in the chat template's form."""
     return f'<tool_call>{{"name": "{name}", "arguments": {json.dumps(arguments, ensure_ascii=False)}}}</tool_call>'
 
@@ -169,7 +173,7 @@ def generate(rng: random.Random, num_calls: int | None = None, with_result: bool
     calls = [(t, *t.make(rng)) for t in chosen]
     request = " and ".join(text for _, _, text in calls)
     request = f"Please {request}."
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}]
+    messages: list[ChatMessage] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": request}]
     rendered = "\n".join(render_call(t.name, args) for t, args, _ in calls)
     meta: dict[str, Any] = {"num_calls": n, "with_result": with_result,
                             "calls": [{"name": t.name, "arguments": args} for t, args, _ in calls]}
@@ -214,19 +218,19 @@ def score(sample: Sample, output_text: str) -> bool:
     return all(json.dumps(g, sort_keys=True) == json.dumps(w, sort_keys=True) for g, w in zip(got, want))
 
 
-def openai_messages(messages: tuple[dict[str, Any], ...] | list[dict[str, Any]], id_prefix: str) -> list[dict[str, Any]]:
+def openai_messages(messages: Sequence[ChatMessage], id_prefix: str) -> list[ChatMessage]:
     """A task's messages as the OpenAI API takes them: tool-call arguments as JSON strings, each
     assistant call with an `id` (the schema requires one; vLLM answers 400 without it) and each
     tool message with the `tool_call_id` of the call it answers."""
-    out: list[dict[str, Any]] = []
+    out: list[ChatMessage] = []
     call_id = None
     for m in messages:
-        m = dict(m)
+        m = m.copy()
         if m.get("tool_calls"):
-            calls = []
+            calls: list[ToolCall] = []
             for k, c in enumerate(m["tool_calls"]):
                 call_id = c.get("id") or f"call_{id_prefix}_{k}"
-                fn = dict(c["function"])
+                fn = c["function"].copy()
                 fn["arguments"] = fn["arguments"] if isinstance(fn["arguments"], str) else json.dumps(fn["arguments"])
                 calls.append({"id": call_id, "type": "function", "function": fn})
             m["tool_calls"] = calls

@@ -21,6 +21,7 @@ import argparse
 import random
 from typing import Any
 
+from gatekeeper.endpoints.chat_types import ToolDefinition
 from gatekeeper import tasks
 from gatekeeper.tasks import tool_call
 from gatekeeper.traffic.format import TrafficRecord, write_traffic
@@ -39,7 +40,7 @@ EXACT = ("echo", "arithmetic", "eos", "multilingual", "refusal", "multi_turn", "
 """Families scored by exact match (`tasks.sample.exact`): their answer is the request's `expected`."""
 
 
-def _wide_menu(rng: random.Random, tools: tuple[dict[str, Any], ...] | None) -> list[dict[str, Any]]:
+def _wide_menu(rng: random.Random, tools: tuple[ToolDefinition, ...] | None) -> list[ToolDefinition]:
     """The sample's tools plus unused ones, up to 5-6 (the agents tenant's wide menus)."""
     menu = list(tools or ())
     names = {t["function"]["name"] for t in menu}

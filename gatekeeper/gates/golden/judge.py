@@ -23,8 +23,8 @@ The case's status is the worst of these.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from gatekeeper.endpoints.chat_types import ToolDefinition
 from gatekeeper.golden.answer import answer_key, clip, render_answer
 from gatekeeper.golden.assertion_base import Assertion
 from gatekeeper.golden.assertions import similarity
@@ -143,7 +143,7 @@ def judge_case(case: GoldenCase, candidate: ChatResponse, references: list[ChatR
 
 
 def _judge_absolute(j: CaseJudgement, a: Assertion, candidate: ChatResponse, references: list[ChatResponse],
-                    tools: list[dict[str, Any]] | None, failed: list[str], shared_hard: Status) -> None:
+                    tools: list[ToolDefinition] | None, failed: list[str], shared_hard: Status) -> None:
     out = a.check(candidate, tools)
     if out.ok:
         return

@@ -174,7 +174,7 @@ def _shared_prefix(ctx: GateContext, s: LongContextSettings, counter: TokenCount
         mismatches += text(a) != text(b) and not shaky and not tie
         verdict = ("same" if text(a) == text(b) else "differs (reference unstable)" if shaky else
                    "differs at a near tie (noise)" if tie else "DIFFERENT")
-        rows.append([messages[-1]["content"][-60:], want or "(unrelated)", text(a), text(b), verdict])
+        rows.append([(messages[-1]["content"] or "")[-60:], want or "(unrelated)", text(a), text(b), verdict])
     right = sum(1 for (_, want), b in zip(items, cand) if want is not None and text(b) == want)
     limit_mm = s.prefix_max_mismatches
     ctx.check(SHARED_PREFIX, Status.FAIL if mismatches > limit_mm else Status.PASS,

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 
@@ -103,6 +104,6 @@ def answer_of(text: str) -> str:
     return text.strip()
 
 
-def first_user_text(messages: list[dict[str, Any]]) -> str:
+def first_user_text(messages: Sequence[ChatMessage]) -> str:
     """The last user message's text, for evidence."""
     return next((str(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")

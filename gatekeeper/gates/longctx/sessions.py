@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 
@@ -79,7 +80,7 @@ def build_session(counter: TokenCounter, plan: SessionPlan, seed: int, index: in
             user, reply = tasks.chatter(rng)
             added += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
         slot, value, planted_in = planted[(r - 1) % len(planted)] if r > 1 else planted[0]
-        question = {"role": "user", "content": tasks.fact_question(slot)}
+        question: ChatMessage = {"role": "user", "content": tasks.fact_question(slot)}
         base = history + added
         fixed = counter.count([*base, {"role": "user", "content": _NOTE.format(text="", pad="")},
                                {"role": "assistant", "content": "OK"}, question])
@@ -90,7 +91,7 @@ def build_session(counter: TokenCounter, plan: SessionPlan, seed: int, index: in
         for _ in range(3):
             text = " ".join(words[used:used + n])
 
-            def build(pad: str, text: str = text, base: Messages = base, question: dict = question) -> Messages:
+            def build(pad: str, text: str = text, base: Messages = base, question: ChatMessage = question) -> Messages:
                 return [*base, {"role": "user", "content": _NOTE.format(text=text, pad=pad)},
                         {"role": "assistant", "content": "OK"}, question]
 

@@ -10,6 +10,7 @@ import json
 import random
 from typing import Any
 
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.tasks import (
     json_object,
     multi_turn,
@@ -76,19 +77,19 @@ def chatter(rng: random.Random) -> tuple[str, str]:
     return multi_turn._chatter(rng)
 
 
-def tool_sample(rng: random.Random, num_calls: int, with_result: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Any]:
+def tool_sample(rng: random.Random, num_calls: int, with_result: bool) -> tuple[list[ChatMessage], list[ToolDefinition], Any]:
     """(messages, tool definitions, expected) for a tool-call case: expected is the list of
     {"name", "arguments"} calls, or the final answer text when a tool result is fed back."""
     s = tool_call.generate(rng, num_calls=num_calls, with_result=with_result)
     expected = s.answer if with_result else list(s.meta["calls"])
     messages = tool_call.openai_messages(s.messages, f"{num_calls}_{int(with_result)}")
-    return messages, [dict(t) for t in s.tools or ()], expected
+    return messages, [t.copy() for t in s.tools or ()], expected
 
 
 def json_sample(rng: random.Random, num_fields: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """(prompt, JSON schema, expected object) for a JSON answer to a stated schema."""
     s = json_object.generate(rng, num_fields=num_fields, schema=True)
-    prompt = s.messages[-1]["content"]
+    prompt = s.messages[-1]["content"] or ""
     schema = json.loads(prompt.split("JSON schema: ", 1)[1])
     return prompt, schema, json.loads(s.answer)
 

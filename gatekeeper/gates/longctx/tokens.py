@@ -19,12 +19,12 @@ count), so a prompt can be placed at B·k−1, B·k or B·k+1 tokens.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError
 
-Messages = list[dict[str, Any]]
+Messages = list[ChatMessage]
 PAD_WORDS = (" the", " and", " a")
 PAD_TAILS = (".", ",", ";")
 _PROBE_BASE = "Padding probe: the river and the bridge."

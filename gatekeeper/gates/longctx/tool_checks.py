@@ -32,6 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from gatekeeper.endpoints.chat_types import ToolDefinition
 from gatekeeper.detection import Items
 from gatekeeper.evidence import Evidence, Table, TextPair
 from gatekeeper.gates.interface import GateContext
@@ -79,13 +80,13 @@ def fitted_history(rng: random.Random, want: int, base: Messages, room: int, cou
     return pre
 
 
-def _with_tools(messages: Messages, tools: list[dict[str, Any]]) -> Messages:
+def _with_tools(messages: Messages, tools: list[ToolDefinition]) -> Messages:
     """Messages with the tool definitions as text in the system turn: what the template adds,
     for counting (the /tokenize request of the client carries no tools)."""
-    return [{"role": "system", "content": messages[0]["content"] + json.dumps(tools)}, *messages[1:]]
+    return [{"role": "system", "content": (messages[0]["content"] or "") + json.dumps(tools)}, *messages[1:]]
 
 
-def _calls_ok(a: Answer, expected: list[dict[str, Any]], tools: list[dict[str, Any]]) -> tuple[bool, str, bool]:
+def _calls_ok(a: Answer, expected: list[dict[str, Any]], tools: list[ToolDefinition]) -> tuple[bool, str, bool]:
     """(matches, problems, hard) for an answer's calls: hard when arguments are not a JSON object."""
     assert isinstance(a, ChatResponse)
     if any(not isinstance(c.parsed, dict) for c in a.tool_calls):
@@ -291,7 +292,7 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
     cases = []
     for i in range(s.json_cases):
         prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
-        ask = [{"role": "user", "content": prompt}]
+        ask: Messages = [{"role": "user", "content": prompt}]
         pre = fitted_history(rng, s.json_history_tokens, ask, room, counter)
         enforced: dict[str, Any] = {"extra": {"response_format": {"type": "json_schema",
                                                                   "json_schema": {"name": "answer", "schema": schema}}}}

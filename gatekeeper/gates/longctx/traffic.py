@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 
+from gatekeeper.endpoints.chat_types import ChatMessage
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, gist, refused_alike
 from gatekeeper.endpoints.fanout import fan_out
@@ -43,7 +45,7 @@ class Flight:
             self.now -= 1
 
 
-def chat(ep: Endpoint, messages: list[dict[str, Any]], *, flight: Flight | None = None, **kw: Any) -> Answer:
+def chat(ep: Endpoint, messages: Sequence[ChatMessage], *, flight: Flight | None = None, **kw: Any) -> Answer:
     """One greedy chat request; an EndpointError is returned, not raised."""
     try:
         if flight is None:
@@ -153,7 +155,7 @@ class Watched:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.endpoint, name)
 
-    def chat(self, messages: list[dict[str, Any]], **kw: Any) -> ChatResponse:
+    def chat(self, messages: Sequence[ChatMessage], **kw: Any) -> ChatResponse:
         """The wrapped chat, with logprobs requested and checked."""
         if self.logprobs and not kw.get("logprobs"):
             kw.update(logprobs=True, top_logprobs=0)
