@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import EndpointError
 from gatekeeper.atomic import write_atomic
 from gatekeeper.results import CacheUse
@@ -84,8 +85,8 @@ class AnswerCache:
     def __init__(self, root: Path, identity: Identity, run_id: str) -> None:
         self.dir = root / identity.digest
         self.identity, self.run_id = identity, run_id
-        self.entries: dict[tuple[str, int], dict[str, Any]] = {}
-        self.new: dict[tuple[str, int], dict[str, Any]] = {}
+        self.entries: dict[tuple[str, int], JsonObject] = {}
+        self.new: dict[tuple[str, int], JsonObject] = {}
         self.stats = CacheStats(identity.describe())
         self._lock = threading.Lock()
         for path in sorted(self.dir.glob("*.jsonl")):
@@ -102,7 +103,7 @@ class AnswerCache:
         """A reference's answer, in a gate that judges answers."""
         return asked.role == "reference" and asked.cacheable and asked.method in ANSWERS
 
-    def answer(self, asked: Asked) -> dict[str, Any] | None:
+    def answer(self, asked: Asked) -> JsonObject | None:
         """The cached answer, counted as a hit, or None (a miss: the reference is asked)."""
         if not self.cacheable(asked):
             return None
@@ -117,7 +118,7 @@ class AnswerCache:
         """A cache may miss."""
         return False
 
-    def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+    def keep(self, asked: Asked, answer: JsonObject, from_source: bool) -> None:
         """Store what the reference answered (not errors, not what the cache itself gave)."""
         if from_source or not self.cacheable(asked) or (answer.get("type") == "error" and not _refusal(answer)):
             return
@@ -139,7 +140,7 @@ class AnswerCache:
             json.dumps({"format": FORMAT, "key": key, "n": n, "answer": answer}) + "\n" for (key, n), answer in new.items()))
 
 
-def _refusal(error: dict[str, Any]) -> bool:
+def _refusal(error: JsonObject) -> bool:
     """An error that is the reference's answer to the request itself (a 4xx other than auth, timeout, rate limit)."""
     status = error.get("status")
     return (error.get("kind") in ("http", "unsupported") and isinstance(status, int) and 400 <= status < 500

@@ -14,10 +14,11 @@ from typing import Any
 import httpx
 
 from gatekeeper.errors import EndpointError, RequestFacts
+from gatekeeper.json_types import JsonObject
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob, ToolCall
 
 
-def encode(value: Any) -> dict[str, Any]:
+def encode(value: Any) -> JsonObject:
     """The JSON form of an endpoint method's result (or of the EndpointError it raised)."""
     if isinstance(value, EndpointError):
         return {"type": "error", "kind": value.kind, "url": value.url, "detail": value.detail, "status": value.status,

@@ -14,6 +14,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import IO, Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.atomic import write_atomic
 from gatekeeper.tape.endpoint import Asked
 
@@ -35,7 +36,7 @@ class Recorder:
         self._files: dict[str, IO[str]] = {}
         self._lock = threading.Lock()
 
-    def keep(self, asked: Asked, answer: dict[str, Any], from_source: bool) -> None:
+    def keep(self, asked: Asked, answer: JsonObject, from_source: bool) -> None:
         """Append the answer to the role's file."""
         line = self.redact(json.dumps({"format": FORMAT, "role": asked.role, "gate": asked.gate, "method": asked.method,
                                        "key": asked.key, "n": asked.occurrence, "cached": from_source,
@@ -47,13 +48,13 @@ class Recorder:
             f.write(line)
             f.flush()
 
-    def liveness(self, gate: str, after: dict[str, Any]) -> None:
+    def liveness(self, gate: str, after: JsonObject) -> None:
         """Each target's state after `gate` (gatekeeper/run/liveness.py's recorded form): whether it
         still answered, its process was alive, a stopped candidate's log tail, a dead engine."""
         with self._lock, (self.dir / LIVENESS).open("a", encoding="utf-8") as f:
             f.write(self.redact(json.dumps({"gate": gate, **after})) + "\n")
 
-    def targets(self, described: dict[str, Any]) -> None:
+    def targets(self, described: JsonObject) -> None:
         """What the runner knew about each started target."""
         write_atomic(self.dir / TARGETS, self.redact(json.dumps(described, indent=1)) + "\n")
 
@@ -70,7 +71,7 @@ class Recorded:
 
     def __init__(self, run_dir: Path) -> None:
         self.dir = run_dir / DIR
-        self.answers: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.answers: dict[tuple[str, str, int], JsonObject] = {}
         for path in sorted(self.dir.glob("*.jsonl")):
             if path.name == LIVENESS:
                 continue
@@ -88,7 +89,7 @@ class Recorded:
                     self.liveness[r["gate"]] = r
         self.targets: dict[str, Any] = json.loads((self.dir / TARGETS).read_text(encoding="utf-8"))
 
-    def answer(self, asked: Asked) -> dict[str, Any] | None:
+    def answer(self, asked: Asked) -> JsonObject | None:
         """The recorded answer to the same request, the same occurrence, by the same role."""
         return self.answers.get((asked.role, asked.key, asked.occurrence))
 

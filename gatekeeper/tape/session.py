@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.targets.runtime import TargetRuntime
 from gatekeeper.targets.interface import Started, TargetSpec
@@ -28,7 +28,7 @@ class AnswerTape:
         self.recorder = Recorder(run_dir, redact)
         self.run_id, self.cache_root, self.replay = run_id, cache_root, replay
         self.cache: AnswerCache | None = None
-        self._targets: dict[str, Any] = {}
+        self._targets: JsonObject = {}
 
     def open_cache(self, base_url: str, model: str, spec: TargetSpec, api_key: str | None) -> str | None:
         """Open the cache for the reference at `base_url`; why not (one line), or None."""
@@ -68,7 +68,7 @@ class AnswerTape:
 
     def started(self, role: str, s: Started, model: str, runtime: TargetRuntime | None) -> None:
         """Record how a target started (and, for the two targets, what the startup gate reads of it)."""
-        entry: dict[str, Any] = {"base_url": s.base_url, "model": model, "ready": s.ready, "startup_s": s.startup_s,
+        entry: JsonObject = {"base_url": s.base_url, "model": model, "ready": s.ready, "startup_s": s.startup_s,
                                  "error": s.error, "log_path": s.log_path}
         if runtime is not None:
             entry.update({"log_lines": list(runtime.log_lines), "has_log": runtime.has_log,
@@ -76,7 +76,7 @@ class AnswerTape:
         self._targets[role] = entry
         self.recorder.targets(self._targets)
 
-    def liveness(self, gate: str, after: dict[str, Any]) -> None:
+    def liveness(self, gate: str, after: JsonObject) -> None:
         """Record each target's state after `gate` (gatekeeper/run/liveness.py's recorded form)."""
         self.recorder.liveness(gate, after)
 
