@@ -8,7 +8,8 @@ reads it (`GateContext.capabilities`) and the report shows it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+
+from gatekeeper.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Capabilities:
         """The features this endpoint lacks, in FEATURES order."""
         return [name for name in FEATURES if not getattr(self, name)]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (summary.json's `targets[].capabilities`)."""
         return {"notes": dict(self.notes), "errors": dict(self.errors), "protocol_warnings": list(self.protocol_warnings),
                 "retried": list(self.retried),

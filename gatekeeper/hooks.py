@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.redact import Redactor
 
 HOOK_TIMEOUT_S = 30.0
@@ -53,7 +54,7 @@ class HookOutcome:
     duration_s: float
     output: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (summary.json's `hooks`)."""
         return {"kind": self.kind, "target": self.target, "ok": self.ok, "detail": self.detail,
                 "duration_s": round(self.duration_s, 3), "output": list(self.output)}

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.bisect.step import StepResult
 from gatekeeper.errors import ConfigError
 
@@ -15,7 +16,7 @@ FORMAT = "gatekeeper.bisect-log/1"
 NAME = "bisect-log.jsonl"
 
 
-def header(builds: list[str], good: int, bad: int, template: str, checks: tuple[str, ...]) -> dict[str, Any]:
+def header(builds: list[str], good: int, bad: int, template: str, checks: tuple[str, ...]) -> JsonObject:
     """The log's first line: what is searched."""
     return {"format": FORMAT, "builds": builds, "good": good, "bad": bad, "template": template, "checks": list(checks)}
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.bisect.driver import BisectResult
 from gatekeeper.report.html import render_page
 from gatekeeper.report.writer import write_pages
@@ -46,7 +47,7 @@ def range_to_read(r: BisectResult) -> str | None:
     return f"what changed from {good} to {bad}"
 
 
-def to_json(r: BisectResult) -> dict[str, Any]:
+def to_json(r: BisectResult) -> JsonObject:
     """bisect.json's content."""
     a = r.answer
     return {"format": FORMAT, "headline": headline(r), "decided": r.decided,

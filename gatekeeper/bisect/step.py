@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.atomic import write_atomic
 from gatekeeper.bisect.search import Outcome
 from gatekeeper.gates.startup.checks import READY_CANDIDATE, READY_REFERENCE, ReadyFinding
@@ -58,12 +59,12 @@ class Setup:
                 gates.append(gate)
         return ",".join(gates)
 
-    def target(self, build: str) -> dict[str, Any]:
+    def target(self, build: str) -> JsonObject:
         """The run-config mapping that launches `build` (`{build}` the build, `{version}` the
         version of a `PACKAGE==VERSION` build, else the build too)."""
         version = build.split("==", 1)[1] if "==" in build else build
         command = self.template.replace("{build}", build).replace("{version}", version)
-        spec: dict[str, Any] = {"kind": "launch", "command": command,
+        spec: JsonObject = {"kind": "launch", "command": command,
                                 "ready_timeout_s": self.ready_timeout_s}
         if self.model:
             spec["model"] = self.model
@@ -84,7 +85,7 @@ class StepResult:
     seconds: float = 0.0
     launch_s: float | None = None  # how long the build took to start (gate 1's readiness), in the last run
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The step as a bisect-log line."""
         return {"build": self.build, "outcome": self.outcome.value, "why": self.why, "checks": self.checks,
                 "run_dirs": list(self.run_dirs), "seeds": list(self.seeds), "seconds": round(self.seconds, 1),
@@ -155,7 +156,7 @@ def decide(checks: tuple[str, ...], found: dict[str, CheckResult]) -> tuple[Outc
     return None, "undecided: " + "; ".join(open_)
 
 
-def _brief(check: CheckResult | None) -> dict[str, Any]:
+def _brief(check: CheckResult | None) -> JsonObject:
     """A check as a step keeps it: status, reason and its figures (non-finite numbers spelt as in summary.json)."""
     if check is None:
         return {"status": "missing"}

@@ -6,8 +6,8 @@ report package's strict-JSON writer); each check carries status, blocking and re
 
 from __future__ import annotations
 
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.compare.diff import RunComparison, status_label
 from gatekeeper.run_summary import RunSummary
 from gatekeeper.report.jsonable import dumps
@@ -16,16 +16,16 @@ from gatekeeper.results import CheckResult
 FORMAT = "gatekeeper.compare/1"
 
 
-def _run(r: RunSummary) -> dict[str, Any]:
+def _run(r: RunSummary) -> JsonObject:
     return {"dir": str(r.path), "run_id": r.run_id, "verdict": r.verdict.value, "headline": r.headline,
             "policy": r.policy, "seed": r.seed, "gatekeeper_version": r.gatekeeper_version, "candidate": r.candidate}
 
 
-def _check(c: CheckResult) -> dict[str, Any]:
+def _check(c: CheckResult) -> JsonObject:
     return {"id": c.id, "status": status_label(c), "blocking": c.blocking, "reason": c.reason}
 
 
-def comparison_json(c: RunComparison) -> dict[str, Any]:
+def comparison_json(c: RunComparison) -> JsonObject:
     """The comparison as plain data."""
     return {
         "format": FORMAT,

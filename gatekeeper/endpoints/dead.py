@@ -28,6 +28,8 @@ from typing import Any
 
 import httpx
 
+from gatekeeper.json_types import JsonObject
+
 DEAD_AFTER = 5  # server-side failures in a row before /health is asked
 RECHECK_S = 5.0  # how often a dead engine's /health is asked again
 FEATURES = ("stream", "seed", "temperature", "n", "logprobs", "top_logprobs", "prompt_logprobs", "echo", "stop", "tools",
@@ -51,7 +53,7 @@ class DeadEngine:
         return (f"the {self.role}'s engine died at {self.since} during gate {self.gate}: {self.failed} requests in a row "
                 f"failed and /health answers {self.health}; the first failure, on {self.request}: {self.first_error}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """A JSON object (the recording keeps it, so a rejudge names the same death)."""
         return asdict(self)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.config.run_config import find_file
 from gatekeeper.config.run_options import OptionSources, RunOptions
 from gatekeeper.config.yaml_lines import load_yaml
@@ -59,7 +60,7 @@ class CellRun:
     faults: tuple[str, ...]
     options_sha256: str
 
-    def record(self, run_id: str) -> dict[str, Any]:
+    def record(self, run_id: str) -> JsonObject:
         """cell.json's content."""
         return {"format": FORMAT, "matrix": {"name": self.matrix.name, "path": self.matrix.path, "sha256": self.matrix.sha256},
                 "cell": self.cell.id, "axes": self.cell.values, "declared": dict(self.cell.declared),

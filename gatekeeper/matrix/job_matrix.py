@@ -14,10 +14,10 @@ Axis values are strings as cell ids show them.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import yaml
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError
 from gatekeeper.matrix.spec import Matrix
 
@@ -30,7 +30,7 @@ def run_argv(matrix_arg: str, cell_id: str, run_args: tuple[str, ...] = ()) -> l
     return ["gatekeeper", "run", "--matrix", matrix_arg, "--cell", cell_id, *run_args]
 
 
-def plan_json(matrix: Matrix, matrix_arg: str, faults: tuple[str, ...] = ()) -> dict[str, Any]:
+def plan_json(matrix: Matrix, matrix_arg: str, faults: tuple[str, ...] = ()) -> JsonObject:
     """The plan as data; `faults` are the candidate faults the cells will run with (they decide
     the expected verdicts and are part of each argument list)."""
     run_args = tuple(a for f in faults for a in ("--candidate-fault", f))

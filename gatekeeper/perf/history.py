@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError, GatekeeperError
 
 FORMAT_VERSION = 1
@@ -90,9 +91,9 @@ class HistoryEntry:
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)) or pair[1] < 0:
                 raise ValueError(f"aa.{name} must have a finite log_ratio and a finite var ≥ 0")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The entry as a history line (the inverse of `parse_entry`)."""
-        out: dict[str, Any] = {"version": FORMAT_VERSION, "run_id": self.run_id, "finished_at": self.finished_at,
+        out: JsonObject = {"version": FORMAT_VERSION, "run_id": self.run_id, "finished_at": self.finished_at,
                                "label": self.label, "baseline": self.baseline,
                                "metrics": {name: float(value) for name, value in self.metrics.items()}}
         if self.kind != "run":
@@ -237,7 +238,7 @@ class Change:
         return (f"{self.relative_change * 100:+.1f}% from run {self.run} ({self.run_id}): "
                 f"{_num(self.mean_before)} -> {_num(self.mean_after)}")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The change as plain JSON values."""
         return {"index": self.index, "run": self.run, "run_id": self.run_id, "mean_before": self.mean_before,
                 "mean_after": self.mean_after, "relative_change": self.relative_change}
@@ -291,7 +292,7 @@ class Trend:
         n = len(self.change_points)
         return f"{head}; " + (f"{n} change point{'s' * (n != 1)}" if n else "no change point")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The trend as plain JSON values."""
         return {"metric": self.metric, "num_runs": self.num_runs, "can_detect": self.can_detect,
                 "points": [{"run": r, "run_id": i, "value": v} for r, i, v in zip(self.runs, self.run_ids, self.values)],

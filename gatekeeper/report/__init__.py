@@ -25,8 +25,7 @@ writes all of them through `write_reports`).
 
 from __future__ import annotations
 
-from typing import Any
-
+from gatekeeper.json_types import JsonObject
 from gatekeeper.report.performance.summary import PerformanceSummary, summarize_performance
 from gatekeeper.report.records import RecordWriter, read_records
 from gatekeeper.report.run.data import ReportData, build_report_data
@@ -51,7 +50,7 @@ def render_summary_json(run: RunResult) -> str:
     return SummaryJsonRenderer().render(report_data(run))
 
 
-def build_summary(run: RunResult) -> dict[str, Any]:
+def build_summary(run: RunResult) -> JsonObject:
     """The summary of `run` as plain data (not yet sanitised for strict JSON)."""
     return summary_of(report_data(run))
 

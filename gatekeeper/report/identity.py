@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.results import TargetInfo
 
 
@@ -59,7 +59,7 @@ class Identity:
                  (("reference", self.only_reference), ("candidate", self.only_candidate)) if keys]
         return f"{ref.text} → {cand.text}, {model}; " + "; ".join([path, *alone])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """summary.json's `identity`."""
         return {"line": self.line,
                 **{t.role: {"engine": t.engine, "kind": t.kind, "model": t.model} for t in (self.reference, self.candidate)},

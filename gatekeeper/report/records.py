@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.redact import NONE, Redactor
 from gatekeeper.report.jsonable import dumps
 from gatekeeper.report.serialise import check_json, coverage_json, retry_json
@@ -56,7 +57,7 @@ class RecordWriter:
                       "excluded": gate.excluded,
                       "timings": [[t.target, t.e2e_s, t.ttft_s, t.output_tokens] for t in timings]})
 
-    def _append(self, record: dict[str, Any]) -> None:
+    def _append(self, record: JsonObject) -> None:
         line = self._redact(dumps(record))
         with self._lock:
             self._file.write(line + "\n")

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.dead import DeadEngine
 from gatekeeper.evidence import Log
@@ -62,7 +63,7 @@ class Liveness:
         """The gate in which a launch of the reference's build died of `cause` too (None: never)."""
         return self.known.get("reference", {}).get(engine_death.signature(cause)) if cause else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The recorded form (a line of answers/liveness.jsonl, with the gate id beside it)."""
         return {"gone": self.gone, "alive": self.alive, "tail": self.tail,
                 "died": {role: d.to_json() for role, d in self.died.items()}, "death_log": self.death_log,

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import EndpointError
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
 
@@ -37,7 +38,7 @@ class Answer:
         """Whether the request failed (no answer to measure)."""
         return self.error is not None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (the pair store's and the records' shape)."""
         return {"text": self.text, "calls": [list(c) for c in self.calls], "finish_reason": self.finish_reason,
                 "tokens": self.tokens, "e2e_s": round(self.e2e_s, 4),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError
 
 FORMAT_VERSION = 1
@@ -75,9 +76,9 @@ class TrafficRecord:
         t = self.request.get("temperature", 1.0)
         return not isinstance(t, (int, float)) or t > 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The record as a traffic-file line (the inverse of `parse_record`)."""
-        out: dict[str, Any] = {"format": FORMAT_VERSION, "id": self.id, "endpoint": self.endpoint,
+        out: JsonObject = {"format": FORMAT_VERSION, "id": self.id, "endpoint": self.endpoint,
                                "request": self.request, "tenant": self.tenant}
         if self.model_alias:
             out["model_alias"] = self.model_alias

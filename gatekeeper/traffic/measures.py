@@ -43,6 +43,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.task import NOT_JSON, Task, json_schema_of, parsed_json, refused, valid_calls, valid_json
 from gatekeeper.golden.call_order import CANONICAL_NOTE, in_canonical_order
@@ -85,7 +86,7 @@ class Pair:
     json_schema: dict[str, Any] | None = None
     expected: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (records, the pair store)."""
         return {"id": self.id, "tenant": self.tenant, "kind": self.kind, "model_alias": self.model_alias,
                 "wants_json": self.wants_json, "tools": list(self.tools) if self.tools is not None else None,

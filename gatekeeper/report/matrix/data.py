@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper import exit_codes
 from gatekeeper.results import Verdict
 
@@ -90,7 +91,7 @@ class MergedMatrix:
         """Every gate any cell ran, in the order the cells first name them."""
         return list(dict.fromkeys(g for c in self.cells for g in c.gates))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """merged.json's content."""
         return {"format": MERGED_FORMAT, "matrix": self.matrix, "verdict": self.verdict.value, "exit_code": self.exit_code,
                 "reasons": list(self.reasons), "localisation": self.localisation,

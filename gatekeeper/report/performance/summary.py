@@ -14,8 +14,9 @@ reference, the trusted baseline, is always meaningful.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.gates.performance.checks import GATE as PERFORMANCE_GATE
 from gatekeeper.stats.quantiles import percentile
 from gatekeeper.results import RequestTiming, RunResult, Status, Verdict
@@ -60,7 +61,7 @@ class PerformanceSummary:
     by_gate: tuple[TargetPerformance, ...]
     candidate_vs_reference: dict[str, float | None]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready form (the `performance` block of summary.json)."""
         return asdict(self)
 

@@ -10,8 +10,8 @@ selftest.html (view.py).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.results import Verdict
 
 SELFTEST_FORMAT = "gatekeeper.selftest/1"
@@ -51,7 +51,7 @@ class SelftestResult:
     ok: bool  # every fault caught at an intended gate and every clean cell promoted
     cells: tuple[CellOutcome, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """selftest.json's content."""
         return {"format": SELFTEST_FORMAT, "quick": self.quick, "wall_s": self.wall_s, "cells_s": self.cells_s,
                 "faults": self.faults, "caught": self.caught, "caught_at_intended_gate": self.caught_at_intended_gate,
