@@ -36,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 from typing import TYPE_CHECKING, Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import GatekeeperError
 from gatekeeper.live.policy import shadow_settings
 from gatekeeper.live.judgement import LiveJudgement
@@ -59,11 +60,11 @@ class Judge:
         self.replica = cfg.replica or default_replica()  # as the mirror names itself (one process)
         self.live = LiveJudgement(mirror.store, self.settings, cfg.min_pairs)
         self._lock = threading.Lock()
-        self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, dict[str, Any]]
-        self._latch: dict[str, Any] | None = None  # the latch the last look saw
+        self._at, self._last, self._data = 0.0, -1, {}  # type: tuple[float, int, JsonObject]
+        self._latch: JsonObject | None = None  # the latch the last look saw
         self._took = 0.0  # how long the last judgement took
 
-    def recomputed(self) -> dict[str, Any]:
+    def recomputed(self) -> JsonObject:
         """`/verdict?recompute=1`: the verdict judged from scratch (every pair measured afresh,
         `judge_store`), with the mirror's counters; the carried state is left as it was."""
         with self._lock:
@@ -71,7 +72,7 @@ class Judge:
         data["mirror"] = self.mirror_counts()
         return data
 
-    def current(self) -> dict[str, Any]:
+    def current(self) -> JsonObject:
         """The verdict JSON, with the mirror's counters. A look measures only the pairs stored
         since the last one (`judgement.py`); it is taken only when pairs arrived, at most every
         `judge_interval_s` or five times the last look's duration (not the first look's: it
@@ -89,7 +90,7 @@ class Judge:
         data["mirror"] = self.mirror_counts()
         return data
 
-    def mirror_counts(self) -> dict[str, Any]:
+    def mirror_counts(self) -> JsonObject:
         """This replica's counters: the mirror's and the store's (`Mirror.stats`) and the proxy's."""
         return {**self.mirror.stats, "sampled": self.counters.sampled.value, "dropped": self.counters.dropped.value,
                 "forwarded": self.counters.forwarded.value}
@@ -98,7 +99,7 @@ class Judge:
         """The figures in Prometheus text, labelled with this replica (`metrics.py`); the
         counters alone, degraded, when the store cannot be read."""
         try:
-            data: dict[str, Any] | None = self.current()
+            data: JsonObject | None = self.current()
         except GatekeeperError:
             data = None
         return prometheus_text(self.replica, self.mirror_counts(), data)
@@ -113,7 +114,7 @@ class Judge:
                     f"unstored so far ({w.failing})\n")
         return "ok\n" if not w.dropped else f"ok ({w.dropped} pair(s) dropped unstored during an earlier outage)\n"
 
-    def reset(self) -> dict[str, Any] | None:
+    def reset(self) -> JsonObject | None:
         """Clear a latched ROLLBACK and judge afresh at the next read; what was latched."""
         with self._lock:
             cleared = self.mirror.store.reset_latch()
@@ -145,7 +146,7 @@ def serve_admin(cfg: MirrorConfig, mirror: Mirror, counters: Counters) -> Thread
                 elif path in ("/verdict", "/verdict/promote", "/verdict/healthy", "/verdict/rollback"):
                     query = parse_qs(urlsplit(self.path).query)
                     data = judge.recomputed() if query.get("recompute", ["0"])[-1] not in ("", "0", "false") else judge.current()
-                    status = STATUS[path.rsplit("/", 1)[1]][data.get("verdict", "HOLD")] if path != "/verdict" else 200
+                    status = STATUS[path.rsplit("/", 1)[1]][str(data.get("verdict", "HOLD"))] if path != "/verdict" else 200
                     self._send(status, (json.dumps(data, indent=2) + "\n").encode(), "application/json")
                 elif path in ("/healthz", "/health"):
                     self._send(200, judge.health().encode(), "text/plain")

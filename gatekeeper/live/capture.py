@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import EndpointError
 from gatekeeper.traffic.answers import Answer, answer_of
 from gatekeeper.traffic.format import ENDPOINTS, TrafficLineError, TrafficRecord, parse_record
@@ -142,7 +143,7 @@ def to_record(ex: Exchange, tenant_header: str | None, redact: Any = None, with_
     if redact is not None:
         req, response = redact.value(req), redact.value(response) if response is not None else None
         tenant = redact.text(tenant)
-    obj: dict[str, Any] = {"endpoint": endpoint, "request": req, "id": uuid.uuid4().hex,
+    obj: JsonObject = {"endpoint": endpoint, "request": req, "id": uuid.uuid4().hex,
                            "tenant": tenant or "default", "timestamp": round(ex.started, 3)}
     if isinstance(req.get("model"), str):
         obj["model_alias"] = req["model"]

@@ -29,8 +29,8 @@ next look starts again from the cache.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.traffic.analysis import Analysis, SliceKey, SliceState
 from gatekeeper.traffic.judging import RequestFacts, SlicePlanner, facts_of
 from gatekeeper.traffic.measures import Measures, Pair, measure
@@ -64,7 +64,7 @@ class LiveJudgement:
         self.sessions = SessionDecay()
         self.last = 0  # the last pair (seq) the carried state holds
 
-    def judge(self) -> dict[str, Any]:
+    def judge(self) -> JsonObject:
         """The verdict JSON for the pairs stored so far, a ROLLBACK latched as `judge_store`'s."""
         upto = self.store.last_seq()
         if upto < self.last:  # not the store this state was carried over (pairs are never removed)

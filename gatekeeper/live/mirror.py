@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.live.capture import Exchange, answer_of_exchange, to_record
 from gatekeeper.live.redaction import PII_DEFAULTS, BodyRedactor
@@ -145,7 +146,7 @@ class Mirror:
         self._lock = threading.Lock()
 
     @property
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> JsonObject:
         """The mirror's counts and the store's (`PairStore.write_stats`): `stored` counts pairs
         committed, never those still buffered (`pending`) or dropped unstored (`store_dropped`);
         `store_failing` names the error while commits fail."""

@@ -13,8 +13,8 @@ the verdict rests on the pair rules, and gate 4 judges session decay offline.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.stats.decay_rate import sqdr
 from gatekeeper.traffic.measures import Measures, Pair, measure
 from gatekeeper.traffic.format import TrafficRecord
@@ -52,7 +52,7 @@ class SessionDecay:
         tally[1] += not cand_bad
         tally[2] += not twin_bad
 
-    def result(self, min_pairs: int = 5) -> dict[str, Any] | None:
+    def result(self, min_pairs: int = 5) -> JsonObject | None:
         """SQDR per target over the rounds with at least `min_pairs` pairs; None when no stored
         request names a session."""
         if not self.sessions:
@@ -63,7 +63,7 @@ class SessionDecay:
                 "sqdr": {target: round(sqdr(v), 5) if len(v) > 1 else None for target, v in rates.items()}}
 
 
-def session_decay(rows: Iterable[tuple[TrafficRecord, Pair]], min_pairs: int = 5) -> dict[str, Any] | None:
+def session_decay(rows: Iterable[tuple[TrafficRecord, Pair]], min_pairs: int = 5) -> JsonObject | None:
     """SQDR per target over the sessions' rounds; None when no stored request names a session."""
     tallies = SessionDecay()
     for record, pair in rows:

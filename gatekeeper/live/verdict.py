@@ -28,8 +28,8 @@ shadow --shadow-store`, which judges a store as a replay judges its traffic.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.traffic.analysis import SliceKey, SliceResult, Thresholds, allocate_live
 from gatekeeper.traffic.judging import judge_pairs
 from gatekeeper.traffic import stage_rule
@@ -58,7 +58,7 @@ def _stage(s: ShadowSettings, judged: int) -> str:
     return "complete"
 
 
-def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None, sticky: bool = False) -> dict[str, Any]:
+def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = None, sticky: bool = False) -> JsonObject:
     """The verdict JSON for the pairs stored so far, judged from scratch. `sticky` (the live
     proxy): a ROLLBACK is latched in the store, and later pairs — clean ones from a new tenant,
     say — do not turn it back into HOLD or PROMOTE until an operator resets it (`POST
@@ -69,7 +69,7 @@ def judge_store(store: PairStore, s: ShadowSettings, min_pairs: int | None = Non
     return latched(store, data) if sticky else data
 
 
-def latched(store: PairStore, data: dict[str, Any]) -> dict[str, Any]:
+def latched(store: PairStore, data: JsonObject) -> JsonObject:
     """The live verdict: a ROLLBACK latched in the store, or the one latched before it. A store
     opened read-only (`gatekeeper shadow verdict`) latches nothing: a ROLLBACK no replica has
     latched yet shows the entry a replica's look would latch, with `at` None."""
@@ -98,7 +98,7 @@ def fixed_split(store: PairStore, t: Thresholds) -> Callable[[list[tuple[SliceKe
     return split
 
 
-def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed: bool) -> dict[str, Any]:
+def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed: bool) -> JsonObject:
     if len(store) == 0:
         return no_pairs(s, min_pairs)
     analysis = judge_pairs(lambda: pairs(store), s.thresholds(), s.min_slice_requests,
@@ -107,7 +107,7 @@ def _judge(store: PairStore, s: ShadowSettings, min_pairs: int | None, fixed: bo
                       session_decay((row[0], pair_of(*row)) for row in store.rows()))
 
 
-def no_pairs(s: ShadowSettings, min_pairs: int | None) -> dict[str, Any]:
+def no_pairs(s: ShadowSettings, min_pairs: int | None) -> JsonObject:
     """The verdict before any pair is stored."""
     need = default_min_pairs(s) if min_pairs is None else min_pairs
     return {"verdict": "HOLD", "reason": f"collecting: no pair stored yet (0 of {need})", "stage": _stage(s, 0),
@@ -116,7 +116,7 @@ def no_pairs(s: ShadowSettings, min_pairs: int | None) -> dict[str, Any]:
 
 
 def verdict_of(s: ShadowSettings, min_pairs: int | None, slices: list[SliceResult], num_pairs: int,
-               sessions: dict[str, Any] | None) -> dict[str, Any]:
+               sessions: JsonObject | None) -> JsonObject:
     """The verdict JSON from the analysis' slices (of `num_pairs` pairs) and the sessions' SQDR."""
     need = default_min_pairs(s) if min_pairs is None else min_pairs
     overall = next(sl for sl in slices if sl.key == "all")

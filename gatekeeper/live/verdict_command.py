@@ -66,7 +66,7 @@ def verdict(store_path: str, policy: str, min_pairs: int | None, as_json: bool, 
         data = judge_store(store, settings, min_pairs, sticky=True) if recompute else \
             LiveJudgement(store, settings, min_pairs).judge()
     click.echo(json.dumps(data, indent=2) if as_json else readable(data, shown(store_path)))
-    sys.exit(exit_codes.FOR_VERDICT[data["verdict"]])
+    sys.exit(exit_codes.FOR_VERDICT[str(data["verdict"])])
 
 
 def readable(data: dict[str, Any], store: str) -> str:

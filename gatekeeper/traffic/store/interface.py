@@ -22,8 +22,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
 from gatekeeper.traffic.store.codec import StoredPair, exported_line
@@ -113,16 +113,16 @@ class PairStore(abc.ABC):
         writes no cache reads (`gatekeeper shadow verdict`: the replicas' measures, reused)."""
 
     @abc.abstractmethod
-    def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
+    def latch(self, verdict: JsonObject) -> JsonObject:
         """Remember the first ROLLBACK (its reason, judged pairs, time) and return what is
         latched: a live verdict that rolled back stays ROLLBACK until an operator resets it."""
 
     @abc.abstractmethod
-    def latched(self) -> dict[str, Any] | None:
+    def latched(self) -> JsonObject | None:
         """The latched ROLLBACK, or None."""
 
     @abc.abstractmethod
-    def reset_latch(self) -> dict[str, Any] | None:
+    def reset_latch(self) -> JsonObject | None:
         """Clear a latched ROLLBACK (an operator's decision); returns what was latched."""
 
     @abc.abstractmethod

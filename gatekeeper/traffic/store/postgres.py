@@ -47,6 +47,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError, GatekeeperError
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
@@ -275,7 +276,7 @@ class PostgresStore(PairStore):
             old, self._db = self._db, fresh
             old.close()
 
-    def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
+    def latch(self, verdict: JsonObject) -> JsonObject:
         entry = json.dumps({"reason": verdict["reason"], "judged": verdict["judged"], "pairs": verdict["pairs"],
                             "at": time.time()})
         self._write([("INSERT INTO meta VALUES ('rollback', %s) ON CONFLICT (key) DO NOTHING", (entry,))], schema.META_LOCK)
@@ -283,11 +284,11 @@ class PostgresStore(PairStore):
         assert found is not None
         return found
 
-    def latched(self) -> dict[str, Any] | None:
+    def latched(self) -> JsonObject | None:
         rows = self._read("SELECT value FROM meta WHERE key = 'rollback'")
         return json.loads(rows[0][0]) if rows else None
 
-    def reset_latch(self) -> dict[str, Any] | None:
+    def reset_latch(self) -> JsonObject | None:
         [cur] = self._write([("DELETE FROM meta WHERE key = 'rollback' RETURNING value", ())], schema.META_LOCK)
         row = cur.fetchone()
         return json.loads(row[0]) if row else None

@@ -43,6 +43,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError
 from gatekeeper.traffic.answers import Answer
 from gatekeeper.traffic.format import TrafficRecord
@@ -140,7 +141,7 @@ class SqliteStore(PairStore):
                                "VALUES (?, ?, ?, ?, ?, ?)", row)
         return cur.rowcount == 1
 
-    def latch(self, verdict: dict[str, Any]) -> dict[str, Any]:
+    def latch(self, verdict: JsonObject) -> JsonObject:
         """Remember the first ROLLBACK (its reason, judged pairs, time) and return what is latched:
         a live verdict that rolled back stays ROLLBACK until an operator resets it."""
         entry = json.dumps({"reason": verdict["reason"], "judged": verdict["judged"], "pairs": verdict["pairs"],
@@ -164,13 +165,13 @@ class SqliteStore(PairStore):
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('slice_order', ?)", (json.dumps(known),))
         return list(known["order"]), int(known["first"])
 
-    def latched(self) -> dict[str, Any] | None:
+    def latched(self) -> JsonObject | None:
         """The latched ROLLBACK, or None."""
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key='rollback'").fetchone()
         return json.loads(row[0]) if row else None
 
-    def reset_latch(self) -> dict[str, Any] | None:
+    def reset_latch(self) -> JsonObject | None:
         """Clear a latched ROLLBACK (an operator's decision); returns what was latched."""
         found = self.latched()
         with self._lock:
