@@ -17,6 +17,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.config.schema_check import SchemaError, check, dotted
 
 # Upper bounds shared by the gates' settings: beyond these a value is a typo, not a plan.
@@ -73,7 +74,7 @@ def check_ranges(settings: Any) -> None:
             raise SettingError(f.name + dotted(e.path), e.message) from None
 
 
-def json_type(hint: Any) -> dict[str, Any]:
+def json_type(hint: Any) -> JsonObject:
     """The JSON Schema type of a settings field's type hint (unions and Any left open)."""
     origin = typing.get_origin(hint)
     simple = {bool: "boolean", int: "integer", float: "number", str: "string"}

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.config.settings import settings_schema
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +28,7 @@ def load(name: str) -> dict[str, Any]:
     return json.loads((HERE / name).read_text(encoding="utf-8"))
 
 
-def policy_schema(settings_types: dict[str, type]) -> dict[str, Any]:
+def policy_schema(settings_types: dict[str, type]) -> JsonObject:
     """The policy file's schema from each gate's settings dataclass (types and ranges: see
     `gatekeeper.config.settings`)."""
     gates = {gate_id: settings_schema(settings) for gate_id, settings in sorted(settings_types.items())}
@@ -45,22 +46,23 @@ def policy_schema(settings_types: dict[str, type]) -> dict[str, Any]:
     }
 
 
-def run_config_schema() -> dict[str, Any]:
+def run_config_schema() -> JsonObject:
     """The run config's schema from the run options and the target kinds."""
     from gatekeeper.config.option_table import OPTIONS
     from gatekeeper.targets.interface import DECLARABLE
     from gatekeeper.targets.spec import _KEYS, KEY_SCHEMAS
 
-    declare = {"type": "object", "properties": {**{k: {"type": ["string", "integer"]} for k in DECLARABLE},
-                                                "labels": {"type": "object", "additionalProperties": {"type": "string"}}},
-               "patternProperties": {"^label\\.": {"type": "string"}}, "additionalProperties": False}
-    key_types: dict[str, Any] = {**KEY_SCHEMAS, "declare": declare}
-    kinds = [{"type": "object", "required": ["kind"] + (["url"] if kind == "url" else ["command"] if kind == "launch" else []),
-              "additionalProperties": False,
-              "properties": {k: ({"const": kind} if k == "kind" else key_types[k]) for k in sorted(keys)}}
-             for kind, keys in sorted(_KEYS.items())]
-    target = {"oneOf": [{"type": "string", "pattern": "^(bundled(:(reference|optimized))?|https?://.+)$"}, *kinds]}
-    props: dict[str, Any] = {}
+    declare: JsonObject = {"type": "object", "properties": {**{k: {"type": ["string", "integer"]} for k in DECLARABLE},
+                                                            "labels": {"type": "object", "additionalProperties": {"type": "string"}}},
+                           "patternProperties": {"^label\\.": {"type": "string"}}, "additionalProperties": False}
+    key_types: JsonObject = {**KEY_SCHEMAS, "declare": declare}
+    kinds: list[JsonObject] = [
+        {"type": "object", "required": ["kind"] + (["url"] if kind == "url" else ["command"] if kind == "launch" else []),
+         "additionalProperties": False,
+         "properties": {k: ({"const": kind} if k == "kind" else key_types[k]) for k in sorted(keys)}}
+        for kind, keys in sorted(_KEYS.items())]
+    target: JsonObject = {"oneOf": [{"type": "string", "pattern": "^(bundled(:(reference|optimized))?|https?://.+)$"}, *kinds]}
+    props: JsonObject = {}
     for o in OPTIONS:
         if o.name in ("reference", "candidate"):
             props[o.name] = {**target, "description": o.help}
@@ -83,7 +85,7 @@ def run_config_schema() -> dict[str, Any]:
             "properties": props}
 
 
-def generated(settings_types: dict[str, type]) -> dict[str, dict[str, Any]]:
+def generated(settings_types: dict[str, type]) -> dict[str, JsonObject]:
     """The generated schemas by file name, from each gate's settings dataclass (`settings_types`:
     the gate registry's, passed in so that reading a shipped schema imports no gate)."""
     return {"policy.schema.json": policy_schema(settings_types), "run-config.schema.json": run_config_schema()}
