@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from gatekeeper.json_types import JsonObject
 from gatekeeper.bisect.step import StepResult
@@ -21,7 +20,7 @@ def header(builds: list[str], good: int, bad: int, template: str, checks: tuple[
     return {"format": FORMAT, "builds": builds, "good": good, "bad": bad, "template": template, "checks": list(checks)}
 
 
-def start(out: Path, head: dict[str, Any], resume: bool) -> list[StepResult]:
+def start(out: Path, head: JsonObject, resume: bool) -> list[StepResult]:
     """Open the log: a new one (refusing to overwrite another search's without --resume), or the
     steps already judged when resuming the same search."""
     path = out / NAME

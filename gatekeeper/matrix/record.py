@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.atomic import write_atomic
 from gatekeeper.gates.longctx import checks as longctx_checks
 from gatekeeper.gates.startup.checks import CANARY_CANDIDATE
@@ -40,7 +41,7 @@ def _probe(checks: list[CheckResult]) -> str:
     return "not judged" if all(c.status is Status.SKIP for c in checks) else "pass"  # skips alone are no pass
 
 
-def path_record(summary: RunSummary, cell: dict[str, Any]) -> dict[str, Any]:
+def path_record(summary: RunSummary, cell: dict[str, Any]) -> JsonObject:
     """The record for the candidate of one cell run."""
     cand = summary.target("candidate")
     axes = dict(cell.get("axes") or {})

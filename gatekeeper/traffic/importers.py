@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from gatekeeper.json_types import JsonObject
 from gatekeeper.errors import ConfigError
 from gatekeeper.traffic.format import TrafficLineError, TrafficRecord, parse_record
 
@@ -72,7 +73,7 @@ def import_openai_batch(input_path: str | Path, responses_path: str | Path | Non
         if not isinstance(body, dict):
             raise ConfigError("body must be an object (the request)", str(input_path), n)
         custom_id = str(obj.get("custom_id") or f"line-{n}")
-        line: dict[str, Any] = {"id": custom_id, "endpoint": _URLS[url], "tenant": _tenant(body),
+        line: JsonObject = {"id": custom_id, "endpoint": _URLS[url], "tenant": _tenant(body),
                                 "request": {k: v for k, v in body.items() if k not in ("metadata", "user")}}
         if isinstance(body.get("model"), str):
             line["model_alias"] = body["model"]

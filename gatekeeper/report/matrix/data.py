@@ -46,7 +46,7 @@ class MatrixCell:
     gates: dict[str, str]  # gate id → status
     failing: tuple[str, ...]  # "check: STATUS — reason" of blocking FAILs and ERRORs
     checks: tuple[MatrixCheck, ...]
-    record: dict[str, Any]  # the execution-path record (docs/bug-classes.md#path-record) (matrix/record.py)
+    record: JsonObject  # the execution-path record (docs/bug-classes.md#path-record) (matrix/record.py)
     matrix: str = ""  # the matrix's name
     note: str = ""  # why the cell holds without a summary; "" when it has one
 
