@@ -140,7 +140,8 @@ def one_run(rng: random.Random, s: ShadowSettings, stages: list[list[TrafficReco
                 bad["tool_parse"] = (cand["tool_parse"], twin["tool_parse"])
             pair = Pair(id=r.id, tenant=r.tenant, kind=r.kind, model_alias=r.model_alias, wants_json=wants_json(r), tools=None,
                         candidate=Answer(), reference=Answer(), twin=Answer(), sampled=r.sampled)
-            analysis.add(pair, Measures(True, "", bad, 1.0, 1.0, 1.0, 1.0, None))
+            analysis.add(pair, Measures(judged=True, why_not="", bad=bad, similarity=1.0, twin_similarity=1.0, length_ratio=1.0,
+                                        twin_length_ratio=1.0, divergence=None))
         return analysis.fired and s.stop_early
 
     for selection in stages:

@@ -183,7 +183,7 @@ class RequestTiming:
     output_tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TargetInfo:
     """What a target was and how it started."""
 

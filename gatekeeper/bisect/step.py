@@ -71,7 +71,7 @@ class Setup:
         return spec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One build's judgement: its outcome and why, each named check's status and figures in the
     last run, the runs' directories, seeds and wall time."""
@@ -94,9 +94,9 @@ class StepResult:
     @staticmethod
     def from_json(data: dict[str, Any]) -> "StepResult":
         """A step read back from the bisect log."""
-        return StepResult(data["build"], Outcome(data["outcome"]), data["why"], data.get("checks") or {},
-                          tuple(data.get("run_dirs") or ()), tuple(data.get("seeds") or ()), float(data.get("seconds") or 0),
-                          data.get("launch_s"))
+        return StepResult(build=data["build"], outcome=Outcome(data["outcome"]), why=data["why"], checks=data.get("checks") or {},
+                          run_dirs=tuple(data.get("run_dirs") or ()), seeds=tuple(data.get("seeds") or ()),
+                          seconds=float(data.get("seconds") or 0), launch_s=data.get("launch_s"))
 
 
 def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=lambda m: None) -> StepResult:
@@ -127,11 +127,12 @@ def judge_build(setup: Setup, build: str, step_dir: Path, seed: int, progress=la
         launch_s = ReadyFinding.of(found[READY]).startup_s if READY in found else None
         outcome, why = decide(setup.checks, found)
         if outcome is not None:
-            return StepResult(build, outcome, why, checks, tuple(run_dirs), tuple(seeds), time.perf_counter() - t0, launch_s)
+            return StepResult(build=build, outcome=outcome, why=why, checks=checks, run_dirs=tuple(run_dirs), seeds=tuple(seeds),
+                              seconds=time.perf_counter() - t0, launch_s=launch_s)
         if why.startswith(("the candidate did not start", "the good build did not start")):
             break  # another seed does not make a build start
-    return StepResult(build, Outcome.SKIP, f"skipped: {why}", checks, tuple(run_dirs), tuple(seeds), time.perf_counter() - t0,
-                      launch_s)
+    return StepResult(build=build, outcome=Outcome.SKIP, why=f"skipped: {why}", checks=checks, run_dirs=tuple(run_dirs), seeds=tuple(seeds),
+                      seconds=time.perf_counter() - t0, launch_s=launch_s)
 
 
 def decide(checks: tuple[str, ...], found: dict[str, CheckResult]) -> tuple[Outcome | None, str]:

@@ -37,7 +37,7 @@ class BlockingRule:
     blocking: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     """A loaded policy: typed settings per gate, the enabled gates, the blocking rules, and the
     line of each setting the file wrote (for errors found later, at plan time)."""
@@ -154,6 +154,6 @@ def policy_from_data(data: Any, p: str, settings_types: dict[str, type], uncheck
         if not isinstance(rule["match"], str) or not isinstance(rule["blocking"], bool):
             raise ConfigError("match must be a string and blocking a boolean", p, line, f"checks[{i}]")
         rules.append(BlockingRule(rule["match"], rule["blocking"]))
-    return Policy(p, str(data.get("name", Path(p).stem)), {gid: b[0] for gid, b in built.items()},
-                  tuple(gid for gid, b in built.items() if b[1]), tuple(rules), str(data.get("description", "")), lines,
-                  {gid: b[2] for gid, b in built.items() if b[2] is not None})
+    return Policy(path=p, name=str(data.get("name", Path(p).stem)), gates={gid: b[0] for gid, b in built.items()},
+                  enabled=tuple(gid for gid, b in built.items() if b[1]), rules=tuple(rules), description=str(data.get("description", "")),
+                  lines=lines, min_judged={gid: b[2] for gid, b in built.items() if b[2] is not None})

@@ -169,10 +169,11 @@ def shadow(ctx: click.Context, primary: str | None, shadow_url: str | None, repl
         raise click.BadParameter(f"--max-pending ({max_pending}) must hold at least one batch (--flush-pairs {flush_pairs})")
     replica = replica or default_replica()  # this (the proxy's) process id: one name for the store and /metrics
     primary_url = None if sink else _url(primary or "", "--primary")
-    cfg = MirrorConfig(store_path, Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
-                       tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink, tenant_header,
-                       session_header, _patterns(redact, no_default_pii), workers, timeout, admin_host, admin_port, policy, min_pairs,
-                       replica=replica, batching=Batching(flush_pairs, flush_interval, max_pending))
+    cfg = MirrorConfig(store=store_path, shadow=Upstream(_url(shadow_url, "--shadow"), shadow_model, _key(shadow_api_key_env)),
+                       replicas=tuple(Upstream(_url(r, "--reference-replica")) for r in replicas), sink=sink, tenant_header=tenant_header,
+                       session_header=session_header, pii=_patterns(redact, no_default_pii), workers=workers, timeout_s=timeout,
+                       admin_host=admin_host, admin_port=admin_port, policy=policy, min_pairs=min_pairs, replica=replica,
+                       batching=Batching(flush_pairs, flush_interval, max_pending))
     shadow_settings(policy)  # a bad policy fails here, before anything listens
     open_store(store_path, replica=replica).close()  # and a store that is not one (the last check: it creates the store)
     fork = mp.get_context("fork")

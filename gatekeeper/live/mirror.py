@@ -49,7 +49,7 @@ class Upstream:
         return f"Upstream({self.url!r}, model={self.model!r})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MirrorConfig:
     """What the mirror process needs (picklable: it crosses the process boundary)."""
 

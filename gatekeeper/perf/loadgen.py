@@ -89,7 +89,7 @@ class LoadProfile:
         return "synchronous" if self.kind == "synchronous" else f"concurrent {self.concurrency}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RequestRecord:
     """One request's timeline, in seconds on the generator's monotonic clock."""
 
@@ -375,8 +375,9 @@ async def _attempt(http: httpx.AsyncClient, model: str, req: LoadRequest, index:
     reported = isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int)
     tokens = int(usage["completion_tokens"]) if reported and usage else len(chunks)
     prompt = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    return RequestRecord(index, scheduled, sent, end, tuple(chunks), tokens, prompt if isinstance(prompt, int) else None,
-                         reported, error, warmup, max(0.0, (written[0] if written else sent) - free_s))
+    return RequestRecord(index=index, scheduled_s=scheduled, sent_s=sent, end_s=end, chunk_s=tuple(chunks), output_tokens=tokens,
+                         prompt_tokens=prompt if isinstance(prompt, int) else None, usage_reported=reported, error=error, warmup=warmup,
+                         lateness_s=max(0.0, (written[0] if written else sent) - free_s))
 
 
 def _text_of(choice: Any) -> str:

@@ -108,7 +108,7 @@ class NoiseCheck:
     noisy: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class State:
     """The test after its last round: the outcome, the LLR and its boundaries, σ (the per-round
     sd used: the model's or the rounds' own, whichever is larger), the estimate (a ratio,
@@ -174,5 +174,6 @@ def evaluate(rounds: Sequence[Round], design: Design, confidence: float = 0.90) 
         tau_measured = math.expm1(math.sqrt(max(0.0, (measured - pooled / m) / 2)))
         noise = NoiseCheck(q, n - 1, p, tau_measured, design.tau, p < design.noise_alpha)
     z = float(stats.norm.ppf(1 - design.alpha) + stats.norm.ppf(1 - design.beta))
-    return State(outcome, n, llr, design.upper, design.lower, math.sqrt(var), math.sqrt(model), math.exp(mean),
-                 (math.exp(mean - half), math.exp(mean + half)), noise, math.expm1(z * se), path)
+    return State(outcome=outcome, rounds=n, llr=llr, upper=design.upper, lower=design.lower, sigma=math.sqrt(var),
+                 sigma_model=math.sqrt(model), ratio=math.exp(mean), ci=(math.exp(mean - half), math.exp(mean + half)), noise=noise,
+                 detectable=math.expm1(z * se), llr_path=path)

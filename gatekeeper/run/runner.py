@@ -144,9 +144,10 @@ class Runner:
             probed = capabilities.probed()
             for role in ROLES:
                 s, spec = started[role], specs[role]
-                infos.append(TargetInfo(role, spec.kind, spec.describe(), s.base_url, endpoints[role].model, s.startup_s,
-                                        found.versions.get(role), probed.get(role), s.log_path, spec.dtype, spec.declared,
-                                        tuple(sorted((found.observed.get(role) or {}).items()))))
+                infos.append(TargetInfo(role=role, kind=spec.kind, description=spec.describe(), base_url=s.base_url,
+                                        model=endpoints[role].model, startup_s=s.startup_s, version=found.versions.get(role),
+                                        capabilities=probed.get(role), log_path=s.log_path, dtype=spec.dtype, declared=spec.declared,
+                                        observed=tuple(sorted((found.observed.get(role) or {}).items()))))
         finally:
             stop_all(self.targets.values())
             for ep in [*endpoints.values(), *self._extra]:

@@ -48,9 +48,9 @@ class Answer:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Answer:
         """The inverse of `to_dict`."""
-        return cls(d.get("text") or "", tuple((str(n), str(a)) for n, a in d.get("calls") or ()), d.get("finish_reason"),
-                   d.get("tokens"), float(d.get("e2e_s") or 0.0), d.get("ttft_s"), bool(d.get("nonfinite")), d.get("error"),
-                   int(d.get("retries") or 0))
+        return cls(text=d.get("text") or "", calls=tuple((str(n), str(a)) for n, a in d.get("calls") or ()),
+                   finish_reason=d.get("finish_reason"), tokens=d.get("tokens"), e2e_s=float(d.get("e2e_s") or 0.0),
+                   ttft_s=d.get("ttft_s"), nonfinite=bool(d.get("nonfinite")), error=d.get("error"), retries=int(d.get("retries") or 0))
 
 
 def _nonfinite(values: Any) -> bool:
@@ -63,7 +63,7 @@ def answer_of(resp: ChatResponse | CompletionResponse | EndpointError) -> Answer
         return Answer(error=f"{resp.kind}: {resp.detail}"[:300])
     if isinstance(resp, ChatResponse):
         lps = [t.logprob for t in resp.logprobs or ()]
-        return Answer(resp.text, tuple((c.name, c.arguments) for c in resp.tool_calls), resp.finish_reason,
-                      resp.completion_tokens, resp.e2e_s, resp.ttft_s, _nonfinite(lps), retries=resp.retries)
-    return Answer(resp.text, (), resp.finish_reason, resp.completion_tokens, resp.e2e_s, resp.ttft_s,
-                  _nonfinite(resp.token_logprobs), retries=resp.retries)
+        return Answer(text=resp.text, calls=tuple((c.name, c.arguments) for c in resp.tool_calls), finish_reason=resp.finish_reason,
+                      tokens=resp.completion_tokens, e2e_s=resp.e2e_s, ttft_s=resp.ttft_s, nonfinite=_nonfinite(lps), retries=resp.retries)
+    return Answer(text=resp.text, calls=(), finish_reason=resp.finish_reason, tokens=resp.completion_tokens, e2e_s=resp.e2e_s,
+                  ttft_s=resp.ttft_s, nonfinite=_nonfinite(resp.token_logprobs), retries=resp.retries)

@@ -39,7 +39,7 @@ class TrafficLineError(ValueError):
     """One line of a traffic file is not a valid record (the message says why)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrafficRecord:
     """One recorded request. `kind` is derived from the request: "tool" (it offers tools),
     "json" (it asks for a JSON response_format), "long_chat" (six or more messages),
@@ -177,9 +177,10 @@ def parse_record(obj: Any, line: int) -> TrafficRecord:
     expected = obj.get("expected")
     if expected is not None and (not isinstance(expected, str) or not expected.strip()):
         raise TrafficLineError("expected must be the exact answer, a non-empty string (or absent)")
-    return TrafficRecord(line, obj.get("id") or f"line-{line}", endpoint, req, obj.get("tenant") or "default",
-                         obj.get("model_alias", ""), _timestamp(obj["timestamp"]) if "timestamp" in obj else None,
-                         tuple(tags), response, pair, expected)
+    return TrafficRecord(line=line, id=obj.get("id") or f"line-{line}", endpoint=endpoint, request=req,
+                         tenant=obj.get("tenant") or "default", model_alias=obj.get("model_alias", ""),
+                         timestamp=_timestamp(obj["timestamp"]) if "timestamp" in obj else None, tags=tuple(tags), response=response,
+                         pair=pair, expected=expected)
 
 
 def _not_json(constant: str) -> Any:

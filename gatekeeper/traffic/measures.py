@@ -109,7 +109,7 @@ class Pair:
                    twin_reviewed=d.get("twin_reviewed") or None, json_schema=d.get("json_schema"), expected=d.get("expected"))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Measures:
     """A pair's measures. `judged` is False when the reference failed (or no twin was asked):
     the pair says nothing about the candidate; a failed twin counts like a failed candidate.
@@ -189,7 +189,8 @@ def measure(p: Pair) -> Measures:
     ref, cand = p.reference, p.candidate
     if ref.failed or p.twin is None:
         why = "reference request failed" if ref.failed else "noise floor not measured"
-        return Measures(False, why, {}, 0.0, 0.0, None, None, None)
+        return Measures(judged=False, why_not=why, bad={}, similarity=0.0, twin_similarity=0.0, length_ratio=None, twin_length_ratio=None,
+                        divergence=None)
     # A twin that failed is scored exactly as a candidate that failed (error, disagreement...):
     # dropping those pairs instead would measure the candidate's transient failures against a twin
     # that by construction has none, and every server has some (a 2% shared rate of 503s was a
@@ -230,10 +231,9 @@ def measure(p: Pair) -> Measures:
         both("refusal", refused)
     r_ref = render(ref)
     r_cand = render(cand)
-    return Measures(True, "", bad, 0.0 if cand.failed else similarity(r_cand, r_ref),
-                    0.0 if twin.failed else similarity(render(twin), r_ref),
-                    _ratio(cand, ref), _ratio(twin, ref), None if cand.failed else first_divergence(r_ref, r_cand),
-                    failed)
+    return Measures(judged=True, why_not="", bad=bad, similarity=0.0 if cand.failed else similarity(r_cand, r_ref),
+                    twin_similarity=0.0 if twin.failed else similarity(render(twin), r_ref), length_ratio=_ratio(cand, ref),
+                    twin_length_ratio=_ratio(twin, ref), divergence=None if cand.failed else first_divergence(r_ref, r_cand), task=failed)
 
 
 def with_task(p: Pair, record: TrafficRecord) -> Pair:

@@ -79,8 +79,9 @@ def record(rng: random.Random, i: int, t: float) -> TrafficRecord:
     if "stream" in tags:
         request["stream"] = True
     exact = family in EXACT or (family == "tool_call" and sample.meta["with_result"])
-    return TrafficRecord(0, f"req-{i:04d}", "chat", request, tenant, "chat-long" if tenant == "assistant" else "chat-small",
-                         round(t, 3), tuple(tags), expected=sample.answer.strip() if exact else None)
+    return TrafficRecord(line=0, id=f"req-{i:04d}", endpoint="chat", request=request, tenant=tenant,
+                         model_alias="chat-long" if tenant == "assistant" else "chat-small", timestamp=round(t, 3), tags=tuple(tags),
+                         expected=sample.answer.strip() if exact else None)
 
 
 def generate(n: int, seed: int = 0) -> list[TrafficRecord]:

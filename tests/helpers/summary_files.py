@@ -21,7 +21,7 @@ def check(check_id: str, status: str, reason: str = "ok", blocking: bool = True,
 def target(role: str, model: str = "gk-tiny", version: str | None = "0.1.0", declared: dict[str, str] | None = None,
            observed: dict[str, str] | None = None) -> TargetInfo:
     """A bundled target in `role`."""
-    return TargetInfo(role, "bundled", f"bundled {role}", "http://127.0.0.1:1", model, version=version,
+    return TargetInfo(role=role, kind="bundled", description=f"bundled {role}", base_url="http://127.0.0.1:1", model=model, version=version,
                       declared=tuple((declared or {}).items()), observed=tuple((observed or {}).items()))
 
 

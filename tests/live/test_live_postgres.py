@@ -14,7 +14,7 @@ from store_pairs import pair
 
 
 def _replica(url: str, name: str) -> tuple[Mirror, Judge]:
-    cfg = MirrorConfig(url, Upstream("http://127.0.0.1:9"), min_pairs=400, judge_interval_s=0.0, replica=name,
+    cfg = MirrorConfig(store=url, shadow=Upstream("http://127.0.0.1:9"), min_pairs=400, judge_interval_s=0.0, replica=name,
                        batching=Batching(8, 0.5))
     mirror = Mirror(cfg)
     return mirror, Judge(cfg, mirror, Counters())

@@ -44,7 +44,7 @@ def store(request, tmp_path: Path) -> str:
 @contextmanager
 def replica(store: str, name: str | None) -> Iterator[tuple[Mirror, str]]:
     """A replica's mirror (its store writer) and its admin server's URL, on a free loopback port."""
-    cfg = MirrorConfig(store, Upstream("http://127.0.0.1:9"), min_pairs=MIN_PAIRS, judge_interval_s=0.0, replica=name,
+    cfg = MirrorConfig(store=store, shadow=Upstream("http://127.0.0.1:9"), min_pairs=MIN_PAIRS, judge_interval_s=0.0, replica=name,
                        batching=Batching(8, 0.5))
     mirror = Mirror(cfg)
     server = serve_admin(cfg, mirror, Counters())

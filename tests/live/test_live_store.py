@@ -171,7 +171,7 @@ def test_the_admin_address_resets_a_latched_rollback(tmp_path: Path):
         ref = Answer(f"answer {i}")
         store.add(_record(i), ref, ref, ref)
     store.latch({"reason": "answers_differ: disagreement in all", "judged": 40, "pairs": 40})
-    cfg = MirrorConfig(str(tmp_path / "s.db"), Upstream("http://127.0.0.1:9"), min_pairs=60, judge_interval_s=0.0)
+    cfg = MirrorConfig(store=str(tmp_path / "s.db"), shadow=Upstream("http://127.0.0.1:9"), min_pairs=60, judge_interval_s=0.0)
     mirror = SimpleNamespace(store=store, stats={"stored": len(store)})  # the admin server reads only these
     server = serve_admin(cfg, mirror, Counters())  # type: ignore[arg-type]
     url = f"http://127.0.0.1:{server.server_address[1]}"

@@ -8,8 +8,8 @@ from gatekeeper.results import TargetInfo
 
 def _vllm(role: str, version: str, **path: str) -> TargetInfo:
     observed = {"engine_version": version, "dtype": "float32", "prefix_caching": "true", **path}
-    return TargetInfo(role, "launch", f"launch `bash scripts/vllm_cpu.sh {version} --port {{port}}`", "http://127.0.0.1:1",
-                      "gk-tiny", version=version, observed=tuple(sorted(observed.items())))
+    return TargetInfo(role=role, kind="launch", description=f"launch `bash scripts/vllm_cpu.sh {version} --port {{port}}`",
+                      base_url="http://127.0.0.1:1", model="gk-tiny", version=version, observed=tuple(sorted(observed.items())))
 
 
 def test_two_vllm_releases_are_named_with_the_path_keys_that_differ():
@@ -23,9 +23,10 @@ def test_two_vllm_releases_are_named_with_the_path_keys_that_differ():
 
 
 def test_the_bundled_engine_and_a_url_without_a_version_are_named_as_such():
-    ref = TargetInfo("reference", "bundled", "bundled:reference", "http://127.0.0.1:1", "gk-tiny", version="0.1.0",
-                     observed=(("dtype", "float32"),))
-    cand = TargetInfo("candidate", "url", "url http://127.0.0.1:2", "http://127.0.0.1:2", "my-model", observed=(("dtype", "float32"),))
+    ref = TargetInfo(role="reference", kind="bundled", description="bundled:reference", base_url="http://127.0.0.1:1", model="gk-tiny",
+                     version="0.1.0", observed=(("dtype", "float32"),))
+    cand = TargetInfo(role="candidate", kind="url", description="url http://127.0.0.1:2", base_url="http://127.0.0.1:2", model="my-model",
+                      observed=(("dtype", "float32"),))
     who = identify([cand, ref])
     assert who is not None
     assert who.line == ("reference bundled engine 0.1.0 (reference) → candidate version unknown (url), models "

@@ -48,7 +48,7 @@ def _counts(m: dict[str, float]) -> tuple[float, ...]:
 
 def test_an_outage_holds_at_most_max_pending_pairs_and_commits_them_when_the_server_is_back(own_server: PgServer, caplog):
     url = own_server.create_database("outage")
-    cfg = MirrorConfig(url, Upstream("http://127.0.0.1:9"), min_pairs=400, judge_interval_s=0.0, replica="r1",
+    cfg = MirrorConfig(store=url, shadow=Upstream("http://127.0.0.1:9"), min_pairs=400, judge_interval_s=0.0, replica="r1",
                        batching=Batching(FLUSH_PAIRS, 600.0, MAX_PENDING))
     mirror = Mirror(cfg)
     admin = serve_admin(cfg, mirror, Counters())

@@ -27,7 +27,7 @@ from gatekeeper.perf.sequential import Outcome, Round, State, evaluate
 from gatekeeper.perf.workload import Workload
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Rounds:
     """What the rounds measured: the primary figure, the test's last state (None: no comparable
     pair in the first round), the rounds, the primary level's blocks, every level measured (the
@@ -89,7 +89,8 @@ def measure_rounds(ctx: GateContext, s: PerformanceSettings, choice: BaselineCho
         ctx.progress(f"performance: round {k}: candidate/baseline {state.ratio:.3f}, log-likelihood ratio "
                      f"{state.llr:+.2f} ({state.outcome.value})")
     launches = {lv.level: k for lv in levels}
-    return Rounds(figure, state, made, blocks, [blocks, *others], launches, targets, key in taus)
+    return Rounds(figure=figure, state=state, made=made, blocks=blocks, levels=[blocks, *others], launches=launches, targets=targets,
+                  tau_calibrated=key in taus)
 
 
 def launch_share(pairs: int, launches: int, k: int) -> int:

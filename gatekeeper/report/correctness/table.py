@@ -41,7 +41,7 @@ CRASHED = ".candidate_crashed"  # the runner's check when the candidate stopped 
 STRUCTURED = ("json", "tool_call")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CorrectnessRow:
     """One dimension of the table; `status` is a Status value or "not run"."""
 
@@ -100,8 +100,9 @@ def _golden_row(dimension: str, metric: str, threshold: str, golden: GateResult 
     if lost:  # cases the candidate could not be asked: its regression (gate 1's FAIL), not a WARN beside it
         status = "ERROR" if status == "ERROR" else "FAIL"
         candidate += f"; {len(found) - len(asked)} not asked: the candidate lost {', '.join(lost)}"
-    return CorrectnessRow(dimension, metric, threshold, _pct(sum(f.reference_passes for f in asked), len(asked)),
-                          candidate, _judged(cases), status, tuple(c.id for c in checks))
+    return CorrectnessRow(dimension=dimension, metric=metric, threshold=threshold,
+                          reference=_pct(sum(f.reference_passes for f in asked), len(asked)), candidate=candidate, judged=_judged(cases),
+                          status=status, checks=tuple(c.id for c in checks))
 
 
 def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
@@ -118,25 +119,25 @@ def build_table(run: RunResult) -> tuple[CorrectnessRow, ...]:
     nll = next((c for c in drift if c.id == numerics_checks.NLL_DRIFT), None)
     found = DriftFinding.of(nll) if nll is not None else None
     rows.append(CorrectnessRow(
-        "Numerical", "NLL drift, max |Δ logprob|, NaN/Inf", "within the dtype's tolerance (and the noise floor)",
-        "–" if found is None else f"noise floor {_num(found.noise_floor)}",
-        "–" if found is None else f"NLL drift {_num(found.value)} (limit {_num(found.limit)})",
-        "–" if numerics is None or numerics.coverage is None else _pct(numerics.coverage.judged, numerics.coverage.total),
-        _worst(drift), tuple(c.id for c in drift)))
+        dimension="Numerical", metric="NLL drift, max |Δ logprob|, NaN/Inf", threshold="within the dtype's tolerance (and the noise floor)",
+        reference="–" if found is None else f"noise floor {_num(found.noise_floor)}",
+        candidate="–" if found is None else f"NLL drift {_num(found.value)} (limit {_num(found.limit)})",
+        judged="–" if numerics is None or numerics.coverage is None else _pct(numerics.coverage.judged, numerics.coverage.total),
+        status=_worst(drift), checks=tuple(c.id for c in drift)))
     cases = [c for c in (golden.checks if golden else ()) if golden_checks.is_case(c) or golden_checks.is_streamed(c)]
     degenerate = [c for c in cases if golden_checks.is_degenerate(c)]
     rows.append(CorrectnessRow(
-        "Degeneration", "answers with repeated tokens, garbage or nothing (golden)", "0 severe degenerations", "–",
-        f"{len(degenerate)} of {len(cases)}" if cases else "–",
-        _pct(sum(c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in cases), len(cases)) if cases else "–",
-        ("FAIL" if degenerate else "PASS") if cases else "not run", tuple(c.id for c in degenerate)))
+        dimension="Degeneration", metric="answers with repeated tokens, garbage or nothing (golden)", threshold="0 severe degenerations",
+        reference="–", candidate=f"{len(degenerate)} of {len(cases)}" if cases else "–",
+        judged=_pct(sum(c.status in (Status.PASS, Status.WARN, Status.FAIL) for c in cases), len(cases)) if cases else "–",
+        status=("FAIL" if degenerate else "PASS") if cases else "not run", checks=tuple(c.id for c in degenerate)))
     grid = next((c for c in (longctx.checks if longctx else ()) if c.id == NEEDLE_GRID), None)
     g = NeedleGridFinding.of(grid) if grid else NeedleGridFinding()
     rows.append(CorrectnessRow(
-        "Long context", "needle facts recalled (length × depth grid)", "not below the reference",
-        _pct(g.reference_pass, g.cells) if grid else "–", _pct(g.candidate_pass, g.cells) if grid else "–",
-        _pct(g.judged, g.cells) if grid else "–", grid.status.value if grid else "not run",
-        (grid.id,) if grid else ()))
+        dimension="Long context", metric="needle facts recalled (length × depth grid)", threshold="not below the reference",
+        reference=_pct(g.reference_pass, g.cells) if grid else "–", candidate=_pct(g.candidate_pass, g.cells) if grid else "–",
+        judged=_pct(g.judged, g.cells) if grid else "–", status=grid.status.value if grid else "not run",
+        checks=(grid.id,) if grid else ()))
     rows.append(_shadow_row(shadow))
     gates = {"Deterministic": golden, "Structured": golden, "Numerical": numerics, "Degeneration": golden,
              "Long context": longctx, "Shadow traffic": shadow}
@@ -166,11 +167,11 @@ def _shadow_row(shadow: GateResult | None) -> CorrectnessRow:
         return "–" if not isinstance(rate, (int, float)) else f"{1 - rate:.1%} agree"
 
     judged = "–" if shadow is None or shadow.coverage is None else _pct(shadow.coverage.judged, shadow.coverage.total)
-    return CorrectnessRow("Shadow traffic", "replayed requests answered as the reference answers them",
-                          "not below the reference's own second run (sequential test, rules)",
-                          agree(dis.twin_rate) + " (second run)" if dis else "–",
-                          agree(dis.candidate_rate) if dis else "–", judged,
-                          "not run" if shadow is None else _worst(rules), tuple(c.id for c in rules))
+    return CorrectnessRow(dimension="Shadow traffic", metric="replayed requests answered as the reference answers them",
+                          threshold="not below the reference's own second run (sequential test, rules)",
+                          reference=agree(dis.twin_rate) + " (second run)" if dis else "–",
+                          candidate=agree(dis.candidate_rate) if dis else "–", judged=judged,
+                          status="not run" if shadow is None else _worst(rules), checks=tuple(c.id for c in rules))
 
 
 def _num(x: object) -> str:

@@ -309,7 +309,8 @@ def _blocks(outputs: dict[str, list[tuple[int, str | None]]]) -> LevelBlocks:
 
     lv = LevelBlocks(1)
     for side, rows in outputs.items():
-        records = [RequestRecord(i, i * 1.0, i * 1.0, i + 0.5, (i + 0.1,) * bool(n), n, 8, True, err)
+        records = [RequestRecord(index=i, scheduled_s=i * 1.0, sent_s=i * 1.0, end_s=i + 0.5, chunk_s=(i + 0.1,) * bool(n), output_tokens=n,
+                                 prompt_tokens=8, usage_reported=True, error=err)
                    for i, (n, err) in enumerate(rows)]
         result = LoadResult(LoadProfile(), records, 0.0, len(rows))
         lv.results[side].append(result)
