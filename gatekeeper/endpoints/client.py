@@ -383,11 +383,12 @@ class Endpoint:
         self._record(resp.e2e_s, None, resp.completion_tokens)
         return resp
 
-    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None) -> list[int]:
-        """Token ids via vLLM's /tokenize (EndpointError 'unsupported' if absent)."""
+    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None,
+                 tools: Sequence[ToolDefinition] | None = None) -> list[int]:
+        """Token ids via vLLM's /tokenize of `text`, or of `messages` with `tools` as chat renders them."""
         body: dict[str, object] = {"model": self.model}
         if messages is not None:
-            body["messages"] = messages
+            body.update(messages=messages, **({"tools": tools} if tools else {}))
         else:
             body["prompt"] = text
             body["add_special_tokens"] = False

@@ -1,5 +1,6 @@
 """Teacher-forcing the reference's answer: a task the candidate lost at a near tie, told apart as
-a precision flip or a regression (gate 3's golden cases, gate 4's needle cells).
+a precision flip or a regression (gate 3's golden cases, gate 4's needle cells and its tool and
+JSON cases).
 
 Where the candidate fails a task the reference passes (misses a secret, answers 22 for 28) and the
 two answers part at a near tie, one ask with logprobs cannot tell a declared bf16 build's rounding
@@ -14,6 +15,12 @@ would have given the reference's answer but for close calls: a **precision flip*
 position the candidate confidently chooses otherwise, its own choices leave the secret even on the
 reference's path: a **regression**.
 
+A tool case is forced the same way: its prompt is rendered with its tools (`/tokenize` with
+`tools`, as vLLM's chat tokenize and the bundled server accept) and the reference's answer is what
+its model generated, tool-call markup included (`generated`: the answer's logprob tokens, which
+spell the text before the server parsed the calls out of it). A case with a response format is
+not forced: the format's grammar steers the decoding, which a forced plain prompt does not.
+
 What forcing cannot see: the answer is scored as a prompt, so it runs the prefill path. A fault
 only in the decode path (a sampler that shifts close calls, a decode kernel) leaves the forced
 choices alone and reads as a precision flip; such a fault shifts many close calls, which the
@@ -26,9 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gatekeeper.endpoints.chat_types import ChatMessage
+from collections.abc import Sequence
+
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.endpoints.client import Endpoint
-from gatekeeper.endpoints.responses import CompletionResponse, TokenLogprob
+from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse, TokenLogprob
 from gatekeeper.errors import EndpointError
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.stats.near_tie import Divergence, judge
@@ -84,25 +93,40 @@ def unforceable(ctx: GateContext) -> str | None:
     return None
 
 
-def force_in(ctx: GateContext, s: NearTieSettings, messages: Messages, answer: str) -> Forced | str:
-    """The reference's `answer` to `messages` forced on the run's two targets (top-k as both
-    return, the candidate dtype's gap and drift), or why it could not be."""
+def generated(answer: ChatResponse) -> str | None:
+    """What the model generated for `answer`, spelled by the server's logprob tokens: tool-call
+    markup included, which the parsed answer no longer shows, and the stop token that ended it
+    (the last token of an answer that finished with "stop", as vLLM and the bundled engine
+    report it) left out. None without logprobs."""
+    tokens = answer.logprobs
+    if not tokens:
+        return None
+    if answer.finish_reason == "stop":
+        tokens = tokens[:-1]
+    return "".join(t.token for t in tokens)
+
+
+def force_in(ctx: GateContext, s: NearTieSettings, messages: Messages, answer: str,
+             tools: Sequence[ToolDefinition] | None = None) -> Forced | str:
+    """The reference's `answer` to `messages` (offered `tools`) forced on the run's two targets
+    (top-k as both return, the candidate dtype's gap and drift), or why it could not be."""
     why = unforceable(ctx)
     if why is not None:
         return why
     k = ctx.shared_top_k(TOP_K)
     dtype = ctx.candidate_dtype()
-    return force(ctx.reference, ctx.candidate, messages, answer, k=k, gap=s.gap(dtype), drift=s.drift(dtype))
+    return force(ctx.reference, ctx.candidate, messages, answer, k=k, gap=s.gap(dtype), drift=s.drift(dtype), tools=tools)
 
 
 def force(reference: Endpoint, candidate: Endpoint, messages: Messages, answer: str, *, k: int, gap: float,
-          drift: float) -> Forced | str:
-    """`answer` (the reference's) to `messages` forced on both endpoints, each position where their
-    own greedy choices differ judged at `gap` and `drift` nats with top-`k` logprobs; or why it
-    could not be (a failed request, logprobs missing, the two tokenizing differently)."""
+          drift: float, tools: Sequence[ToolDefinition] | None = None) -> Forced | str:
+    """`answer` (the reference's) to `messages` forced on both endpoints, the chat prompt rendered
+    with `tools` when given; each position where their own greedy choices differ judged at `gap`
+    and `drift` nats with top-`k` logprobs; or why it could not be (a failed request, logprobs
+    missing, the two tokenizing differently)."""
     try:
-        ref_ids, ref_shown, ref_tops = _scored(reference, messages, answer, k)
-        cand_ids, cand_shown, cand_tops = _scored(candidate, messages, answer, k)
+        ref_ids, ref_shown, ref_tops = _scored(reference, messages, answer, k, tools)
+        cand_ids, cand_shown, cand_tops = _scored(candidate, messages, answer, k, tools)
     except (EndpointError, ValueError) as e:
         return f"forcing the reference's answer failed: {e}"
     if ref_ids != cand_ids or ref_shown != cand_shown:
@@ -112,11 +136,12 @@ def force(reference: Endpoint, candidate: Endpoint, messages: Messages, answer: 
     return Forced(positions=len(ref_tops), partings=partings)
 
 
-def _scored(ep: Endpoint, messages: Messages, answer: str, k: int) -> tuple[list[int], tuple[str, ...], list[TokenLogprob]]:
-    """The token ids of prompt and answer on `ep`, how the server renders them as token strings,
-    and per answer position and the one after it the side's own greedy choice (its top-1) with
-    its top-k (ValueError: logprobs missing)."""
-    prompt = ep.tokenize(messages=messages)
+def _scored(ep: Endpoint, messages: Messages, answer: str, k: int,
+            tools: Sequence[ToolDefinition] | None) -> tuple[list[int], tuple[str, ...], list[TokenLogprob]]:
+    """The token ids of prompt (offered `tools`) and answer on `ep`, how the server renders them
+    as token strings, and per answer position and the one after it the side's own greedy choice
+    (its top-1) with its top-k (ValueError: logprobs missing)."""
+    prompt = ep.tokenize(messages=messages, tools=tools)
     forced = ep.tokenize(text=answer)
     ids = prompt + forced
     resp: CompletionResponse = ep.completion(ids, max_tokens=1, temperature=0.0, echo=True, logprobs=k)

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 
 import httpx
 
-from gatekeeper.endpoints.chat_types import ChatMessage
+from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.errors import EndpointError, RequestFacts
 from gatekeeper.endpoints.responses import ChatResponse, CompletionResponse
@@ -157,9 +157,10 @@ class TapedEndpoint(Endpoint):
         return self._taped("completion", (prompt,), kwargs,
                            lambda: super(TapedEndpoint, self).completion(prompt, **kwargs))
 
-    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None) -> list[int]:  # noqa: D102
-        return self._taped("tokenize", (text, messages), {},
-                           lambda: super(TapedEndpoint, self).tokenize(text, messages))
+    def tokenize(self, text: str | None = None, messages: Sequence[ChatMessage] | None = None,
+                 tools: Sequence[ToolDefinition] | None = None) -> list[int]:  # noqa: D102
+        return self._taped("tokenize", (text, messages), {"tools": tools} if tools else {},
+                           lambda: super(TapedEndpoint, self).tokenize(text, messages, tools))
 
     def measured(self, name: str, value: Any) -> Any:
         """Record `value` as this target's answer to "measured NAME" (JSON-able); a replay returns the recorded one."""

@@ -7,6 +7,7 @@ shared by the module's tests (60-180 s to start on 2 cores); the test that kills
 from __future__ import annotations
 
 import json
+import random
 import re
 import shlex
 import threading
@@ -27,6 +28,10 @@ from paths import ROOT
 from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.engine.tokenizer import Tokenizer
 from gatekeeper.endpoints.probe import probe
+from gatekeeper.gates.forcing import Forced, force, generated
+from gatekeeper.gates.longctx import tasks
+from gatekeeper.gates.longctx.tokens import TokenCounter
+from gatekeeper.gates.longctx.tool_checks import history
 
 pytestmark = pytest.mark.vllm
 
@@ -48,6 +53,26 @@ def test_vllm_tokenizes_the_shipped_model_as_the_bundled_engine_does(vllm):
     messages = [{"role": "user", "content": "def f():\n    return  1\n\n你好 OK"}]
     got = httpx.post(vllm.url + "/tokenize", json={"model": "gk-tiny", "messages": messages}, timeout=30).json()["tokens"]
     assert got == tok.encode(tok.apply_chat_template(messages))
+
+
+def test_a_tool_case_is_forced_on_vllm_with_its_tools_rendered_and_its_call_markup_kept(vllm):
+    """Forcing a tool case (gate 3's and gate 4's review of a case lost at a near tie) on vLLM: its
+    /tokenize renders the tools as the chat request does (the same count as its usage), the
+    answer as generated (logprob tokens, the stop token left out) re-tokenizes to as many tokens
+    as it generated, and forced on the same server it is followed at every position."""
+    ep = Endpoint("reference", vllm.url, "gk-tiny")
+    rng = random.Random("forced tools")
+    messages, tools, _ = tasks.tool_sample(rng, 2, with_result=False)
+    messages = messages[:1] + history(rng, 1500, TokenCounter(ep)) + messages[1:]
+    answer = ep.chat(messages, max_tokens=96, temperature=0.0, tools=tools, tool_choice="auto", logprobs=True, top_logprobs=5)
+    raw = generated(answer)
+    assert raw and answer.logprobs and answer.finish_reason == "stop", answer
+    prompt = ep.tokenize(messages=messages, tools=tools)
+    assert len(prompt) == answer.prompt_tokens > len(ep.tokenize(messages=messages))
+    assert len(ep.tokenize(text=raw)) == len(answer.logprobs) - 1, raw
+    forced = force(ep, ep, messages, raw, k=5, gap=0.05, drift=0.01, tools=tools)
+    assert isinstance(forced, Forced), forced
+    assert forced.follows and forced.partings == () and forced.positions == len(answer.logprobs)
 
 
 def test_the_probe_finds_everything_vllm_serves(vllm):

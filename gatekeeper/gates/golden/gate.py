@@ -104,7 +104,7 @@ class GoldenGate(Gate):
                     f"flips too, so run gate 5 (shadow), whose near_tie rate judges how often close calls move")
         if checks.is_case(check):
             return ("the case's reason says why the reference's answer could not be forced: a target without /tokenize or "
-                    "/v1/completions with echo and logprobs can serve them; a case with tools or a response format cannot be "
+                    "/v1/completions with echo and logprobs can serve them; a case with a response format cannot be "
                     "forced, so judge its two answers by hand")
         return None
 

@@ -8,9 +8,10 @@ answers 28) is not forgiven on that alone: one ask cannot tell a declared bf16 b
 from a bug that moved the right token by less than a nat. The reference's answer is forced on
 both (`gates/forcing.py`): a candidate that follows it but for near ties lost the case to a
 **precision flip** (forgiven; `golden.pass_rate` counts at most `max_precision_flips` of them as
-passed), one that confidently leaves it a regression (FAIL). Where forcing cannot run (a case
-with tools or a response format, a target without `/tokenize`, completions, echo or logprobs),
-the case is undecided."""
+passed), one that confidently leaves it a regression (FAIL). A case with tools is forced with its
+tools rendered in the prompt and the reference's answer as its model generated it, tool-call
+markup included. Where forcing cannot run (a case with a response format, a target without
+`/tokenize`, completions, echo or logprobs), the case is undecided."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from dataclasses import replace
 
 from gatekeeper.endpoints.fanout import fan_out
 from gatekeeper.endpoints.responses import ChatResponse
-from gatekeeper.gates.forcing import TOP_K, force_in
+from gatekeeper.gates.forcing import TOP_K, force_in, generated
 from gatekeeper.gates.golden.checks import NearTie
 from gatekeeper.gates.golden.judge import CaseJudgement, passes_absolute
 from gatekeeper.gates.golden.settings import GoldenSettings
@@ -79,8 +80,8 @@ def _lost_at_near_tie(ctx: GateContext, case: GoldenCase, j: CaseJudgement, ref:
     dtype = ctx.candidate_dtype()
     gap, drift = settings.gap(dtype), settings.drift(dtype)
     where = f"{d.describe()} (near-tie gap {gap:g}, drift {drift:g} nats)"
-    why_not = _forceable(case, ref)
-    forced = why_not if why_not is not None else force_in(ctx, settings, list(case.messages), ref.text)
+    answer, why_not = _answer(case, ref)
+    forced = force_in(ctx, settings, list(case.messages), answer, tools=case.tools or None) if answer is not None else why_not
     if isinstance(forced, str):
         j.case = replace(j.case, near_tie=_parted(d, gap)) if j.case is not None else None
         j.undecide(f"undecided: the candidate fails a task the reference passes, parting from it at a near tie: {where}; "
@@ -95,13 +96,17 @@ def _lost_at_near_tie(ctx: GateContext, case: GoldenCase, j: CaseJudgement, ref:
         _note(j, f"a regression: the answers part at a near tie ({where}), but {forced.describe()}")
 
 
-def _forceable(case: GoldenCase, ref: ChatResponse) -> str | None:
-    """Why the reference's answer to `case` cannot be forced as plain text (None: it can)."""
-    if case.tools or case.response_format:
-        return "the case carries tools or a response format, which a forced plain prompt does not"
+def _answer(case: GoldenCase, ref: ChatResponse) -> tuple[str | None, str]:
+    """The reference's answer to force (the text its model generated, tool-call markup included
+    where the case offers tools), or None and why it cannot be forced."""
+    if case.response_format:
+        return None, "the case carries a response format, whose grammar a forced plain prompt does not"
+    if case.tools:
+        raw = generated(ref)
+        return (raw, "") if raw else (None, "the reference's answer came without logprobs")
     if ref.tool_calls or not ref.text:
-        return "the reference's answer is not plain text"
-    return None
+        return None, "the reference's answer is not plain text"
+    return ref.text, ""
 
 
 def _parted(d: Divergence, gap: float) -> NearTie:

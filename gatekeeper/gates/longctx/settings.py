@@ -29,7 +29,10 @@ class LongContextSettings:
     launched from a command, else on the run's own, last in the gate), `batch_features_urls` (off:
     not where a target is a URL), `batch_tokens` (the scheduler's token budget, vLLM's
     --max-num-batched-tokens; 0: the context length), `batch_prompt_share`, `batch_fillers`. Tools and JSON: `tool_cases`,
-    `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`. Session
+    `tool_history_tokens`, `tool_answer_tokens`, `json_cases`, `json_history_tokens`,
+    `tool_max_precision_flips` (tool, tool-result and JSON cases per check the candidate fails at
+    a near tie that follow the reference's answer when it is forced: beyond this many the check is
+    undecided). Session
     decay (docs/bug-classes.md#kv-cache-reuse): `decay_sessions` sessions of `decay_rounds` rounds
     at `decay_concurrency`, `decay_facts` facts each, `decay_growth` tokens added per round in turn;
     `decay_max_excess_slope` (pass rate per round: how much faster, as a mean per-session slope,
@@ -72,6 +75,8 @@ class LongContextSettings:
     tool_answer_tokens: int = setting(128, minimum=1, maximum=MAX_ANSWER_TOKENS)
     json_cases: int = setting(3, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
     json_history_tokens: int = setting(800, minimum=0, maximum=MAX_CONTEXT_TOKENS)
+    tool_max_precision_flips: int = setting(1, minimum=0, maximum=MAX_CASES,
+                                            description="failed tool or JSON cases that follow the reference's answer when it is forced")
     decay_sessions: int = setting(12, minimum=1, maximum=MAX_CASES, description="0 would pass having judged nothing")
     decay_rounds: int = setting(12, minimum=2, maximum=MAX_CASES, description="decay is measured between rounds")
     decay_concurrency: int = setting(12, minimum=1, maximum=MAX_CONCURRENCY)

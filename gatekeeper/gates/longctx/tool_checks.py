@@ -38,7 +38,7 @@ from gatekeeper.evidence import Evidence, Table, TextPair
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome
 from gatekeeper.gates.longctx.near_ties import divergence_table
-from gatekeeper.stats.near_tie import Divergence
+from gatekeeper.gates.forcing import Forced
 from gatekeeper.gates.longctx import tool_review
 from gatekeeper.gates.longctx.tool_review import key
 from gatekeeper.stats.noise import ask_twice
@@ -185,12 +185,13 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     ok_a, ok_b = final_ref == want, final_cand == want
     found = tool_review.regressions_reviewed(ctx, s, items, [i for i, (ra, cb, _, is_hard) in enumerate(checked)
                                                              if ra and not cb and not is_hard]
-                                             + ([n] if ok_a and not ok_b else []), limit)
-    ties = {i for i, d in found.items() if d.tie}
+                                             + ([n] if ok_a and not ok_b else []), limit, ref)
+    ties = {i for i, r in found.items() if r.undecided}  # lost at a near tie, not forced: not judged
+    flips = {i for i, r in found.items() if r.flip and i < n}  # forced: judged, and forgiven up to a limit
     rows, regressions, hard, both_fail, differ, judged = [], 0, 0, 0, 0, 0
     for i, ((_, _, expected), (ra, cb, problems, is_hard)) in enumerate(zip(cases, checked)):
         outcome = outcomes.get(i)
-        regressions += ra and not cb and i not in ties
+        regressions += ra and not cb and i not in ties | flips
         hard += is_hard
         both_fail += not ra and not cb
         differ += outcome is Outcome.DIFFERS and not is_hard
@@ -202,43 +203,27 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗",
-                     "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), problems or ""])
+                     found[i].outcome() if i in found else _outcome(outcome, i in parted), problems or ""])
     # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
-    status = Status.FAIL if regressions or hard or differ else Status.WARN if ties - {n} else Status.PASS
+    # unless forcing shows a precision flip, and only so many of those
+    status = (Status.FAIL if regressions or hard or differ
+              else Status.WARN if ties - {n} or len(flips) > s.tool_max_precision_flips else Status.PASS)
     evidence: list[Evidence] = [Table("tool-call cases (calls, reference, candidate, both fail or near tie, problems)",
                                       ["calls", "reference", "candidate", "both fail / review", "candidate problems"], rows)]
     if (found.keys() | parted.keys()) - {n}:
-        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())
-                                                           if i < n}))
+        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted(
+            {**parted, **{j: r.divergence for j, r in found.items()}}.items()) if i < n}))
+    evidence += _forced_evidence({f"case {i + 1}": r for i, r in sorted(found.items()) if i < n})
     ctx.check(TOOL_CALLS, status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
               f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer"
-              + _review_note(found, n),
+              + tool_review.review_note(found, n, s.tool_max_precision_flips),
               ToolCallsFinding(cases=n, regressions=regressions, malformed=hard, both_fail=both_fail,
-                               both_fail_differs=differ, near_ties=len(ties - {n})), evidence, started=t0,
+                               both_fail_differs=differ, near_ties=len((ties | flips) - {n})), evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties - {n}))
-    outcome = outcomes.get(n)
-    tie = n in ties
-    judged_result = not tie and (ok_a or outcome is Outcome.DIFFERS)
-    if tie:
-        ctx.not_judged("near tie")
-    elif judged_result:
-        ctx.judged()
-    else:
-        ctx.not_judged(outcome.value if outcome is not None else "reference fails")
-    bad = (ok_a and not ok_b and not tie) or outcome is Outcome.DIFFERS
-    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.WARN if tie else Status.PASS,
-              f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
-              f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
-              + (f"; undecided: asked again with logprobs the answers part at a near tie ({found[n].describe()}) — a "
-                 "precision change or a regression, and a result only the candidate misses is never forgiven as a near tie"
-                 if tie else f"; asked again: {found[n].describe()}, confident" if n in found else ""),
-              ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
-                                both_fail=outcome.value if outcome else None, near_tie=tie),
-              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
-              judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
+    _result(ctx, n, want, final_ref, final_cand, outcomes.get(n), found.get(n))
     # The candidate's stream against its own non-streamed answer: no reference needed. Where both
     # targets fail the case (a malformed call), parsers legitimately differ in what they make of
     # the broken text in a stream (vLLM's Hermes parser streams part of it as a call): noted, not judged.
@@ -261,6 +246,44 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
                                              reference_fails_all=True))
 
 
+def _result(ctx: GateContext, n: int, want: str, final_ref: str, final_cand: str, outcome: Outcome | None,
+            review: tool_review.Reviewed | None) -> None:
+    """`longctx.tool_result`: the final answer after a tool result (case `n`), the reference's and
+    the candidate's, with the review of a candidate-only miss (`review`)."""
+    ok_a, ok_b = final_ref == want, final_cand == want
+    tie = review is not None and review.undecided
+    flip = review is not None and review.flip
+    judged_result = not tie and (ok_a or outcome is Outcome.DIFFERS)
+    if tie:
+        ctx.not_judged("near tie")
+    elif judged_result:
+        ctx.judged()
+    else:
+        ctx.not_judged(outcome.value if outcome is not None else "reference fails")
+    bad = (ok_a and not ok_b and not tie and not flip) or outcome is Outcome.DIFFERS
+    d = review.divergence.describe() if review is not None else ""
+    ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.WARN if tie else Status.PASS,
+              f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
+              f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
+              + (f"; undecided: asked again with logprobs the answers part at a near tie ({d}) and the reference's answer "
+                 f"could not be forced ({review.forced if review else ''}) — a precision change or a regression, and a "
+                 "result only the candidate misses is never forgiven as a near tie" if tie else
+                 f"; a precision flip: the answers part at a near tie ({d}), and "
+                 f"{review.forced.describe() if review and isinstance(review.forced, Forced) else ''}" if flip else
+                 f"; asked again: {d}, {'confident when forced' if review and review.divergence.tie else 'confident'}"
+                 if review is not None else ""),
+              ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
+                                both_fail=outcome.value if outcome else None, near_tie=tie or flip),
+              [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
+              judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
+
+
+def _forced_evidence(found: dict[str, tool_review.Reviewed]) -> list[Evidence]:
+    """The forcing table of a check's cases lost at a near tie, when any was forced."""
+    table = tool_review.forced_table(found)
+    return [table] if table is not None else []
+
+
 def _outcome(outcome: Outcome | None, parted: bool) -> str:
     """A both-fail outcome for a table cell, saying when a difference stands because the answers
     asked again no longer part (the difference came with the traffic around the first ask)."""
@@ -268,17 +291,6 @@ def _outcome(outcome: Outcome | None, parted: bool) -> str:
         return ""
     return outcome.value + ("; asked again with logprobs they no longer part, so it stands"
                             if outcome is Outcome.DIFFERS and not parted else "")
-
-
-def _review_note(found: dict[int, Divergence], n: int) -> str:
-    """What the logprob review of the regressions among the first `n` cases found, for a reason."""
-    ties = sum(1 for i, d in found.items() if i < n and d.tie)
-    confident = sum(1 for i, d in found.items() if i < n and not d.tie)
-    return ((f"; {ties} case(s) only the candidate fails part from the reference at a near tie (asked again with "
-             "logprobs) — a precision change or a regression: a failed task is never forgiven as a near tie (undecided "
-             "where nothing else fails)"
-             if ties else "")
-            + (f"; {confident} confirmed as a confident divergence, logprobs in the evidence" if confident else ""))
 
 
 def _span(answers: list[Answer]) -> str:
@@ -331,12 +343,13 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
                           [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok], [c[2] for c in cases])
     found = tool_review.regressions_reviewed(ctx, s, items, [i for i, (oa, ob) in enumerate(checked)
                                                              if oa.ok and not ob.ok and not (ob.hard and not oa.hard)],
-                                             limit, [c[2] for c in cases])
-    ties = {i for i, d in found.items() if d.tie}
+                                             limit, ref, [c[2] for c in cases])
+    ties = {i for i, r in found.items() if r.undecided}  # lost at a near tie, not forced: not judged
+    flips = {i for i, r in found.items() if r.flip}  # forced: judged, and forgiven up to a limit
     rows, regressions, hard, differ, judged = [], 0, 0, 0, 0
     for i, (oa, ob) in enumerate(checked):
         outcome = outcomes.get(i)
-        regressions += oa.ok and not ob.ok and i not in ties
+        regressions += oa.ok and not ob.ok and i not in ties | flips
         hard += ob.hard and not oa.hard
         differ += outcome is Outcome.DIFFERS and not (ob.hard and not oa.hard)
         if i in ties:
@@ -347,20 +360,25 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗",
-                     "near tie (not judged)" if i in ties else _outcome(outcome, i in parted), ob.reason[:160]])
+                     found[i].outcome() if i in found else _outcome(outcome, i in parted), ob.reason[:160]])
     both_fail = len(outcomes)
     # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
-    status = Status.FAIL if regressions or hard or differ else Status.WARN if ties else Status.PASS
+    # unless forcing shows a precision flip, and only so many of those
+    status = (Status.FAIL if regressions or hard or differ
+              else Status.WARN if ties or len(flips) > s.tool_max_precision_flips else Status.PASS)
     evidence: list[Evidence] = [Table("JSON-schema cases", ["reference", "candidate", "both fail / review", "candidate problem"],
                                       rows)]
     if found or parted:
-        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted({**parted, **found}.items())}))
+        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted(
+            {**parted, **{j: r.divergence for j, r in found.items()}}.items())}))
+    evidence += _forced_evidence({f"case {i + 1}": r for i, r in sorted(found.items())})
     ctx.check(JSON_SCHEMA, status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
               f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
-              f"{differ} of them answered differently from the reference's repeatable answer" + _review_note(found, len(cases))
+              f"{differ} of them answered differently from the reference's repeatable answer"
+              + tool_review.review_note(found, len(cases), s.tool_max_precision_flips)
               + refused_note(refused),
               JsonSchemaFinding(cases=len(cases), regressions=regressions, invalid_json=hard, both_fail=both_fail,
-                                both_fail_differs=differ, near_ties=len(ties), refused_by_both=asked - len(cases)),
+                                both_fail_differs=differ, near_ties=len(ties | flips), refused_by_both=asked - len(cases)),
               evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",
