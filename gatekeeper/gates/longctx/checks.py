@@ -114,7 +114,9 @@ class ToolCallsFinding(Finding):
     malformed: int  # calls only the candidate breaks
     both_fail: int
     both_fail_differs: int
-    near_ties: int
+    near_ties: int  # cases only the candidate fails, parting at a near tie (then forced: forcing.py)
+    precision_flips: int = 0  # of those, the candidate follows the reference's answer when it is forced
+    precision_flip_limit: int = 0  # the policy's tool_max_precision_flips
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +127,8 @@ class ToolResultFinding(Finding):
     reference: str
     candidate: str
     both_fail: str | None  # how both missing it compares (both_fail.Outcome's text), None: not both
-    near_tie: bool
+    near_tie: bool  # only the candidate misses it, parting at a near tie (then forced: forcing.py)
+    precision_flip: bool = False  # and forced, the candidate follows the reference's answer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,8 +149,10 @@ class JsonSchemaFinding(Finding):
     invalid_json: int  # answers only the candidate breaks as JSON
     both_fail: int
     both_fail_differs: int
-    near_ties: int
+    near_ties: int  # cases only the candidate fails, parting at a near tie (then forced: forcing.py)
     refused_by_both: int
+    precision_flips: int = 0  # of those, the candidate follows the reference's answer when it is forced
+    precision_flip_limit: int = 0  # the policy's tool_max_precision_flips
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -219,7 +219,8 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
               f"{differ} of them answered differently from the reference's repeatable answer"
               + tool_review.review_note(found, n, s.tool_max_precision_flips),
               ToolCallsFinding(cases=n, regressions=regressions, malformed=hard, both_fail=both_fail,
-                               both_fail_differs=differ, near_ties=len((ties | flips) - {n})), evidence, started=t0,
+                               both_fail_differs=differ, near_ties=len((ties | flips) - {n}), precision_flips=len(flips),
+                               precision_flip_limit=s.tool_max_precision_flips), evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "tool-call cases the candidate gets wrong where the reference does not",
                            reference_fails_all=not ties - {n}))
@@ -273,7 +274,7 @@ def _result(ctx: GateContext, n: int, want: str, final_ref: str, final_cand: str
                  f"; asked again: {d}, {'confident when forced' if review and review.divergence.tie else 'confident'}"
                  if review is not None else ""),
               ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
-                                both_fail=outcome.value if outcome else None, near_tie=tie or flip),
+                                both_fail=outcome.value if outcome else None, near_tie=tie or flip, precision_flip=flip),
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,
               judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
 
@@ -378,7 +379,8 @@ def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter:
               + tool_review.review_note(found, len(cases), s.tool_max_precision_flips)
               + refused_note(refused),
               JsonSchemaFinding(cases=len(cases), regressions=regressions, invalid_json=hard, both_fail=both_fail,
-                                both_fail_differs=differ, near_ties=len(ties | flips), refused_by_both=asked - len(cases)),
+                                both_fail_differs=differ, near_ties=len(ties | flips), refused_by_both=asked - len(cases),
+                                precision_flips=len(flips), precision_flip_limit=s.tool_max_precision_flips),
               evidence, started=t0,
               undecided=status is Status.WARN,
               judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",

@@ -59,10 +59,11 @@ KEYS = {
     checks.BLOCK_BOUNDARY: "lengths mismatches block_size exact_lengths refused_by_both",
     checks.COLD_WARM: "tokens warm_cached_tokens reference cold warm",
     checks.SHARED_PREFIX: "mismatches requests shared candidate_recalled refused_by_both",
-    checks.TOOL_CALLS: "cases regressions malformed both_fail both_fail_differs near_ties",
-    checks.TOOL_RESULT: "expected reference candidate both_fail near_tie",
+    checks.TOOL_CALLS: "cases regressions malformed both_fail both_fail_differs near_ties precision_flips precision_flip_limit",
+    checks.TOOL_RESULT: "expected reference candidate both_fail near_tie precision_flip",
     checks.TOOL_STREAM: "cases differ differ_both_fail",
-    checks.JSON_SCHEMA: "cases regressions invalid_json both_fail both_fail_differs near_ties refused_by_both",
+    checks.JSON_SCHEMA: "cases regressions invalid_json both_fail both_fail_differs near_ties refused_by_both precision_flips "
+                          "precision_flip_limit",
     checks.SESSION_DECAY: "excess_slope limit p_value p_holm alpha sessions one_cell reference_slopes candidate_slopes "
                           "sqdr_reference sqdr_candidate sqdr_excess regressions improvements cells reference_by_round "
                           "candidate_by_round",
