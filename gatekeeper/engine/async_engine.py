@@ -20,7 +20,6 @@ from gatekeeper.engine.builder import build_engine
 from gatekeeper.engine.engine_args import EngineArgs
 from gatekeeper.engine.errors import EngineCoreError, EngineDeadError, EngineError, RequestError
 from gatekeeper.engine.faults import FaultSet
-from gatekeeper.engine.optimized_core import OptimizedCore
 from gatekeeper.engine.output_processor import RequestState
 from gatekeeper.engine.outputs import RequestOutput
 from gatekeeper.engine.sampling_params import SamplingParams
@@ -53,9 +52,6 @@ class AsyncEngine:
         self._stats: dict[str, float] = self.core.stats()
         self._error: BaseException | None = None
         self._stopping = False
-        self._serving_loop: asyncio.AbstractEventLoop | None = None  # the event loop the requests are served on
-        if isinstance(self.core, OptimizedCore) and self.core.slowdown:
-            self.core.spin_elsewhere = self._spin_on_event_loop
         self._thread = threading.Thread(target=self._loop, name="engine-loop", daemon=True)
         self._thread.start()
 
@@ -102,7 +98,6 @@ class AsyncEngine:
         state = RequestState(request_id, tuple(prompt_token_ids), params.stop, params.skip_special_tokens)
         stream = _Stream(state, asyncio.get_running_loop(), asyncio.Queue())
         self._streams[request_id] = stream
-        self._serving_loop = stream.loop
         self._commands.put(("add", Sequence(request_id, list(prompt_token_ids), params)))
         finished = False
         try:
@@ -129,18 +124,6 @@ class AsyncEngine:
         self._stopping = True
         self._commands.put(("stop", None))
         await asyncio.to_thread(self._thread.join, 10)
-
-    def _spin_on_event_loop(self, seconds: float) -> bool:
-        """decode-slowdown's share for the thread that delivers the tokens: a spin of `seconds`
-        of CPU queued on the event loop of a request being served (False: none is)."""
-        loop = self._serving_loop
-        if loop is None or not self._streams or loop.is_closed():
-            return False
-        try:
-            loop.call_soon_threadsafe(self.core.spin_others, seconds)
-        except RuntimeError:  # the loop closed meanwhile (the server is stopping)
-            return False
-        return True
 
     def _deliver(self, request_id: str, item: RequestOutput | BaseException) -> None:
         stream = self._streams.get(request_id)

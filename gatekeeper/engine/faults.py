@@ -70,7 +70,8 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "decode-slowdown",
-            "docs/bug-classes.md#decode-regression: a dependency bump makes each decode step slower by about PCT percent",
+            "docs/bug-classes.md#decode-regression: a dependency bump costs PCT percent more CPU per output token, "
+            "paid in decode steps",
             "every decode step",
             takes_value=True,
             default_value=25.0,

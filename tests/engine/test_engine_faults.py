@@ -104,53 +104,30 @@ def test_eos_ignored_in_decode_steps(tiny_model_dir):
     assert out.finish_reason == "stop" and len(out.token_ids) == 1
 
 
-def test_decode_slowdown_spins_its_share_of_each_threads_decode_cpu(monkeypatch):
-    """PCT% of the CPU time spent from one decode step's start to the next's (the last spins left
-    out): the engine thread's share (forward pass, sampling, detokenizing) spun on the engine
-    thread, the other threads' share (the event loop delivering the tokens) handed to
-    `spin_elsewhere`, or spun by the engine thread where nothing takes it. The clocks are
-    scripted: no time is measured."""
+def test_decode_slowdown_spins_its_share_of_the_process_cpu_since_the_last_spin(monkeypatch):
+    """Each decode step spins PCT% of the CPU the whole process spent since the last spin ended
+    (prefills and other threads included, the spins left out); what other threads spend during a
+    spin is slowed down next time. The process clock is scripted: no time is measured."""
     from types import SimpleNamespace
 
     from gatekeeper.engine import optimized_core
-    from gatekeeper.engine.optimized_core import _Clocks
 
+    clock = {"now": 10.0}
     spun: list[float] = []
-    elsewhere: list[float] = []
-    now = {"clocks": _Clocks(0.0, 0.0)}
-    monkeypatch.setattr(optimized_core, "busy_wait", spun.append)
-    monkeypatch.setattr(optimized_core._Clocks, "now", staticmethod(lambda elsewhere=0.0: now["clocks"]))
-    taker = {"on": True}
-    core = SimpleNamespace(slowdown=0.05, _last_decode=None, _last_spin=0.0, slowdown_seconds_total=0.0,
-                           spin_elsewhere=lambda s: taker["on"] and (elsewhere.append(s) or True))
 
-    def step(process: float, thread: float, others_spun: float = 0.0, ends_at_thread: float = 0.0,
-             prefill: bool = False) -> None:
-        now["clocks"] = _Clocks(process, ends_at_thread)
-        optimized_core.OptimizedCore._slow_down(core, _Clocks(process, thread, others_spun), prefill)
+    def spin(seconds: float) -> float:
+        spun.append(seconds)
+        clock["now"] += seconds + 0.001  # the spin, and 1 ms another thread spent meanwhile
+        return seconds
 
-    step(0.0, 0.0, ends_at_thread=0.2)  # the first decode step: no cycle yet, 5% of its own thread time
-    step(1.51, 1.01)  # engine thread 1.0 s (1.01 less its 0.01 spin), the others 0.5 s
-    step(3.085, 2.06, others_spun=0.025)  # again: the others' 0.025 s spin, as counted while spinning, left out
-    taker["on"] = False  # no request being served: the engine thread spins the others' share too
-    step(4.66, 3.11, others_spun=0.05)
-    step(5.0, 4.0, prefill=True)  # a prefill is not slowed and ends the cycle
-    step(6.0, 5.0, ends_at_thread=5.4)  # the first decode step after it: 5% of its own again
-    assert spun == pytest.approx([0.01, 0.05, 0.05, 0.075, 0.02])
-    assert elsewhere == pytest.approx([0.025, 0.025])
-    assert core.slowdown_seconds_total == pytest.approx(0.01 + 0.075 * 3 + 0.02)
-
-
-def test_the_other_threads_spin_is_counted_as_it_is_spent():
-    """What the event loop's spin has spent is readable while it spins (the next cycle leaves it
-    out of the work it slows down); afterwards it is at least what was asked, in CPU seconds."""
-    from types import SimpleNamespace
-
-    from gatekeeper.engine.optimized_core import OptimizedCore
-
-    core = SimpleNamespace(spun_elsewhere=0.5)
-    OptimizedCore.spin_others(core, 0.01)
-    assert 0.51 <= core.spun_elsewhere < 0.5 + 1.0
+    monkeypatch.setattr(optimized_core, "busy_wait", spin)
+    monkeypatch.setattr(optimized_core.time, "process_time", lambda: clock["now"])
+    core = SimpleNamespace(slowdown=0.05, _cpu_mark=10.0, slowdown_seconds_total=0.0)
+    for cpu in (1.0, 2.0, 0.5):  # the process's CPU up to each decode step's end
+        clock["now"] += cpu
+        optimized_core.OptimizedCore._slow_down(core)
+    assert spun == pytest.approx([0.05, 0.05 * 2.001, 0.05 * 0.501])
+    assert core.slowdown_seconds_total == pytest.approx(sum(spun))
 
 
 def test_decode_slowdown_adds_work_to_decode_steps_only(tiny_model_dir):

@@ -1,11 +1,11 @@
-"""The `decode-slowdown` fault costs what it says of the decode CPU time: with `decode-slowdown=5`,
+"""The `decode-slowdown` fault costs what it says of the server's CPU: with `decode-slowdown=5`,
 the engine's spins (its `/metrics` counter) are 5% ± 0.5 of the rest of the CPU time the server
-process spent decoding, request by request at concurrency 1 on the shipped gk-tiny. The decode
-CPU is measured from outside, in the process's threads' scheduler statistics: a request's CPU
-less that of the same prompt asked for one token (its prefill, parsing and framing; no prefix
-cache, so both prefill alike). Both figures come from the same requests, so the machine's noise
-divides out: what is tested is the switch's definition (the CPU of every thread that works per token — the engine's and the event loop's
-that delivers them — not only the engine thread's wall time, which cost ~3.4% of CPU per token)."""
+process spent, request by request at concurrency 1 on the shipped gk-tiny, measured from outside in
+the process's threads' scheduler statistics (every thread: prefill, decode, the event loop, the
+`/metrics` reads). That is the figure the performance gate decides on for a launched CPU engine
+(CPU seconds per output token, prefill included). Both come from the same requests, so the
+machine's noise divides out. What it costs against a clean server, interleaved over fresh
+launches, is `benchmarks/perf_noise.py --fault decode-slowdown=5`'s to measure."""
 
 from __future__ import annotations
 
@@ -39,19 +39,17 @@ def _measured(server: ServerProcess, target: LoadTarget, request: LoadRequest) -
 
 
 @pytest.mark.parametrize("pct", [5, 23])
-def test_decode_slowdown_costs_its_share_of_the_decode_cpu(pct: int):
+def test_decode_slowdown_costs_its_share_of_the_server_cpu(pct: int):
     with running_server(GK_TINY, "--fault", f"decode-slowdown={pct}", "--no-prefix-caching") as server:
         model = httpx.get(server.url + "/v1/models").json()["data"][0]["id"]
         target = LoadTarget(server.url, model)
         requests = Workload((48, 160), (32, 32), True).requests(24, 7)
         run_load(target, requests[:4], LoadProfile("synchronous"))  # warm-up
-        spin = decode_cpu = 0.0
+        spin = cpu = 0.0
+        tokens = 0
         for request in requests:
-            spun, cpu, tokens = _measured(server, target, request)
-            _, prefill_cpu, first = _measured(server, target, LoadRequest({**request.body, "max_tokens": 1}, request.endpoint))
-            if tokens > 1 and first == 1:
-                spin += spun
-                decode_cpu += cpu - prefill_cpu
-    assert decode_cpu > 0
-    realised = spin / (decode_cpu - spin)
+            spun, used, answered = _measured(server, target, request)
+            spin, cpu, tokens = spin + spun, cpu + used, tokens + answered
+    assert tokens >= len(requests) * 16, "the requests were answered"
+    realised = spin / (cpu - spin)
     assert realised == pytest.approx(pct / 100, rel=0.1 if pct == 5 else 0.05), realised
