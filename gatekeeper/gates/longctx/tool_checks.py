@@ -262,17 +262,23 @@ def _result(ctx: GateContext, n: int, want: str, final_ref: str, final_cand: str
     else:
         ctx.not_judged(outcome.value if outcome is not None else "reference fails")
     bad = (ok_a and not ok_b and not tie and not flip) or outcome is Outcome.DIFFERS
-    d = review.divergence.describe() if review is not None else ""
+    note = ""
+    if review is not None:
+        d, forced = review.divergence.describe(), review.forced
+        if isinstance(forced, Forced) and flip:
+            note = f"; a precision flip: the answers part at a near tie ({d}), and {forced.describe()}"
+        elif isinstance(forced, Forced):
+            note = f"; asked again the answers part at a near tie ({d}), but {forced.describe()}"
+        elif tie:
+            note = (f"; undecided: asked again with logprobs the answers part at a near tie ({d}) and the reference's "
+                    f"answer could not be forced ({forced}) — a precision change or a regression, and a result only the "
+                    "candidate misses is never forgiven as a near tie")
+        else:
+            note = f"; asked again: {d}, confident"
     ctx.check(TOOL_RESULT, Status.FAIL if bad else Status.WARN if tie else Status.PASS,
               f"final answer after a tool result: reference {'uses' if ok_a else 'misses'} it, candidate "
               f"{'uses' if ok_b else 'misses'} it (expected {want!r})" + (f"; both miss it: {outcome.value}" if outcome else "")
-              + (f"; undecided: asked again with logprobs the answers part at a near tie ({d}) and the reference's answer "
-                 f"could not be forced ({review.forced if review else ''}) — a precision change or a regression, and a "
-                 "result only the candidate misses is never forgiven as a near tie" if tie else
-                 f"; a precision flip: the answers part at a near tie ({d}), and "
-                 f"{review.forced.describe() if review and isinstance(review.forced, Forced) else ''}" if flip else
-                 f"; asked again: {d}, {'confident when forced' if review and review.divergence.tie else 'confident'}"
-                 if review is not None else ""),
+              + note,
               ToolResultFinding(expected=want, reference=final_ref, candidate=final_cand,
                                 both_fail=outcome.value if outcome else None, near_tie=tie or flip, precision_flip=flip),
               [] if ok_b else [TextPair("final answer after the tool result", final_ref, final_cand, 0, want)], undecided=tie,

@@ -1,12 +1,17 @@
 """Gate 4's review of a tool or JSON case only the candidate fails (`gates/longctx/tool_review.py`):
 a near tie is forced, and only a forced candidate that follows the reference's answer is a
-precision flip; a near tie forcing could not resolve stays undecided, a confident one regresses."""
+precision flip; a near tie forcing could not resolve stays undecided, a confident one regresses.
+`longctx.tool_result` is judged on one case by the same review."""
 
 from __future__ import annotations
 
+from gatekeeper.endpoints.client import Endpoint
 from gatekeeper.endpoints.responses import TokenLogprob
 from gatekeeper.gates.forcing import Forced
+from gatekeeper.gates.interface import GateContext
+from gatekeeper.gates.longctx.tool_checks import _result
 from gatekeeper.gates.longctx.tool_review import Reviewed, forced_table, review_note
+from gatekeeper.results import Status
 from gatekeeper.stats.near_tie import judge
 
 
@@ -56,3 +61,29 @@ def test_the_forcing_table_lists_the_forced_cases_only():
     assert [list(row[:2]) for row in table.rows] == [["case 2", "precision flip (forgiven)"],
                                                ["case 3", "near tie, not forced (undecided)"]]
     assert table.rows[1][2] == "no echo" and "each a near tie" in table.rows[0][2]
+
+
+def _ctx() -> GateContext:
+    ep = Endpoint("reference", "http://127.0.0.1:9", "m")  # never asked
+    return GateContext(gate_id="longctx", reference=ep, candidate=ep, settings=None, blocking_rule=lambda check_id: True,
+                       capabilities={}, record=lambda r: None)
+
+
+def test_a_tool_result_only_the_candidate_misses_is_judged_by_how_forcing_went():
+    """`longctx.tool_result` with the reference using the tool's result and the candidate not: a
+    precision flip PASSes (judged), a forced departure or a confident divergence FAILs, a near
+    tie forcing could not resolve is undecided."""
+    want = "Sent."
+    outcomes = {}
+    for name, review in (("flip", Reviewed(divergence=CLOSE, forced=FOLLOWS)),
+                         ("left", Reviewed(divergence=CLOSE, forced=LEAVES)),
+                         ("unforced", Reviewed(divergence=CLOSE, forced="the reference has no echo")),
+                         ("confident", Reviewed(divergence=FAR))):
+        ctx = _ctx()
+        _result(ctx, 6, want, want, "Not sent.", None, review)
+        check = ctx.checks[-1]
+        outcomes[name] = (check.status, check.metrics["precision_flip"], check.reason)
+    assert outcomes["flip"][:2] == (Status.PASS, True) and "a precision flip" in outcomes["flip"][2]
+    assert outcomes["left"][:2] == (Status.FAIL, False) and "confidently leaves it" in outcomes["left"][2]
+    assert outcomes["unforced"][0] is Status.WARN and "could not be forced (the reference has no echo)" in outcomes["unforced"][2]
+    assert outcomes["confident"][0] is Status.FAIL and "confident" in outcomes["confident"][2]
