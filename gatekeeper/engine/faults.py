@@ -70,8 +70,7 @@ FAULTS: dict[str, Fault] = {
         ),
         Fault(
             "decode-slowdown",
-            "docs/bug-classes.md#decode-regression: a dependency bump costs PCT percent more CPU per output token, "
-            "paid in decode steps",
+            "docs/bug-classes.md#decode-regression: a dependency bump makes decode take PCT percent longer",
             "every decode step",
             takes_value=True,
             default_value=25.0,

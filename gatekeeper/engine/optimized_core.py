@@ -58,7 +58,7 @@ class OptimizedCore(EngineCore):
         self.slowdown = (faults.value("decode-slowdown") or 0.0) / 100.0 if "decode-slowdown" in faults else 0.0
         self.num_fallback_steps = 0
         self.slowdown_seconds_total = 0.0
-        self._cpu_mark: float | None = None  # the process CPU time decode-slowdown has slowed down up to
+        self._step_end: float | None = None  # when the last step (and its spin) ended, on the wall clock
 
     def _enqueue(self, seq: Sequence) -> None:
         if self.misread_p and self._fault_rng.random() < self.misread_p:
@@ -82,16 +82,14 @@ class OptimizedCore(EngineCore):
             return []
         if self.seeded_batch_dies and is_prefill and self._beside_others(seqs):
             raise EngineCoreError("CPU Generator does not use offset (a seeded, sampled request prefilled beside others)")
-        if self.slowdown and self._cpu_mark is None:
-            self._cpu_mark = time.process_time()  # from the first step on: the startup is not slowed down
         logits, prompt_rows = self.runner.run(seqs)
         if self.runner.naive_attention:
             self.num_fallback_steps += 1
             if self.num_fallback_steps % 1000 == 1:
                 log.warning("attention: fused kernel unavailable for this batch shape, using the naive fallback path")
         outputs = self._postprocess(seqs, logits, prompt_rows, decode_step=not is_prefill)
-        if self.slowdown and not is_prefill:
-            self._slow_down()
+        if self.slowdown:
+            self._slow_down(is_prefill)
         return outputs
 
     def _beside_others(self, seqs: list[Sequence]) -> bool:
@@ -103,22 +101,20 @@ class OptimizedCore(EngineCore):
         sched = self.scheduler
         return any(q.generator is not None for q in seqs) and len(sched.running) + len(sched.waiting) > 1
 
-    def _slow_down(self) -> None:
-        """decode-slowdown=PCT: the server's CPU time per output token grows by PCT%, as a dependency
-        bump that slows the whole stack would. Each decode step ends with a spin, on the engine
-        thread, of PCT% of the CPU time the whole process (every thread: forward passes, prefills,
-        the event loop parsing requests and sending tokens) spent since the last spin ended, the
-        spins left out. So over any stretch of serving the spins are PCT% of the rest of the
-        process's CPU, which is what the performance gate measures for a launched CPU engine
-        (`cpu_s_per_token`, prefill included); decode time grows by a little more, prefill's share
-        being paid in decode steps. One thread spins: an earlier switch that spun the other
-        threads' share on the event loop cost half as much again in thread hand-offs (+7.2% CPU
-        per token for a 5% switch, docs/performance.md)."""
-        assert self._cpu_mark is not None  # set by `step`
-        before = time.process_time()
-        spun = busy_wait(max(before - self._cpu_mark, 0.0) * self.slowdown)
-        self.slowdown_seconds_total += spun
-        self._cpu_mark = before + spun  # what other threads spent meanwhile is slowed down next time
+    def _slow_down(self, is_prefill: bool) -> None:
+        """decode-slowdown=PCT: decode takes PCT% longer, as a dependency bump that slows each decode
+        step would. A decode step ends with a spin, on the engine thread, of PCT% of the wall-clock
+        time since the step before it ended (that step's spin included): at concurrency 1 the
+        interval between two tokens a client receives, so decode seconds per output token (the
+        performance gate's primary figure, `decode_s_per_token`) grow by PCT%. Prefill steps are
+        not slowed, and end the interval (a decode step right after one is timed from its end).
+        Timed by the wall clock, not the thread's CPU clock: what a client waits for is wall time,
+        and a spin timed by CPU would cost more than it says whenever the thread is descheduled.
+        Earlier switches, defined on CPU time, cost 4.4% to 8% of decode time for a 5% switch
+        (docs/bug-classes.md#decode-regression)."""
+        if not is_prefill and self._step_end is not None:
+            self.slowdown_seconds_total += busy_wait((time.perf_counter() - self._step_end) * self.slowdown)
+        self._step_end = time.perf_counter()
 
     def stats(self) -> dict[str, float]:
         """Scheduler gauges and block-manager counters, under vLLM-like names."""
@@ -143,15 +139,13 @@ class OptimizedCore(EngineCore):
 
 
 def busy_wait(seconds: float) -> float:
-    """Spend `seconds` of the calling thread's CPU time, as extra compute would: a spin until the
-    thread's CPU clock has advanced by `seconds`. Not `time.sleep`: the OS's sleep overshoots a
-    200 µs wait by a varying amount, which made a 5% fault cost between 5% and 22% of a decode step
-    from one run to the next. Timed by the thread's CPU clock, not the wall clock, which would cost
-    less CPU than it says whenever the thread is descheduled on a busy machine. (A spin that lets go
-    of the GIL — hashing a buffer — cost clients the same, measured: +6.8% TPOT against +6.4%.)
-    Returns the CPU time spent (`seconds` and the last clock read's overshoot)."""
-    start = time.thread_time()
+    """Spin for `seconds` of wall-clock time, as extra compute would, holding the GIL; returns the
+    time spent. Not `time.sleep`: the OS's sleep overshoots a 200 µs wait by a varying amount,
+    which made a 5% fault cost between 5% and 22% of a decode step from one run to the next. (A
+    spin that lets go of the GIL — hashing a buffer — cost clients the same, measured: +6.8% TPOT
+    against +6.4%.)"""
+    start = time.perf_counter()
     end = start + seconds
-    while time.thread_time() < end:
+    while time.perf_counter() < end:
         pass
-    return time.thread_time() - start
+    return time.perf_counter() - start

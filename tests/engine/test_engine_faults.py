@@ -104,29 +104,38 @@ def test_eos_ignored_in_decode_steps(tiny_model_dir):
     assert out.finish_reason == "stop" and len(out.token_ids) == 1
 
 
-def test_decode_slowdown_spins_its_share_of_the_process_cpu_since_the_last_spin(monkeypatch):
-    """Each decode step spins PCT% of the CPU the whole process spent since the last spin ended
-    (prefills and other threads included, the spins left out); what other threads spend during a
-    spin is slowed down next time. The process clock is scripted: no time is measured."""
+def test_decode_slowdown_spins_its_share_of_each_interval_between_tokens(monkeypatch):
+    """A decode step spins PCT% of the wall-clock time since the step before it ended (its spin
+    included): the interval between two tokens. Prefill steps are not slowed and end the interval,
+    so the idle time before a request and its prefill are not slowed down. The clock is scripted:
+    no time is measured."""
     from types import SimpleNamespace
 
     from gatekeeper.engine import optimized_core
 
-    clock = {"now": 10.0}
+    clock = {"now": 100.0}
     spun: list[float] = []
 
     def spin(seconds: float) -> float:
         spun.append(seconds)
-        clock["now"] += seconds + 0.001  # the spin, and 1 ms another thread spent meanwhile
+        clock["now"] += seconds
         return seconds
 
     monkeypatch.setattr(optimized_core, "busy_wait", spin)
-    monkeypatch.setattr(optimized_core.time, "process_time", lambda: clock["now"])
-    core = SimpleNamespace(slowdown=0.05, _cpu_mark=10.0, slowdown_seconds_total=0.0)
-    for cpu in (1.0, 2.0, 0.5):  # the process's CPU up to each decode step's end
-        clock["now"] += cpu
-        optimized_core.OptimizedCore._slow_down(core)
-    assert spun == pytest.approx([0.05, 0.05 * 2.001, 0.05 * 0.501])
+    monkeypatch.setattr(optimized_core.time, "perf_counter", lambda: clock["now"])
+    core = SimpleNamespace(slowdown=0.05, _step_end=None, slowdown_seconds_total=0.0)
+
+    def step(seconds: float, prefill: bool = False) -> None:
+        clock["now"] += seconds
+        optimized_core.OptimizedCore._slow_down(core, prefill)
+
+    step(0.5, prefill=True)  # the first request's prefill: nothing spun
+    step(1.0)  # 5% of the 1.0 s since the prefill ended
+    step(2.0)  # 5% of the 2.0 s since the last spin ended
+    clock["now"] += 30.0  # idle between requests
+    step(0.3, prefill=True)  # the next request's prefill: not slowed, ends the interval
+    step(0.4)
+    assert spun == pytest.approx([0.05, 0.1, 0.02])
     assert core.slowdown_seconds_total == pytest.approx(sum(spun))
 
 

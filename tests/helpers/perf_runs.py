@@ -1,5 +1,5 @@
 """The one real ROLLBACK at the performance gate the serial tests share (through `shared_run`):
-the candidate spending twice the CPU per output token (decode-slowdown=100), against its own launch
+the candidate taking twice as long to decode (decode-slowdown=100), against its own launch
 without the fault, under the small policy in policies/perf-small.yaml. The performance gate's
 test asserts its figures, the real-browser test its pages: one run of about two minutes, alone
 on the machine, instead of two."""

@@ -168,7 +168,7 @@ def test_refused_baseline_is_a_plan_time_error(tmp_path: Path):
 @pytest.mark.slow  # a real run of about two minutes, shared with the real-browser test's performance ROLLBACK
 @pytest.mark.serial  # measures speed: alone on the machine
 def test_slowed_candidate_rolls_back_on_the_performance_gate(shared_run):
-    """decode-slowdown=100 (twice the CPU per output token) against the candidate's own launch without the fault: a blocking FAIL
+    """decode-slowdown=100 (decode twice as long) against the candidate's own launch without the fault: a blocking FAIL
     on the primary figure after the third launch round and on TPOT (and the gate names its baseline)."""
     out = shared_run(*SLOWED_RUN)
     assert out.summary is not None, out.stderr
