@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+
 import torch
 
 from gatekeeper.engine.block_manager import BlockManager
