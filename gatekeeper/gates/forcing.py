@@ -30,10 +30,9 @@ policy's `needle_max_precision_flips`, `max_precision_flips`) before it is undec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
-
-from collections.abc import Sequence
 
 from gatekeeper.endpoints.chat_types import ChatMessage, ToolDefinition
 from gatekeeper.endpoints.client import Endpoint

@@ -10,8 +10,8 @@ again with logprobs (`near_ties.py`).
   logprobs. At a near tie the reference's answer (what its model generated, tool-call markup
   included) is forced on both (`gates/forcing.py`, the prompt rendered with the case's tools): a
   candidate that follows it but for near ties lost the case to a **precision flip** (a declared
-  bf16 build choosing the other of two almost equally likely tokens; not judged, and more than
-  the policy's `tool_max_precision_flips` make the check undecided), one that confidently leaves
+  bf16 build choosing the other of two almost equally likely tokens; judged and forgiven, and more
+  than the policy's `tool_max_precision_flips` make the check undecided), one that confidently leaves
   it **regressed**. Where forcing cannot run (a response format, no `/tokenize`, echo or
   logprobs, the reference answering otherwise asked again) the case is undecided.
 """
@@ -97,7 +97,7 @@ def regressions_reviewed(ctx: GateContext, s: LongContextSettings, items: list[t
 def _forced(ctx: GateContext, s: LongContextSettings, messages: Messages, extra: dict[str, Any], again: ChatResponse,
             first: Answer) -> Forced | str:
     """The reference's answer (`again`: asked again with logprobs) forced on both, or why not."""
-    if "extra" in extra:
+    if "response_format" in extra.get("extra", {}):
         return "the case carries a response format, whose grammar a forced plain prompt does not"
     if not isinstance(first, ChatResponse) or key(again) != key(first):
         return "asked again, the reference answered otherwise than at first, so its answer could not be forced"
