@@ -13,7 +13,7 @@ from gatekeeper.endpoints.responses import ChatResponse, TokenLogprob
 from gatekeeper.gates.forcing import Forced, force, generated
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.prompts import needle_prompts
-from gatekeeper.gates.longctx.tool_checks import history
+from gatekeeper.gates.longctx.history import history
 from gatekeeper.gates.longctx.tokens import TokenCounter
 from gatekeeper.stats.near_tie import judge
 

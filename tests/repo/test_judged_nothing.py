@@ -61,7 +61,7 @@ def test_the_named_suspects_now_declare_their_counts() -> None:
     declared = {key for key, declares in _sites() if declares}
     for key in ("longctx/block_sweep.py:BLOCK_BOUNDARY", "longctx/prefix_cache.py:SHARED_PREFIX",
                 "longctx/tool_checks.py:TOOL_CALLS", "longctx/tool_checks.py:TOOL_RESULT",
-                "longctx/tool_checks.py:TOOL_STREAM", "longctx/tool_checks.py:JSON_SCHEMA",
+                "longctx/tool_checks.py:TOOL_STREAM", "longctx/json_checks.py:JSON_SCHEMA",
                 "golden/gate.py:checks.CANDIDATE_REPEAT", "longctx/session_decay.py:SESSION_RECALL",
                 "longctx/session_decay.py:SESSION_AGREEMENT", "longctx/needle_grid.py:NEEDLE_GRID"):
         assert key in declared, key

@@ -31,7 +31,7 @@ from gatekeeper.endpoints.probe import probe
 from gatekeeper.gates.forcing import Forced, force, generated
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import TokenCounter
-from gatekeeper.gates.longctx.tool_checks import history
+from gatekeeper.gates.longctx.history import history
 
 pytestmark = pytest.mark.vllm
 

@@ -5,5 +5,6 @@ single place the prompt formats of the task families are imported from; `tokens`
 steers prompt lengths; `scrape` reads a target's Prometheus metrics; `prompts` builds needle
 prompts at exact lengths; `sessions` scripts the concurrent multi-turn sessions; `decay` scores
 them; `traffic` sends the same requests to both targets; the check families live in
-`needle_grid`, `prefix_cache`, `block_sweep`, `session_decay` and `tool_checks`.
+`needle_grid`, `prefix_cache`, `block_sweep`, `session_decay`, `tool_checks` and `json_checks`
+(the chat before a tool or JSON case from `history`; lost cases reviewed by `tool_review`).
 """

@@ -1,4 +1,4 @@
-"""Tool calling and structured output deep into a long conversation, against the reference.
+"""Tool calling (and, through `json_checks.py`, structured output) deep into a long conversation, against the reference.
 
 After at least `tool_history_tokens` of earlier chat (canonical exchanges), each case asks for tool
 calls from a menu of OpenAI-style tools. Calls are judged BFCL-style by the golden gate's
@@ -10,10 +10,8 @@ values; parallel calls order-free). Checks:
 - `longctx.tool_result`: a tool result fed back, the final answer must use it (exact text);
 - `longctx.tool_stream`: the candidate's streamed calls, assembled from deltas, must equal its
   non-streamed calls (each streamed twin is sent right behind its non-streamed request);
-- `longctx.json_schema`: JSON answers to a stated schema after `json_history_tokens` or more of chat,
-  validated with jsonschema (the golden gate's `json_schema` assertion). Every second case also
-  sends the schema as `response_format` (the engine's enforcement, deep in a long chat, alongside
-  free requests); the others leave the JSON to the model.
+- `longctx.json_schema`: structured output after a long chat (`json_checks.py`, run from here
+  with the same random stream).
 
 A case neither target gets right is still compared with what the reference answered (the
 reference is asked twice, the second time at `noise_floor_concurrency` in reverse order): the
@@ -39,45 +37,24 @@ from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome
 from gatekeeper.gates.longctx.near_ties import divergence_table
 from gatekeeper.gates.forcing import Forced
-from gatekeeper.gates.longctx import tool_review
+from gatekeeper.gates.longctx import json_checks, tool_review
+from gatekeeper.gates.longctx.history import fitted_history
 from gatekeeper.gates.longctx.tool_review import key
 from gatekeeper.stats.noise import ask_twice
-from gatekeeper.golden.structured import JsonSchema
 from gatekeeper.golden.call_order import CANONICAL_NOTE, in_canonical_order
 from gatekeeper.golden.tool_match import ActualCall, ExpectedCall, match_calls
 from gatekeeper.gates.longctx.settings import LongContextSettings
 from gatekeeper.gates.longctx import tasks
 from gatekeeper.gates.longctx.tokens import Messages, TokenCounter
 from gatekeeper.endpoints.fanout import fan_out, raise_first
-from gatekeeper.gates.longctx.traffic import (Answer, both, chat, failed_requests, first_error, kept, refused_by_both,
-                                              refused_each, refused_note, text)
+from gatekeeper.gates.longctx.traffic import (Answer, both, chat, failed_requests, first_error, refused_by_both,
+                                              text, prompt_span)
 from gatekeeper.endpoints.responses import ChatResponse, ToolCall
 from gatekeeper.results import Status
-from gatekeeper.gates.longctx.checks import (JSON_SCHEMA, TOOL_CALLS, TOOL_RESULT, TOOL_STREAM, JsonSchemaFinding,
-                                             ToolCallsFinding, ToolResultFinding, ToolStreamFinding)
+from gatekeeper.gates.longctx.checks import (TOOL_CALLS, TOOL_RESULT, TOOL_STREAM, ToolCallsFinding, ToolResultFinding,
+                                             ToolStreamFinding)
 
 _CALL_CASES = (1, 2, 3, 1, 2, 1)  # calls per case, cycled
-
-
-def history(rng: random.Random, tokens: int, counter: TokenCounter) -> Messages:
-    """Canonical chatter (correct replies) of at least `tokens` tokens, counted."""
-    out: Messages = []
-    while counter.count(out or [{"role": "user", "content": ""}]) < tokens:
-        user, reply = tasks.chatter(rng)
-        out += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]
-    return out
-
-
-def fitted_history(rng: random.Random, want: int, base: Messages, room: int, counter: TokenCounter) -> Messages | None:
-    """History of about `want` tokens that, put before `base`, keeps the prompt within `room`
-    tokens (whole exchanges dropped from the front); None when even `base` alone does not fit."""
-    free = room - counter.count(base)
-    if free < 0:
-        return None
-    pre = history(rng, min(want, free), counter)
-    while pre and counter.count([*pre, *base]) > room:
-        pre = pre[2:]
-    return pre
 
 
 def _with_tools(messages: Messages, tools: list[ToolDefinition]) -> Messages:
@@ -124,7 +101,7 @@ def run(ctx: GateContext, s: LongContextSettings, counter: TokenCounter, context
             ctx.skip_missing(name, no_tools, items)
     else:
         _tools(ctx, s, rng, counter, room)
-    _json(ctx, s, rng, counter, room)
+    json_checks.run(ctx, s, rng, counter, room)
 
 
 def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter: TokenCounter, room: int) -> None:
@@ -203,7 +180,7 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
         else:
             ctx.not_judged(outcome.value if outcome is not None else "reference fails")
         rows.append([len(expected), "✓" if ra else "✗", "✓" if cb else "✗",
-                     found[i].outcome() if i in found else _outcome(outcome, i in parted), problems or ""])
+                     found[i].outcome() if i in found else tool_review.both_fail_cell(outcome, i in parted), problems or ""])
     # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
     # unless forcing shows a precision flip, and only so many of those
     status = (Status.FAIL if regressions or hard or differ
@@ -213,9 +190,9 @@ def _tools(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter
     if (found.keys() | parted.keys()) - {n}:
         evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted(
             {**parted, **{j: r.divergence for j, r in found.items()}}.items()) if i < n}))
-    evidence += _forced_evidence({f"case {i + 1}": r for i, r in sorted(found.items()) if i < n})
+    evidence += tool_review.forced_evidence({f"case {i + 1}": r for i, r in sorted(found.items()) if i < n})
     ctx.check(TOOL_CALLS, status, f"{regressions} regression(s) and {hard} malformed call(s) in {n} cases after "
-              f"a long chat ({_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
+              f"a long chat ({prompt_span(cand[:n])} prompt tokens); {both_fail} case(s) neither target gets right, "
               f"{differ} of them answered differently from the reference's repeatable answer"
               + tool_review.review_note(found, n, s.tool_max_precision_flips),
               ToolCallsFinding(cases=n, regressions=regressions, malformed=hard, both_fail=both_fail,
@@ -285,109 +262,3 @@ def _result(ctx: GateContext, n: int, want: str, final_ref: str, final_cand: str
               judged=Items(int(judged_result), "final answers after a tool result the reference uses", reference_fails_all=not tie))
 
 
-def _forced_evidence(found: dict[str, tool_review.Reviewed]) -> list[Evidence]:
-    """The forcing table of a check's cases lost at a near tie, when any was forced."""
-    table = tool_review.forced_table(found)
-    return [table] if table is not None else []
-
-
-def _outcome(outcome: Outcome | None, parted: bool) -> str:
-    """A both-fail outcome for a table cell, saying when a difference stands because the answers
-    asked again no longer part (the difference came with the traffic around the first ask)."""
-    if outcome is None:
-        return ""
-    return outcome.value + ("; asked again with logprobs they no longer part, so it stands"
-                            if outcome is Outcome.DIFFERS and not parted else "")
-
-
-def _span(answers: list[Answer]) -> str:
-    """The range of prompt lengths the target reported, e.g. "612-980"."""
-    n = [a.prompt_tokens for a in answers if isinstance(a, ChatResponse) and a.prompt_tokens]
-    return f"{min(n)}-{max(n)}" if n else "unreported"
-
-
-def _json(ctx: GateContext, s: LongContextSettings, rng: random.Random, counter: TokenCounter, room: int) -> None:
-    t0 = time.perf_counter()
-    cases = []
-    for i in range(s.json_cases):
-        prompt, schema, _ = tasks.json_sample(rng, 2 + i % 3)
-        ask: Messages = [{"role": "user", "content": prompt}]
-        pre = fitted_history(rng, s.json_history_tokens, ask, room, counter)
-        enforced: dict[str, Any] = {"extra": {"response_format": {"type": "json_schema",
-                                                                  "json_schema": {"name": "answer", "schema": schema}}}}
-        if pre is not None:
-            cases.append(([*pre, *ask], schema, enforced if i % 2 else {}))
-    if not cases:
-        ctx.skip(JSON_SCHEMA, f"the context ({room + s.tool_answer_tokens + 8} tokens) is too short for a JSON case")
-        ctx.not_judged("context too short", s.json_cases)
-        return
-    limit = s.tool_answer_tokens
-    items = [(messages, None, schema) for messages, schema, _ in cases]
-    passes, cand = both(lambda ep: ask_twice(lambda c: chat(ep, c[0], max_tokens=limit, **c[2]), cases, s.concurrency,
-                                             s.noise_floor_concurrency),
-                        ctx.reference, ctx.candidate,
-                        lambda ep: fan_out(lambda c: chat(ep, c[0], max_tokens=limit, **c[2]), cases, s.concurrency))
-    ref, ref2 = passes.first, passes.second
-    refusal = refused_by_both(ref, cand, ref2 or [])
-    if refusal is not None:
-        ctx.refused_by_both(JSON_SCHEMA, refusal, len(cases))
-        return
-    # The enforced cases both targets refuse alike (a server without `response_format: json_schema`)
-    # are set aside; the cases that leave the JSON to the model are judged.
-    refused = refused_each(ref, cand, ref2 or [])
-    asked = len(cases)
-    cases, items, ref, cand = kept(cases, refused), kept(items, refused), kept(ref, refused), kept(cand, refused)
-    ref2 = None if ref2 is None else kept(ref2, refused)
-    ctx.not_judged("both fail identically", asked - len(cases))
-    err = first_error(ref, cand, ref2 or [])
-    if err is not None:
-        ctx.error_check(JSON_SCHEMA, err)
-        ctx.not_judged("request failed", len(cases), failed_requests(ref, cand, ref2 or []))
-        return
-    checked = [(JsonSchema(schema=schema).check(a, None), JsonSchema(schema=schema).check(b, None))  # type: ignore[arg-type]
-               for (_, schema, _), a, b in zip(cases, ref, cand)]
-    outcomes, parted = tool_review.both_fail(ctx, s, items, ref, ref2, cand, limit,
-                          [i for i, (oa, ob) in enumerate(checked) if not oa.ok and not ob.ok], [c[2] for c in cases])
-    found = tool_review.regressions_reviewed(ctx, s, items, [i for i, (oa, ob) in enumerate(checked)
-                                                             if oa.ok and not ob.ok and not (ob.hard and not oa.hard)],
-                                             limit, ref, [c[2] for c in cases])
-    ties = {i for i, r in found.items() if r.undecided}  # lost at a near tie, not forced: not judged
-    flips = {i for i, r in found.items() if r.flip}  # forced: judged, and forgiven up to a limit
-    rows, regressions, hard, differ, judged = [], 0, 0, 0, 0
-    for i, (oa, ob) in enumerate(checked):
-        outcome = outcomes.get(i)
-        regressions += oa.ok and not ob.ok and i not in ties | flips
-        hard += ob.hard and not oa.hard
-        differ += outcome is Outcome.DIFFERS and not (ob.hard and not oa.hard)
-        if i in ties:
-            ctx.not_judged("near tie")
-        elif oa.ok or (ob.hard and not oa.hard) or outcome is Outcome.DIFFERS:
-            ctx.judged()
-            judged += 1
-        else:
-            ctx.not_judged(outcome.value if outcome is not None else "reference fails")
-        rows.append(["✓" if oa.ok else "✗", "✓" if ob.ok else "✗",
-                     found[i].outcome() if i in found else _outcome(outcome, i in parted), ob.reason[:160]])
-    both_fail = len(outcomes)
-    # nothing judged: undecided (`ctx.check`); a case failed only by the candidate, at a near tie, is never forgiven
-    # unless forcing shows a precision flip, and only so many of those
-    status = (Status.FAIL if regressions or hard or differ
-              else Status.WARN if ties or len(flips) > s.tool_max_precision_flips else Status.PASS)
-    evidence: list[Evidence] = [Table("JSON-schema cases", ["reference", "candidate", "both fail / review", "candidate problem"],
-                                      rows)]
-    if found or parted:
-        evidence.append(divergence_table(ctx, s, "cases", {f"case {i + 1}": d for i, d in sorted(
-            {**parted, **{j: r.divergence for j, r in found.items()}}.items())}))
-    evidence += _forced_evidence({f"case {i + 1}": r for i, r in sorted(found.items())})
-    ctx.check(JSON_SCHEMA, status, f"{regressions} schema regression(s), {hard} answer(s) only the candidate breaks as JSON, "
-              f"in {len(cases)} cases after a long chat ({_span(cand)} prompt tokens); {both_fail} neither gets right, "
-              f"{differ} of them answered differently from the reference's repeatable answer"
-              + tool_review.review_note(found, len(cases), s.tool_max_precision_flips)
-              + refused_note(refused),
-              JsonSchemaFinding(cases=len(cases), regressions=regressions, invalid_json=hard, both_fail=both_fail,
-                                both_fail_differs=differ, near_ties=len(ties | flips), refused_by_both=asked - len(cases),
-                                precision_flips=len(flips), precision_flip_limit=s.tool_max_precision_flips),
-              evidence, started=t0,
-              undecided=status is Status.WARN,
-              judged=Items(judged, "JSON-schema cases the candidate gets wrong where the reference does not",
-                           reference_fails_all=not ties))

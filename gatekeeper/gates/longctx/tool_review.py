@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gatekeeper.evidence import Table
+from gatekeeper.evidence import Evidence, Table
 from gatekeeper.gates.forcing import Forced, force_in, generated
 from gatekeeper.gates.interface import GateContext
 from gatekeeper.gates.longctx.both_fail import Outcome, compare
@@ -158,3 +158,18 @@ def both_fail(ctx: GateContext, s: LongContextSettings, items: list[tuple[Messag
         if d is not None:
             parted[i] = d
     return out, parted
+
+
+def forced_evidence(found: dict[str, Reviewed]) -> list[Evidence]:
+    """The forcing table of a check's cases lost at a near tie, when any was forced."""
+    table = forced_table(found)
+    return [table] if table is not None else []
+
+
+def both_fail_cell(outcome: Outcome | None, parted: bool) -> str:
+    """A both-fail outcome for a table cell, saying when a difference stands because the answers
+    asked again no longer part (the difference came with the traffic around the first ask)."""
+    if outcome is None:
+        return ""
+    return outcome.value + ("; asked again with logprobs they no longer part, so it stands"
+                            if outcome is Outcome.DIFFERS and not parted else "")

@@ -95,6 +95,12 @@ def text(answer: Answer) -> str:
     return answer.text.strip() if isinstance(answer, ChatResponse) else ""
 
 
+def prompt_span(answers: list[Answer]) -> str:
+    """The range of prompt lengths the target reported, e.g. "612-980"."""
+    n = [a.prompt_tokens for a in answers if isinstance(a, ChatResponse) and a.prompt_tokens]
+    return f"{min(n)}-{max(n)}" if n else "unreported"
+
+
 def refused_by_both(ref: list[Answer], cand: list[Answer], *more: list[Answer]) -> EndpointError | None:
     """The refusal when both targets refused every request of a check alike (same HTTP 4xx per
     request, in every pass): a request feature neither serves, not judged but not an ERROR."""
