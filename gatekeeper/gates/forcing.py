@@ -96,7 +96,10 @@ def generated(answer: ChatResponse) -> str | None:
     """What the model generated for `answer`, spelled by the server's logprob tokens: tool-call
     markup included, which the parsed answer no longer shows, and the stop token that ended it
     (the last token of an answer that finished with "stop", as vLLM and the bundled engine
-    report it) left out. None without logprobs."""
+    report it) left out. An answer a stop string ended loses its last token as well (the one that
+    completed the stop string, possibly with text before it), so what is forced is then a prefix
+    of what the model generated: still the reference's own tokens, one fewer judged. None without
+    logprobs."""
     tokens = answer.logprobs
     if not tokens:
         return None
