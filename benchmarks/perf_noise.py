@@ -17,8 +17,12 @@ does; each request streams 32 output tokens with ignore_eos. Per request and per
 
 With `--fault F`, side B is launched with that fault: the mean log ratio is then what the fault
 costs (printed as a percentage with its 95% interval, e.g. decode-slowdown=5 should cost 5% of
-tpot and median_itl); with `--alone` the sides are not interleaved: A's requests are all sent with
-only A up, then B's with only B up (the same requests in the same order).
+tpot and median_itl); with `--alone` each request is served with only its side on the CPU: the
+other side's server is stopped (SIGSTOP) while it runs and continued after, and the sides still
+alternate request by request, so the machine's drift cancels as it does interleaved. (Measuring
+A's requests all with only A up, then B's with only B up, as `--alone` did until 2026-12-07, left
+the launch means scattered by sd 9% on this VM: the machine drifts over the half minute between
+the two.)
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
 difference) and the sd of the per-pair log ratios (σ); then over launch pairs, the sd of the
@@ -31,6 +35,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import signal
 import statistics
 import sys
 import time
@@ -78,33 +84,37 @@ def one(http: httpx.Client, url: str, pid: int, body: dict) -> dict[str, float] 
             "cpu_per_token": max(c1 - c0, 1e-6) / n, "e2e": end - t0}
 
 
-def _measure(http: httpx.Client, sides: dict[str, tuple[str, int]], requests: list, warmup: list) -> dict[str, list]:
-    """Per side, per request (in order): its measures, or None; the sides take turns A B, B A, ..."""
+def _measure(http: httpx.Client, sides: dict[str, tuple[str, int]], requests: list, warmup: list,
+             alone: bool = False) -> dict[str, list]:
+    """Per side, per request (in order): its measures, or None; the sides take turns A B, B A, ...
+    With `alone`, the other sides' servers are stopped (SIGSTOP) while a side answers."""
     for url, pid in sides.values():  # warm-up, unmeasured
         for r in warmup:
             one(http, url, pid, {"model": "gk-tiny", **r.body})
     got: dict[str, list] = {side: [] for side in sides}
     for j, r in enumerate(requests):
         for side in (sorted(sides) if j % 2 == 0 else sorted(sides, reverse=True)):
-            got[side].append(one(http, *sides[side], {"model": "gk-tiny", **r.body}))
+            others = [pid for other, (_, pid) in sides.items() if other != side] if alone else []
+            for pid in others:
+                os.kill(pid, signal.SIGSTOP)
+            try:
+                got[side].append(one(http, *sides[side], {"model": "gk-tiny", **r.body}))
+            finally:  # a stopped server would not even see the SIGTERM that ends it
+                for pid in others:
+                    os.kill(pid, signal.SIGCONT)
     return got
 
 
 def launch_pair(pairs: int, seed: int, model: Path, fault: str | None = None, alone: bool = False) -> dict[str, list[float]]:
     """Two fresh launches of one build (B with `fault`, if any); per measure, the per-request-pair
-    log ratios (B over A). Interleaved request by request, or with `alone` each side by itself."""
+    log ratios (B over A). Interleaved request by request; with `alone` the side not answering is
+    stopped meanwhile."""
     workload = Workload()
     requests, warmup = workload.requests(pairs, seed), workload.requests(4, seed + 1000)
     b_args = ("--fault", fault) if fault else ()
     with httpx.Client(timeout=120) as http:
-        if alone:
-            got = {}
-            for side, extra in (("A", ()), ("B", b_args)):
-                with running_server(model, "--profile", "optimized", *extra) as s:
-                    got.update(_measure(http, {side: (s.url, s.proc.pid)}, requests, warmup))
-        else:
-            with running_server(model, "--profile", "optimized") as a, running_server(model, "--profile", "optimized", *b_args) as b:
-                got = _measure(http, {"A": (a.url, a.proc.pid), "B": (b.url, b.proc.pid)}, requests, warmup)
+        with running_server(model, "--profile", "optimized") as a, running_server(model, "--profile", "optimized", *b_args) as b:
+            got = _measure(http, {"A": (a.url, a.proc.pid), "B": (b.url, b.proc.pid)}, requests, warmup, alone)
     ratios: dict[str, list[float]] = {m: [] for m in MEASURES}
     for a, b in zip(got["A"], got["B"]):
         if a is None or b is None:
@@ -120,9 +130,10 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=96, help="request pairs per launch pair, at concurrency 1")
     ap.add_argument("--model", type=Path, default=GK_TINY)
     ap.add_argument("--fault", help="launch side B with this fault (e.g. decode-slowdown=5): what it costs is printed")
-    ap.add_argument("--alone", action="store_true", help="measure each side with only it up, not interleaved")
+    ap.add_argument("--alone", action="store_true", help="each request served with the other side's server stopped (SIGSTOP)")
     args = ap.parse_args()
-    print(f"side B: {args.fault or 'the same build'}; {'each side alone' if args.alone else 'interleaved A B, B A'}; "
+    mode = "the other side stopped meanwhile" if args.alone else "both running"
+    print(f"side B: {args.fault or 'the same build'}; interleaved A B, B A, {mode}; "
           f"{args.launches} launch pair(s) x {args.pairs} request pairs")
     means: dict[str, list[float]] = {m: [] for m in MEASURES}
     sds: dict[str, list[float]] = {m: [] for m in MEASURES}
