@@ -1,11 +1,12 @@
 """Whole `gatekeeper run`s in a row, to quote a real-engine result only after three of them.
 
-    python benchmarks/runs_in_a_row.py -c vllm-upgrade.yaml -c vllm-same.yaml [--runs 3] [--out DIR]
+    python benchmarks/runs_in_a_row.py [-c vllm-upgrade.yaml -c vllm-same.yaml] [--runs 3] [--out DIR]
                                        [-- EXTRA RUN ARGS...]
 
 Each config is run `--runs` times; with several configs they are interleaved (A B, A B, ...), so
-every pair of configs sees the same drift of a shared machine. Each run is a fresh
-`gatekeeper run -c CONFIG --out DIR/<config stem>` process; arguments after `--` go to every run
+every pair of configs sees the same drift of a shared machine; with none, the README's default run
+(the bundled pair). Each run is a fresh `gatekeeper run [-c CONFIG] --out DIR/<config stem>`
+process (`default` without a config); arguments after `--` go to every run
 (e.g. `-- --gates performance --policy vllm-perf.yaml`). Printed per run, as it ends: the
 verdict and exit code, the wall time, each gate's minutes and the first reason; at the end, per
 config, the verdicts counted and the times (median, max). Every finished run is appended to
@@ -23,17 +24,18 @@ import time
 from pathlib import Path
 
 
-def one_run(config: Path, out: Path, extra: list[str]) -> dict:
-    """One `gatekeeper run`: its verdict, exit code, wall time, gate times and first reason."""
+def one_run(config: Path | None, out: Path, extra: list[str]) -> dict:
+    """One `gatekeeper run` (with `config`, or the default run): its verdict, exit code, wall time,
+    gate times and first reason."""
     out.mkdir(parents=True, exist_ok=True)
     before = {p for p in out.iterdir() if p.is_dir()}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "-c", str(config), "--out", str(out), *extra],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", *(["-c", str(config)] if config else []),
+                           "--out", str(out), *extra], capture_output=True, text=True)
     seconds = time.monotonic() - t0
     made = sorted(p for p in out.iterdir() if p.is_dir() and p not in before)
     summary_path = made[-1] / "summary.json" if made else None
-    row: dict = {"config": config.name, "exit_code": proc.returncode, "seconds": round(seconds, 1)}
+    row: dict = {"config": config.name if config else "default", "exit_code": proc.returncode, "seconds": round(seconds, 1)}
     if summary_path is None or not summary_path.is_file():
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return {**row, "verdict": None, "error": " | ".join(tail)}
@@ -67,7 +69,7 @@ def main() -> None:
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-c", "--config", action="append", type=Path, default=[], help="a run config (repeatable)")
+    ap.add_argument("-c", "--config", action="append", type=Path, default=[], help="a run config (repeatable; none: the default run)")
     ap.add_argument("--runs", type=int, default=3, help="runs of each config")
     ap.add_argument("--out", type=Path, default=Path("reports/runs-in-a-row"))
     ap.add_argument("--tally", action="store_true", help="print the table of DIR/runs.jsonl and run nothing")
@@ -76,17 +78,16 @@ def main() -> None:
     if args.tally:
         table([json.loads(line) for line in log.read_text().splitlines() if line.strip()])
         return
-    if not args.config:
-        ap.error("name at least one -c CONFIG")
+    configs: list[Path | None] = list(args.config) or [None]
     for config in args.config:
         if not config.is_file():
             ap.error(f"{config}: no such config")
     rows = []
     args.out.mkdir(parents=True, exist_ok=True)
     for k in range(args.runs):
-        for config in args.config:
-            print(f"run {k + 1} of {args.runs}: {config} ...", flush=True)
-            row = one_run(config, args.out / config.stem, extra)
+        for config in configs:
+            print(f"run {k + 1} of {args.runs}: {config or 'the default run'} ...", flush=True)
+            row = one_run(config, args.out / (config.stem if config else "default"), extra)
             with log.open("a") as f:
                 f.write(json.dumps(row) + "\n")
             show(row)
