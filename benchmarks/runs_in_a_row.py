@@ -59,7 +59,7 @@ def table(rows: list[dict]) -> None:
     print(f"\n{'config':28s} {'runs':>4s}  {'verdicts':30s} {'min p50':>7s} {'max':>5s}")
     for config in dict.fromkeys(r["config"] for r in rows):
         rs = [r for r in rows if r["config"] == config]
-        verdicts = ", ".join(f"{v} {sum(1 for r in rs if r['verdict'] == v)}"
+        verdicts = ", ".join(f"{v} {sum(1 for r in rs if (r['verdict'] or 'none') == v)}"
                              for v in dict.fromkeys(r["verdict"] or "none" for r in rs))
         minutes = [r["seconds"] / 60 for r in rs]
         print(f"{config:28s} {len(rs):4d}  {verdicts:30s} {statistics.median(minutes):7.1f} {max(minutes):5.1f}")
