@@ -18,31 +18,27 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+
+from run_util import gk_run  # noqa: E402
+
 
 def one_run(config: Path | None, out: Path, extra: list[str]) -> dict:
-    """One `gatekeeper run` (with `config`, or the default run): its verdict, exit code, wall time,
-    gate times and first reason."""
-    out.mkdir(parents=True, exist_ok=True)
-    before = {p for p in out.iterdir() if p.is_dir()}
+    """One `gatekeeper run` (with `config`, or the default run; `run_util.gk_run`): its verdict,
+    exit code, wall time, gate times and first reason."""
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", *(["-c", str(config)] if config else []),
-                           "--out", str(out), *extra], capture_output=True, text=True)
-    seconds = time.monotonic() - t0
-    made = sorted(p for p in out.iterdir() if p.is_dir() and p not in before)
-    summary_path = made[-1] / "summary.json" if made else None
-    row: dict = {"config": config.name if config else "default", "exit_code": proc.returncode, "seconds": round(seconds, 1)}
-    if summary_path is None or not summary_path.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {**row, "verdict": None, "error": " | ".join(tail)}
-    summary = json.loads(summary_path.read_text())
-    reasons = summary.get("reasons") or []
-    return {**row, "run": summary["run_id"], "verdict": summary["verdict"],
-            "gates": {g["id"]: round(g["duration_s"] / 60, 2) for g in summary["gates"]},
+    run = gk_run(out, *(["-c", str(config)] if config else []), *extra, timeout=4 * 3600)
+    row: dict = {"config": config.name if config else "default", "exit_code": run.code,
+                 "seconds": round(time.monotonic() - t0, 1)}
+    if run.summary is None:
+        return {**row, "verdict": None, "error": " | ".join(run.stderr.strip().splitlines()[-3:])}
+    reasons = run.summary.get("reasons") or []
+    return {**row, "run": run.summary["run_id"], "verdict": run.summary["verdict"],
+            "gates": {g["id"]: round(g["duration_s"] / 60, 2) for g in run.summary["gates"]},
             "first_reason": reasons[0][:300] if reasons else ""}
 
 
