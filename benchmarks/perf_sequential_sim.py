@@ -12,7 +12,9 @@ block pairs of clean bundled runs on this VM, 2026-12-04, `performance.primary`'
 here; the gate uses the calibration's 90% upper bound, about 2% from 10 A/A pairs).
 
 Rows (FAIL / PASS / HOLD shares, rounds median and p90, minutes at the measured ~5 s per launch
-pair plus 1.1 s per block pair):
+pair plus 1.1 s per block pair; `ratio`: the mean over runs of the final candidate/baseline ratio
+less 1, and `in FAIL` the same over the runs that FAILed — what a table of FAILed runs' realised
+cost reads, biased upward by stopping early on a high estimate):
 - quiet calibrated / uncalibrated (the policy's assumed τ 2.5%): clean and a 5% regression;
 - busy, stale calibration: the machine got noisier (τ 2.5%, pair sd × 1.3) but the gate still
   holds the quiet calibration — the rounds' own variance and the noise check must keep false
@@ -71,8 +73,11 @@ def row(label: str, slower: float, machine: Machine, s: PerformanceSettings, run
     share = {o: sum(st.decided is o for st in states) / runs for o in (Outcome.FAIL, Outcome.PASS)}
     rounds = sorted(st.rounds for st in states)
     minutes = [(LAUNCH_S + PAIR_S * s.round_pairs) * r / 60 for r in rounds]
+    failed = [st.ratio - 1 for st in states if st.decided is Outcome.FAIL]
+    realised = f"{statistics.fmean(failed):+7.2%}" if failed else f"{'-':>7s}"
     print(f"{label:44s} {share[Outcome.FAIL]:6.1%} {share[Outcome.PASS]:6.1%} {1 - sum(share.values()):6.1%} "
-          f"{statistics.median(rounds):6.1f} {rounds[int(0.9 * (runs - 1))]:4d} {statistics.median(minutes):6.2f}", flush=True)
+          f"{statistics.median(rounds):6.1f} {rounds[int(0.9 * (runs - 1))]:4d} {statistics.median(minutes):6.2f} "
+          f"{statistics.fmean(st.ratio - 1 for st in states):+7.2%} {realised}", flush=True)
 
 
 def main() -> None:
@@ -93,7 +98,8 @@ def main() -> None:
     busy_known = Machine(0.025, a.pair_sd * 1.3, 0.035)
     print(f"{s.round_pairs} pairs a round, rounds {s.rounds[0]}–{s.rounds[1]}, materiality {s.materiality:.0%}, "
           f"pair sd {a.pair_sd:.1%}, τ {a.tau:.1%} (gate's calibrated {a.tau_bound:.1%}), {a.runs} runs a row\n")
-    print(f"{'scenario':44s} {'FAIL':>6s} {'PASS':>6s} {'HOLD':>6s} {'rounds':>6s} {'p90':>4s} {'min':>6s}")
+    print(f"{'scenario':44s} {'FAIL':>6s} {'PASS':>6s} {'HOLD':>6s} {'rounds':>6s} {'p90':>4s} {'min':>6s} "
+          f"{'ratio':>7s} {'in FAIL':>7s}")
     row("quiet, calibrated: clean", 0.0, quiet, s, a.runs, 1)
     row("quiet, calibrated: 5% slower", s.materiality, quiet, s, a.runs, 2)
     row("quiet, calibrated: 2.5% slower (indifference)", s.materiality / 2, quiet, s, a.runs, 3)
