@@ -84,8 +84,9 @@ def advice(engines: int, per_engine: list[int | None], cores: int | None = None)
     if wanted <= cores:
         return None
     unset = sum(1 for v in per_engine if v is None)
-    how = (f"{unset} of them with no OMP_NUM_THREADS gatekeeper can see (a CPU engine then spins one thread per core)"
-           if unset else f"OMP_NUM_THREADS {', '.join(str(v) for v in per_engine)}")
+    how = (f"{unset} of them with no OMP_NUM_THREADS in its command or environment (a CPU engine then spins one thread "
+           "per core, unless a wrapper script sets it, as scripts/vllm_cpu.sh does: each launch's line says what its "
+           "processes carry)" if unset else f"OMP_NUM_THREADS {', '.join(str(v) for v in per_engine)}")
     return (f"{engines} engines launched on this {cores}-core host at once, {how}: up to {wanted} busy threads on {cores} "
             f"cores, and engines that starve each other measure slow and time out; if they compute on the CPU, "
             f"set OMP_NUM_THREADS={max(1, cores // engines)} in each launch command's environment "
