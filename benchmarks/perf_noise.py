@@ -31,6 +31,13 @@ filled in, e.g. docs/vllm.md's) instead of the bundled engine, serving `--served
 its whole process group's (`perf/cpu.py`'s CpuMeter), and `--alone` stops the whole group.
 `--dump FILE` writes every request pair as a JSON line (launch pair, index, both sides' measures), for
 looking at the shape of the spread (a heavy tail, a bimodal launch) rather than only its sd.
+The sides take turns request by request without waiting for the other to go quiet, so an engine
+that keeps working after it answers is measured beside the other's spin (vLLM's worker polls for a
+second; the gate waits, `gatekeeper/perf/quiet.py`). vLLM 0.31.0 so (2026-12-07, 2 launch pairs of
+96, 32-token requests of ~0.18 s): e2e log ratio per request pair sd 0.43–0.46, not heavy-tailed
+(excess kurtosis 0.7–1.7, robust sd from the MAD 0.32–0.41); over 4-request blocks the sum (the
+gate's figure), the median, the mean log and a 25%-trimmed mean all spread by sd 0.25–0.27 — a
+robust block figure would not narrow vLLM's spread, which is broad rather than a few outliers.
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
 difference) and the sd of the per-pair log ratios (σ); then over launch pairs, the sd of the
