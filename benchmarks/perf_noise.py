@@ -36,7 +36,7 @@ that keeps working after it answers is measured beside the other's spin (vLLM's 
 second; the gate waits, `gatekeeper/perf/quiet.py`). vLLM 0.31.0 so (2026-12-07, 2 launch pairs of
 96, 32-token requests of ~0.18 s): e2e log ratio per request pair sd 0.43–0.46, not heavy-tailed
 (excess kurtosis 0.7–1.7, robust sd from the MAD 0.32–0.41); over 4-request blocks the sum (the
-gate's figure), the median, the mean log and a 25%-trimmed mean all spread by sd 0.25–0.27 — a
+gate's figure), the median, the mean log and a 25%-trimmed mean spread alike (sd 0.25–0.27 and 0.29–0.33 in the two launch pairs) — a
 robust block figure would not narrow vLLM's spread, which is broad rather than a few outliers.
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic

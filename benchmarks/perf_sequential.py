@@ -28,23 +28,23 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+
+from run_util import gk_run  # noqa: E402
+
 SCENARIOS = "clean,decode-slowdown=5,decode-slowdown=23,silent-fallback"
 
 
 def one_run(out: Path, seed: int, fault: str | None, policy: str | None) -> dict:
-    """One performance-only run; its primary check and gate time."""
-    args = [sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), "--gates", "performance",
-            "--seed", str(seed), *(["--candidate-fault", fault] if fault else []), *(["--policy", policy] if policy else [])]
-    before = set(out.iterdir()) if out.exists() else set()
-    proc = subprocess.run(args, capture_output=True, text=True)
-    runs = sorted(p for p in set(out.iterdir()) - before if p.is_dir())
-    if not runs or not (runs[-1] / "summary.json").is_file():
-        return {"error": proc.stderr[-500:]}
-    summary = json.loads((runs[-1] / "summary.json").read_text())
-    gate = next(g for g in summary["gates"] if g["id"] == "performance")
+    """One performance-only run (`run_util.gk_run`); its primary check and gate time."""
+    run = gk_run(out, "--gates", "performance", "--seed", str(seed), *(["--candidate-fault", fault] if fault else []),
+                 *(["--policy", policy] if policy else []), timeout=3600)
+    if run.summary is None:
+        return {"error": run.stderr[-500:]}
+    gate = next(g for g in run.summary["gates"] if g["id"] == "performance")
     primary = next((c for c in gate["checks"] if c["id"] == "performance.primary"), None)
     measurement = next((c for c in gate["checks"] if c["id"] == "performance.measurement"), None)
-    return {"primary": primary, "seconds": gate["duration_s"], "verdict": summary["verdict"],
+    return {"primary": primary, "seconds": gate["duration_s"], "verdict": run.summary["verdict"],
             "requests": (measurement or {}).get("metrics", {}).get("requests_per_side", {}).get("candidate")}
 
 

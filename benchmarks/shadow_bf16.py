@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,21 +21,21 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+
+from run_util import gk_run  # noqa: E402
 
 
 def run(seed: int, gates: str | None, out: Path) -> tuple[dict | None, Path | None, float, str]:
-    """One `gatekeeper run`: its summary.json (None when it wrote none), its run directory, wall time, stderr."""
-    out.mkdir(parents=True, exist_ok=True)
-    before = set(out.iterdir())
-    args = ["--seed", str(seed), "--candidate-opt", "dtype=bf16", *(["--gates", gates] if gates else [])]
+    """One `gatekeeper run` (`run_util.gk_run`): its summary.json (None when it wrote none), its run
+    directory, wall time, stderr."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "gatekeeper.cli", "run", "--out", str(out), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600, check=False)
+    outcome = gk_run(out, "--seed", str(seed), "--candidate-opt", "dtype=bf16", *(["--gates", gates] if gates else []),
+                     timeout=3600)
     wall = time.perf_counter() - t0
-    new = sorted(p for p in set(out.iterdir()) - before if p.is_dir())
-    if not new or not (new[-1] / "summary.json").is_file():
-        return None, None, wall, proc.stderr.strip()[-300:]
-    return json.loads((new[-1] / "summary.json").read_text()), new[-1], wall, ""
+    if outcome.summary is None:
+        return None, None, wall, outcome.stderr.strip()[-300:]
+    return outcome.summary, outcome.run_dir, wall, ""
 
 
 def shadow_failures(run_dir: Path) -> list[dict]:
