@@ -84,7 +84,7 @@ def advice(engines: int, per_engine: list[int | None], cores: int | None = None)
     if wanted <= cores:
         return None
     unset = sum(1 for v in per_engine if v is None)
-    how = (f"{unset} of them with no OMP_NUM_THREADS in its command or environment (a CPU engine then spins one thread "
+    how = (f"{unset} of them with no OMP_NUM_THREADS in their command or environment (a CPU engine then spins one thread "
            "per core, unless a wrapper script sets it, as scripts/vllm_cpu.sh does: each launch's line says what its "
            "processes carry)" if unset else f"OMP_NUM_THREADS {', '.join(str(v) for v in per_engine)}")
     return (f"{engines} engines launched on this {cores}-core host at once, {how}: up to {wanted} busy threads on {cores} "
