@@ -36,8 +36,9 @@ that keeps working after it answers is measured beside the other's spin (vLLM's 
 second; the gate waits, `gatekeeper/perf/quiet.py`). vLLM 0.31.0 so (2026-12-07, 2 launch pairs of
 96, 32-token requests of ~0.18 s): e2e log ratio per request pair sd 0.43–0.46, not heavy-tailed
 (excess kurtosis 0.7–1.7, robust sd from the MAD 0.32–0.41); over 4-request blocks the sum (the
-gate's figure), the median, the mean log and a 25%-trimmed mean spread alike (sd 0.25–0.27 and 0.29–0.33 in the two launch pairs) — a
-robust block figure would not narrow vLLM's spread, which is broad rather than a few outliers.
+gate's figure), the median, the mean log and a 25%-trimmed mean spread alike (sd 0.25–0.27 and
+0.29–0.33 in the two launch pairs) — a robust block figure would not narrow vLLM's spread, which
+is broad rather than a few outliers.
 
 Printed per launch pair and measure: the mean log ratio (B/A; a launch pair's systematic
 difference) and the sd of the per-pair log ratios (σ); then over launch pairs, the sd of the
@@ -149,8 +150,7 @@ def launched(command: str, model: str, role: str, ready_timeout_s: float, log_di
         pgid = target.process_group()
         if not started.ready or pgid is None:
             raise SystemExit(f"perf_noise: {role} did not come up: {started.error}")
-        meter = CpuMeter.of_group(pgid) or CpuMeter.of_process(pgid)
-        yield Side(started.base_url, model, meter, lambda sig: os.killpg(pgid, sig))
+        yield Side(started.base_url, model, CpuMeter(pgid), lambda sig: os.killpg(pgid, sig))
     finally:
         target.stop()
 
@@ -204,23 +204,24 @@ def main() -> None:
           f"{args.launches} launch pair(s) x {args.pairs} request pairs")
     means: dict[str, list[float]] = {m: [] for m in MEASURES}
     sds: dict[str, list[float]] = {m: [] for m in MEASURES}
-    log_dir = tempfile.mkdtemp(prefix="perf-noise-")
-    if args.command:
+    log_dir = tempfile.mkdtemp(prefix="perf-noise-") if args.command else ""
+    if log_dir:
         print(f"launch logs in {log_dir}")
-    dump = open(args.dump, "w", encoding="utf-8") if args.dump else None
-    for k in range(args.launches):
-        t0 = time.perf_counter()
-        ratios, raw = launch_pair(args.pairs, k, args, log_dir)
-        if dump:
-            dump.writelines(json.dumps(row) + "\n" for row in raw)
-            dump.flush()
-        row = []
-        for m in MEASURES:
-            means[m].append(statistics.fmean(ratios[m]))
-            sds[m].append(statistics.stdev(ratios[m]))
-            row.append(f"{m} mean {means[m][-1]:+.4f} sd {sds[m][-1]:.4f}")
-        print(f"launch pair {k + 1} ({len(ratios['tpot'])} request pairs): " + "; ".join(row)
-              + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    with contextlib.ExitStack() as stack:
+        dump = stack.enter_context(open(args.dump, "w", encoding="utf-8")) if args.dump else None
+        for k in range(args.launches):
+            t0 = time.perf_counter()
+            ratios, raw = launch_pair(args.pairs, k, args, log_dir)
+            if dump:
+                dump.writelines(json.dumps(pair) + "\n" for pair in raw)
+                dump.flush()
+            row = []
+            for m in MEASURES:
+                means[m].append(statistics.fmean(ratios[m]))
+                sds[m].append(statistics.stdev(ratios[m]))
+                row.append(f"{m} mean {means[m][-1]:+.4f} sd {sds[m][-1]:.4f}")
+            print(f"launch pair {k + 1} ({len(ratios['tpot'])} request pairs): " + "; ".join(row)
+                  + f"  ({time.perf_counter() - t0:.0f} s)", flush=True)
     print()
     print(f"{'measure':14s} {'σ (median sd per pair)':>24s} {'sd of launch means':>20s} {'τ estimate':>12s}")
     for m in MEASURES:
