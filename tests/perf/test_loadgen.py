@@ -200,3 +200,18 @@ def test_the_bundled_engine_under_concurrent_load_reports_usage() -> None:
     assert all(r.output_tokens == 8 for r in result.records[:6])
     assert all(r.prompt_tokens and r.ttft_s is not None for r in result.records)
     assert len(result.measured) == 6
+
+
+def test_a_request_lost_on_a_kept_alive_connection_is_sent_again_fresh_and_marked() -> None:
+    """The kept-alive race (a real proxy that loses 30% of the requests sent on reused connections):
+    the load generator sends each lost request once more on a new connection, marks its record
+    `reconnected`, and the server sees every request exactly once."""
+    from keepalive_proxy import keepalive_proxy
+
+    with fast_server() as url, keepalive_proxy(url, rate=0.3, seed=5) as proxy:
+        result = run_load(LoadTarget(proxy.url, "fast"), [completion()] * 40, LoadProfile("concurrent", concurrency=3))
+        served = httpx.get(url + "/stats").json()["requests"]
+    assert proxy.dropped >= 3 and proxy.reused >= 20  # the connections were kept alive, and some requests were lost
+    assert all(r.ok for r in result.records), [r.error for r in result.records]
+    assert sum(r.reconnected for r in result.records) == proxy.dropped  # each loss re-sent once, and marked
+    assert proxy.relayed == 40 and served == 40 + 1  # the server saw each request once (and the GET for its count)

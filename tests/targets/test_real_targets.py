@@ -140,6 +140,7 @@ def test_a_bf16_declared_url_candidate_is_judged_with_bf16_tolerances(tmp_path, 
 
 
 @pytest.mark.slow  # suite time (a clean-clone run took 16 min 42 s); the bundled default run is test_default_run_promotes
+@pytest.mark.serial  # every gate: an advisory performance FAIL (a burst of another test's load) would HOLD it
 def test_the_readme_url_example_promotes_two_healthy_identical_servers(tmp_path):
     """`gatekeeper run --reference http://… --candidate http://… --model my-model`, verbatim, with
     two bundled servers started as a user would start theirs: PROMOTE under the default policy."""
