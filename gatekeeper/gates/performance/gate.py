@@ -75,8 +75,8 @@ class PerformanceGate(Gate):
     rounds show the machine noisier than its calibration); the guardrails
     `performance.c<N>.<metric>` per concurrency N
     for output tokens/s and TPOT p50 (the guardrail family, blocking), the server's CPU seconds per
-    output token where both sides run on this machine (primary once this machine's τ for it is
-    calibrated — its 5% budget needs that; until then the advisory "uncalibrated" family: CPU time
+    output token where both sides run on this machine (blocking once this machine's τ for it is
+    calibrated — its budget, 5% at concurrency 1 and 15% above, needs that; until then the advisory "uncalibrated" family: CPU time
     is what contention on a shared runner inflates least, and is blind to waiting and to GPU
     time, `perf/cpu.py`; for an engine on an accelerator, declared or observed, the advisory
     "host-overhead" family: `device.py`) and TTFT p95 (the tail family,
@@ -319,7 +319,7 @@ def judge(levels: list[LevelBlocks], s: PerformanceSettings, launches: int | Map
     comparisons = [compare(_family(b, f"c{lv.level}.{b.metric}" in taus, host_only), f"c{lv.level}", lv.series("baseline", b.metric),
                            lv.series("candidate", b.metric), s.confidence, taus.get(f"c{lv.level}.{b.metric}", s.launch_spread),
                            per_level[lv.level])
-                   for lv in levels for b in s.budgets()
+                   for lv in levels for b in s.budgets(lv.level)
                    if lv.measured(b.metric) and f"c{lv.level}.{b.metric}" not in exclude]
     adjusted: dict[int, float] = {}
     for family in {c.family for c in comparisons}:

@@ -90,3 +90,20 @@ def test_cpu_time_of_an_accelerator_engine_is_advisory():
     host = {c.metric: c.family for c, _ in judge([lv], s, 1, calibrated, host_only=True)}
     assert host["cpu_s_per_token"] == "host-overhead"
     assert host["tpot_p50_s"] == "guardrail"  # wall clock still blocks
+
+
+def _at(level: int, lv: LevelBlocks) -> LevelBlocks:
+    """The same blocks, measured at `level`."""
+    return LevelBlocks(level, lv.figures)
+
+
+def test_cpu_time_is_held_to_its_budget_at_concurrency_1_and_to_the_guardrails_above():
+    """A calibrated CPU engine 10% costlier per token: beyond `cpu_budget` (5%) at concurrency 1, a
+    FAIL; within `cpu_budget_concurrent` (15%) at concurrency 8, where two launches of 12 pairs
+    cannot decide 5%, no FAIL."""
+    s = PerformanceSettings(levels=[1, 8], pairs=24)
+    calibrated = {"c1.cpu_s_per_token": 0.005, "c8.cpu_s_per_token": 0.005}
+    lv = _cpu_level(random.Random(5), 0.10)
+    judged = {c.level: (c, p) for c, p in judge([lv, _at(8, lv)], s, 1, calibrated) if c.metric == "cpu_s_per_token"}
+    assert judged["c1"][0].limit == 0.05 and judged["c8"][0].limit == 0.15
+    assert judged["c1"][0].material() and not judged["c8"][0].material()
