@@ -1,4 +1,4 @@
-"""Whole runs (every gate, the smoke policy) through real proxies that lose requests on kept-alive
+"""Whole runs (the correctness gates, the smoke policy) through real proxies that lose requests on kept-alive
 connections (the race every uvicorn server has): a share both targets show alike never decides a
 run — the client sends each lost request again on a fresh connection and counts it — and a
 candidate that loses far more than the reference is not promoted (`<gate>.retry_excess`). The

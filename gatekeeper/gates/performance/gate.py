@@ -76,10 +76,10 @@ class PerformanceGate(Gate):
     `performance.c<N>.<metric>` per concurrency N
     for output tokens/s and TPOT p50 (the guardrail family, blocking), the server's CPU seconds per
     output token where both sides run on this machine (blocking once this machine's τ for it is
-    calibrated — its budget, 5% at concurrency 1 and 15% above, needs that; until then the advisory "uncalibrated" family: CPU time
-    is what contention on a shared runner inflates least, and is blind to waiting and to GPU
-    time, `perf/cpu.py`; for an engine on an accelerator, declared or observed, the advisory
-    "host-overhead" family: `device.py`) and TTFT p95 (the tail family,
+    calibrated — its budget, 5% at concurrency 1 and 15% above, needs that; until then the
+    advisory "uncalibrated" family: CPU time is what contention on a shared runner inflates least,
+    and is blind to waiting and to GPU time, `perf/cpu.py`; for an engine on an accelerator,
+    declared or observed, the advisory "host-overhead" family: `device.py`) and TTFT p95 (the tail family,
     advisory until tail spreads between launches are calibrated) — FAIL when the candidate is worse
     than its budget and the noise floor, and significantly so (one-sided t test on the pairs' log
     ratios with τ in the standard error, Holm within the family at `alpha`); PASS when the

@@ -104,6 +104,6 @@ def test_cpu_time_is_held_to_its_budget_at_concurrency_1_and_to_the_guardrails_a
     s = PerformanceSettings(levels=[1, 8], pairs=24)
     calibrated = {"c1.cpu_s_per_token": 0.005, "c8.cpu_s_per_token": 0.005}
     lv = _cpu_level(random.Random(5), 0.10)
-    judged = {c.level: (c, p) for c, p in judge([lv, _at(8, lv)], s, 1, calibrated) if c.metric == "cpu_s_per_token"}
-    assert judged["c1"][0].limit == 0.05 and judged["c8"][0].limit == 0.15
-    assert judged["c1"][0].material() and not judged["c8"][0].material()
+    judged = {c.level: c for c, _ in judge([lv, _at(8, lv)], s, 1, calibrated) if c.metric == "cpu_s_per_token"}
+    assert judged["c1"].limit == 0.05 and judged["c8"].limit == 0.15
+    assert judged["c1"].material() and not judged["c8"].material()
